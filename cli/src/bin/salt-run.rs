@@ -1,0 +1,140 @@
+//! salt-run <runner.function> [arguments]: run a runner next to the master.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use brine_cli::local::{parse_args, wait_for, CliError, Local};
+use brine_cli::output::{render, OutputOptions, Outputter, NO_INDENT};
+use brine_protocol::payload::{get, get_str, map, to_json, Value};
+use clap::Parser;
+
+#[derive(Parser)]
+#[command(
+    name = "salt-run",
+    version,
+    about = "Run runner functions on the master (Brine)",
+    override_usage = "salt-run [options] <function> [arguments]"
+)]
+struct Cli {
+    #[arg(short = 'c', long = "config-dir", default_value = "/etc/salt")]
+    config_dir: PathBuf,
+    /// Seconds to wait for the runner (default: the master's rest_timeout-like 300 s).
+    #[arg(short = 't', long = "timeout", default_value_t = 300)]
+    timeout: u64,
+    /// Print the job id and exit without waiting.
+    #[arg(long = "async")]
+    run_async: bool,
+    #[arg(long = "out", visible_alias = "output")]
+    out: Option<String>,
+    #[arg(
+        long = "out-indent",
+        visible_alias = "output-indent",
+        allow_hyphen_values = true
+    )]
+    out_indent: Option<i64>,
+    #[arg(long = "no-color", visible_alias = "no-colour")]
+    no_color: bool,
+    #[arg(short = 'l', long = "log-level", default_value = "warning")]
+    log_level: String,
+    function: String,
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<String>,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("{}", e.msg);
+            std::process::exit(e.code);
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<i32, CliError> {
+    if let Some(l) = brine_transport::logging::level(&cli.log_level) {
+        brine_transport::logging::init(l, None);
+    }
+    let out: Outputter = match &cli.out {
+        Some(o) => o
+            .parse()
+            .map_err(|e: brine_cli::output::UnknownOutputter| CliError::new(e.to_string(), 2))?,
+        None => Outputter::Nested,
+    };
+    let opts = OutputOptions {
+        color: !cli.no_color && std::io::IsTerminal::is_terminal(&std::io::stdout()),
+        indent: cli
+            .out_indent
+            .map(|i| if i < 0 { NO_INDENT } else { i as usize }),
+        static_: false,
+    };
+    let mut local = Local::open(&cli.config_dir)?;
+    let mut args = parse_args(&cli.args);
+    let kwarg = match args.last() {
+        Some(Value::Map(m))
+            if m.iter()
+                .any(|(k, v)| k == &Value::from("__kwarg__") && v == &Value::from(true)) =>
+        {
+            let Some(Value::Map(m)) = args.pop() else {
+                unreachable!("just matched a map")
+            };
+            Value::Map(
+                m.into_iter()
+                    .filter(|(k, _)| k != &Value::from("__kwarg__"))
+                    .collect(),
+            )
+        }
+        _ => Value::Map(vec![]),
+    };
+    let mut listener = if cli.run_async {
+        None
+    } else {
+        Some(local.listen()?)
+    };
+    let mut load = vec![
+        ("cmd", Value::from("runner")),
+        ("fun", Value::from(cli.function.clone())),
+        (
+            "kwarg",
+            map(vec![("arg", Value::Array(args)), ("kwarg", kwarg)]),
+        ),
+    ];
+    load.extend(local.auth_fields());
+    let reply = local.clear(map(load), Duration::from_secs(30))?;
+    let Some(jid) = get_str(&reply, "jid").map(str::to_string) else {
+        return Err(CliError::new(
+            format!("the master did not start the runner: {reply}"),
+            1,
+        ));
+    };
+    if cli.run_async {
+        println!(
+            "{}",
+            render(
+                out,
+                &serde_json::json!({"jid": jid, "tag": format!("salt/run/{jid}")}),
+                &opts
+            )
+        );
+        return Ok(0);
+    }
+    let listener = listener.as_mut().expect("listening when not async");
+    let tag = format!("salt/run/{jid}/ret");
+    let Some(ev) = wait_for(listener, &tag, Duration::from_secs(cli.timeout.max(1)))? else {
+        return Err(CliError::new(
+            format!(
+                "No answer from runner {} within {} s (jid {jid})",
+                cli.function, cli.timeout
+            ),
+            1,
+        ));
+    };
+    let ret = get(&ev.data, "return").cloned().unwrap_or(Value::Nil);
+    let text = render(out, &to_json(&ret), &opts);
+    if !text.is_empty() {
+        println!("{text}");
+    }
+    let success = get(&ev.data, "success") != Some(&Value::from(false));
+    Ok(if success { 0 } else { 1 })
+}

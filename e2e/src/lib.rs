@@ -1,0 +1,317 @@
+//! Helpers for whole-system tests: real Brine processes on 127.0.0.1, in a private temp
+//! directory, on ports outside the ephemeral range, stopped when the test ends. When a test
+//! fails, the logs of every process are printed.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::time::{Duration, Instant};
+
+/// Path of a binary built by this workspace (tests run from target/<profile>/deps).
+pub fn bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe
+        .parent()
+        .and_then(|d| {
+            if d.ends_with("deps") {
+                d.parent()
+            } else {
+                Some(d)
+            }
+        })
+        .expect("target directory");
+    let p = dir.join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: build the workspace binaries first (cargo build --workspace --bins)",
+        p.display()
+    );
+    p
+}
+
+static NEXT_PORT: AtomicU16 = AtomicU16::new(0);
+
+/// A free TCP port on 127.0.0.1 between 20000 and 32000 (outside 32768-60999).
+pub fn free_port() -> u16 {
+    if NEXT_PORT.load(Ordering::SeqCst) == 0 {
+        let start = 20000 + (std::process::id() % 1000) as u16 * 12;
+        let _ = NEXT_PORT.compare_exchange(0, start, Ordering::SeqCst, Ordering::SeqCst);
+    }
+    loop {
+        let p = NEXT_PORT.fetch_add(1, Ordering::SeqCst);
+        if p >= 32000 {
+            NEXT_PORT.store(20000, Ordering::SeqCst);
+            continue;
+        }
+        if TcpListener::bind(("127.0.0.1", p)).is_ok() {
+            return p;
+        }
+    }
+}
+
+pub fn whoami() -> String {
+    std::env::var("USER").unwrap_or_else(|_| "root".into())
+}
+
+/// A master, its minions and the tools, all in one temp directory.
+pub struct Stack {
+    pub dir: tempfile::TempDir,
+    pub ret_port: u16,
+    pub publish_port: u16,
+    master: Option<Child>,
+    minions: BTreeMap<String, Child>,
+}
+
+impl Stack {
+    /// Write the master's config (with `extra` YAML lines appended) without starting it.
+    pub fn new(extra_master: &str) -> Stack {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let ret_port = free_port();
+        let publish_port = free_port();
+        let root = dir.path().join("master");
+        fs::create_dir_all(root.join("etc")).unwrap();
+        let conf = format!(
+            "interface: 127.0.0.1\nret_port: {ret_port}\npublish_port: {publish_port}\n\
+             root_dir: {root}\npki_dir: {root}/pki\ncachedir: {root}/cache\nsock_dir: {root}/sock\n\
+             log_file: {root}/master.log\nlog_level: info\nuser: {user}\nloop_interval: 1\n\
+             worker_threads: 3\nkeysize: 2048\n{extra_master}\n",
+            root = root.display(),
+            user = whoami(),
+        );
+        fs::write(root.join("etc/master"), conf).unwrap();
+        Stack {
+            dir,
+            ret_port,
+            publish_port,
+            master: None,
+            minions: BTreeMap::new(),
+        }
+    }
+
+    pub fn master_conf_dir(&self) -> PathBuf {
+        self.dir.path().join("master/etc")
+    }
+
+    pub fn master_root(&self) -> PathBuf {
+        self.dir.path().join("master")
+    }
+
+    pub fn start_master(&mut self) {
+        let log = fs::File::create(self.dir.path().join("master.stderr")).unwrap();
+        let child = Command::new(bin("salt-master"))
+            .arg("-c")
+            .arg(self.master_conf_dir())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start salt-master");
+        self.master = Some(child);
+        // Ready when the event bus socket exists and the ret port answers.
+        let sock = self.master_root().join("sock/master_event_pub.ipc");
+        wait_until(Duration::from_secs(30), || {
+            sock.exists() && std::net::TcpStream::connect(("127.0.0.1", self.ret_port)).is_ok()
+        })
+        .unwrap_or_else(|| panic!("master did not start\n{}", self.logs()));
+    }
+
+    pub fn stop_master(&mut self) {
+        if let Some(c) = self.master.take() {
+            terminate(c);
+        }
+    }
+
+    /// Write a minion's config and start it.
+    pub fn start_minion(&mut self, id: &str, extra: &str) {
+        let root = self.dir.path().join(format!("minion-{id}"));
+        fs::create_dir_all(root.join("etc")).unwrap();
+        let conf = format!(
+            "master: 127.0.0.1\nmaster_port: {ret}\nid: {id}\nroot_dir: {root}\n\
+             pki_dir: {root}/pki\ncachedir: {root}/cache\nsock_dir: {root}/sock\n\
+             log_file: {root}/minion.log\nlog_level: info\nacceptance_wait_time: 1\n\
+             recon_default: 100\nrecon_max: 1000\nrecon_randomize: false\nauth_timeout: 5\n\
+             request_channel_timeout: 10\n{extra}\n",
+            ret = self.ret_port,
+            root = root.display(),
+        );
+        fs::write(root.join("etc/minion"), conf).unwrap();
+        self.restart_minion(id);
+    }
+
+    pub fn restart_minion(&mut self, id: &str) {
+        let root = self.dir.path().join(format!("minion-{id}"));
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(root.join("stderr"))
+            .unwrap();
+        let child = Command::new(bin("salt-minion"))
+            .arg("-c")
+            .arg(root.join("etc"))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start salt-minion");
+        self.minions.insert(id.to_string(), child);
+    }
+
+    pub fn kill_minion(&mut self, id: &str) {
+        if let Some(mut c) = self.minions.remove(id) {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Run one of the tools against this master.
+    pub fn tool(&self, name: &str, args: &[&str]) -> Output {
+        let mut cmd = Command::new(bin(name));
+        cmd.arg("-c").arg(self.master_conf_dir());
+        cmd.args(args);
+        cmd.env("USER", whoami());
+        cmd.stdin(Stdio::null());
+        cmd.output().expect("run tool")
+    }
+
+    /// `salt ... --out json --static`, parsed.
+    pub fn salt_json(&self, args: &[&str]) -> (serde_json::Value, i32) {
+        let mut a = vec!["--out", "json", "--static"];
+        a.extend_from_slice(args);
+        let out = self.tool("salt", &a);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let v = serde_json::from_str(text.trim()).unwrap_or_else(|e| {
+            panic!(
+                "salt {args:?}: output is not JSON ({e}): {text}\nstderr: {}\n{}",
+                String::from_utf8_lossy(&out.stderr),
+                self.logs()
+            )
+        });
+        (v, out.status.code().unwrap_or(-1))
+    }
+
+    /// Wait until `salt-key` shows these ids as pending.
+    pub fn wait_pending(&self, ids: &[&str]) {
+        wait_until(Duration::from_secs(60), || {
+            let out = self.tool("salt-key", &["-l", "pre", "--out", "json"]);
+            let v: serde_json::Value =
+                serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+            let pre = v["minions_pre"].as_array().cloned().unwrap_or_default();
+            ids.iter().all(|id| pre.iter().any(|p| p == id))
+        })
+        .unwrap_or_else(|| panic!("minions {ids:?} never became pending\n{}", self.logs()));
+    }
+
+    /// Wait until every id answers test.ping.
+    pub fn wait_answering(&self, ids: &[&str]) {
+        let list = ids.join(",");
+        wait_until(Duration::from_secs(90), || {
+            let out = self.tool(
+                "salt",
+                &[
+                    "--out",
+                    "json",
+                    "--static",
+                    "-t",
+                    "3",
+                    "-L",
+                    &list,
+                    "test.ping",
+                ],
+            );
+            let v: serde_json::Value =
+                serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+            ids.iter().all(|id| v[id] == serde_json::Value::Bool(true))
+        })
+        .unwrap_or_else(|| panic!("minions {ids:?} never answered\n{}", self.logs()));
+    }
+
+    pub fn master_log(&self) -> String {
+        fs::read_to_string(self.master_root().join("master.log")).unwrap_or_default()
+    }
+
+    /// Every log of the stack, for failure reports.
+    pub fn logs(&self) -> String {
+        let mut s = String::new();
+        let mut files = vec![
+            self.dir.path().join("master.stderr"),
+            self.master_root().join("master.log"),
+        ];
+        if let Ok(rd) = fs::read_dir(self.dir.path()) {
+            for e in rd.flatten() {
+                let p = e.path();
+                if p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("minion-"))
+                {
+                    files.push(p.join("minion.log"));
+                    files.push(p.join("stderr"));
+                }
+            }
+        }
+        for f in files {
+            if let Ok(t) = fs::read_to_string(&f) {
+                let tail: Vec<&str> = t.lines().rev().take(80).collect();
+                s.push_str(&format!("===== {} (last lines)\n", f.display()));
+                for l in tail.into_iter().rev() {
+                    s.push_str(l);
+                    s.push('\n');
+                }
+            }
+        }
+        s
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("{}", self.logs());
+        }
+        for (_, c) in std::mem::take(&mut self.minions) {
+            terminate(c);
+        }
+        self.stop_master();
+    }
+}
+
+/// SIGTERM, then SIGKILL after 5 s.
+pub fn terminate(mut c: Child) {
+    let pid = c.id() as i32;
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(pid.to_string())
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = c.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = c.kill();
+    let _ = c.wait();
+}
+
+/// Poll `f` every 200 ms until it holds or `limit` passes.
+pub fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> Option<()> {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if f() {
+            return Some(());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    f().then_some(())
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn read(p: &Path) -> String {
+    fs::read_to_string(p).unwrap_or_default()
+}

@@ -1,0 +1,224 @@
+//! Hostile and broken input: the master refuses it with a logged reason and keeps serving;
+//! broken config files stop a daemon with a one-line error.
+
+use std::io::Write;
+use std::time::Duration;
+
+use brine_e2e::{bin, stderr, stdout, wait_until, Stack};
+use brine_protocol::payload::{dumps, get, get_str, loads, map, Value};
+use serde_json::json;
+
+fn req(ctx: &zmq::Context, port: u16, body: &[u8], wait_ms: i64) -> Option<Vec<u8>> {
+    let s = ctx.socket(zmq::REQ).unwrap();
+    s.set_linger(0).unwrap();
+    s.connect(&format!("tcp://127.0.0.1:{port}")).unwrap();
+    s.send(body, 0).unwrap();
+    if s.poll(zmq::POLLIN, wait_ms).unwrap() == 0 {
+        return None;
+    }
+    Some(s.recv_bytes(0).unwrap())
+}
+
+fn clear(load: Value) -> Vec<u8> {
+    dumps(&map(vec![
+        ("enc", Value::from("clear")),
+        ("load", load),
+        ("version", Value::from(3)),
+    ]))
+}
+
+#[test]
+fn hostile_requests_are_refused_and_the_master_keeps_serving() {
+    let mut st = Stack::new("auto_accept: True\n");
+    st.start_master();
+    st.start_minion("m1", "");
+    st.wait_answering(&["m1"]);
+    let ctx = zmq::Context::new();
+    let port = st.ret_port;
+    let bad_load = dumps(&Value::from("bad load"));
+
+    // A job in flight while the abuse goes on must still come back.
+    let a = st.tool("salt", &["--async", "m1", "test.sleep", "2"]);
+    let jid = stdout(&a).trim().rsplit(' ').next().unwrap().to_string();
+
+    // Garbage, truncated msgpack, a non-map, wrong enc, old versions.
+    assert_eq!(
+        req(&ctx, port, b"\xff\xfe garbage", 5000).unwrap(),
+        bad_load
+    );
+    let valid = clear(map(vec![("cmd", Value::from("ping"))]));
+    assert_eq!(
+        req(&ctx, port, &valid[..valid.len() / 2], 5000).unwrap(),
+        bad_load
+    );
+    assert_eq!(
+        req(&ctx, port, &dumps(&Value::from(7)), 5000).unwrap(),
+        bad_load
+    );
+    let wrong_enc = dumps(&map(vec![
+        ("enc", Value::from("rot13")),
+        ("load", Value::Map(vec![])),
+        ("version", Value::from(3)),
+    ]));
+    assert_eq!(req(&ctx, port, &wrong_enc, 5000).unwrap(), bad_load);
+    let v2 = dumps(&map(vec![
+        ("enc", Value::from("clear")),
+        ("load", map(vec![("cmd", Value::from("ping"))])),
+        ("version", Value::from(2)),
+    ]));
+    assert_eq!(req(&ctx, port, &v2, 5000).unwrap(), bad_load);
+
+    // An unknown clear command gets {}; ping echoes.
+    let unknown = req(
+        &ctx,
+        port,
+        &clear(map(vec![("cmd", Value::from("nope"))])),
+        5000,
+    )
+    .unwrap();
+    assert_eq!(loads(&unknown).unwrap(), Value::Map(vec![]));
+    let ping = req(&ctx, port, &valid, 5000).unwrap();
+    assert_eq!(get_str(&loads(&ping).unwrap(), "cmd"), Some("ping"));
+
+    // A tampered AES load, and an aes request for an id with no session.
+    for id in ["m1", "ghost"] {
+        let body = dumps(&map(vec![
+            ("enc", Value::from("aes")),
+            ("load", Value::Binary(vec![7u8; 96])),
+            ("version", Value::from(3)),
+            ("id", Value::from(id)),
+        ]));
+        assert_eq!(req(&ctx, port, &body, 5000).unwrap(), bad_load, "{id}");
+    }
+
+    // A publish with a wrong root key.
+    let publish = clear(map(vec![
+        ("cmd", Value::from("publish")),
+        ("tgt", Value::from("*")),
+        ("fun", Value::from("cmd.run")),
+        (
+            "arg",
+            Value::Array(vec![Value::from("touch /tmp/brine-should-not-exist")]),
+        ),
+        ("key", Value::from("not-the-root-key")),
+        ("tgt_type", Value::from("glob")),
+        ("jid", Value::from("")),
+        ("ret", Value::from("")),
+        ("user", Value::from("root")),
+    ]));
+    let r = loads(&req(&ctx, port, &publish, 5000).unwrap()).unwrap();
+    assert_eq!(
+        get_str(get(&r, "error").unwrap(), "name"),
+        Some("AuthenticationError"),
+        "{r}"
+    );
+
+    // Sign-ins with ids that would escape pki_dir.
+    let pub_text = std::fs::read_to_string(st.dir.path().join("minion-m1/pki/minion.pub")).unwrap();
+    for id in ["a/b", "a\\b", "..", "../evil", "nul\0byte"] {
+        let body = clear(map(vec![
+            ("cmd", Value::from("_auth")),
+            ("id", Value::from(id)),
+            ("nonce", Value::from("0123456789abcdef0123456789abcdef")),
+            ("enc_algo", Value::from("OAEP-SHA1")),
+            ("sig_algo", Value::from("PKCS1v15-SHA1")),
+            ("pub", Value::from(pub_text.clone())),
+        ]));
+        let r = loads(&req(&ctx, port, &body, 5000).unwrap()).unwrap();
+        let inner = match get(&r, "load").unwrap() {
+            Value::Binary(b) => loads(b).unwrap(),
+            other => panic!("unsigned reply {other}"),
+        };
+        assert_eq!(get(&inner, "ret"), Some(&Value::from(false)), "{id:?}");
+    }
+    assert!(!st.master_root().join("pki/evil").exists());
+    assert!(!st.master_root().join("evil").exists());
+
+    // A 100 MB frame: the peer is cut off, nobody else notices.
+    let huge = vec![0x90u8; 100 * 1024 * 1024];
+    assert!(req(&ctx, port, &huge, 2000).is_none());
+    drop(huge);
+
+    // Truncated ZMTP: half a greeting, then a hang-up.
+    {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.write_all(&[0xff, 0, 0, 0, 0, 0, 0, 0, 1]).unwrap();
+    }
+    {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    }
+
+    // Everyone else is still served, and the job in flight came back.
+    let (v, _) = st.salt_json(&["m1", "test.ping"]);
+    assert_eq!(v, json!({"m1": true}));
+    let mut looked = serde_json::Value::Null;
+    wait_until(Duration::from_secs(20), || {
+        let o = st.tool("salt-run", &["--out", "json", "jobs.lookup_jid", &jid]);
+        looked = serde_json::from_slice(&o.stdout).unwrap_or_default();
+        looked == json!({"m1": true})
+    })
+    .unwrap_or_else(|| panic!("the job in flight was lost: {looked}\n{}", st.logs()));
+    assert!(!std::path::Path::new("/tmp/brine-should-not-exist").exists());
+
+    // Each refusal was logged with its reason.
+    let log = st.master_log();
+    for reason in [
+        "undecodable payload",
+        "payload is not a map",
+        "unknown enc",
+        "below minimum_auth_version",
+        "does not decrypt",
+        "which has no session",
+        "bad root key",
+        "path separator",
+        "relative path component",
+        "null byte",
+    ] {
+        assert!(log.contains(reason), "no log line for {reason:?}\n{log}");
+    }
+}
+
+#[test]
+fn broken_config_files_give_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let etc = dir.path();
+    std::fs::write(etc.join("master"), "ret_port: not-a-port\n").unwrap();
+    let out = std::process::Command::new(bin("salt-master"))
+        .arg("-c")
+        .arg(etc)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("ret_port") && err.contains(&etc.join("master").display().to_string()),
+        "{err}"
+    );
+
+    std::fs::write(etc.join("master"), "interface: [unclosed\n").unwrap();
+    let out = std::process::Command::new(bin("salt-master"))
+        .arg("-c")
+        .arg(etc)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&etc.join("master").display().to_string()),
+        "{err}"
+    );
+
+    std::fs::write(etc.join("minion"), "master_port: 99999\n").unwrap();
+    let out = std::process::Command::new(bin("salt-minion"))
+        .arg("-c")
+        .arg(etc)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("master_port"), "{err}");
+}

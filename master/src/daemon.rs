@@ -1,0 +1,238 @@
+//! `salt-master`: wire the pieces together and run until SIGTERM.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use brine_protocol::config::MasterConfig;
+use brine_protocol::payload::{map, Value};
+use brine_transport::eventbus::EventBus;
+use brine_transport::{tcp_endpoint, Publisher, RequestServer, ServerOptions};
+
+use crate::datacache::DataCache;
+use crate::jobstore::{JobStore, SqliteStore};
+use crate::keys::KeyStore;
+use crate::master::Master;
+use crate::secrets::Secrets;
+
+/// Largest request accepted on the ret port (a bigger frame disconnects the peer).
+pub const MAX_REQUEST_SIZE: i64 = 64 * 1024 * 1024;
+
+/// Where the embedded job store lives: `brine_job_store: {path: ...}` or `cachedir/jobs.sqlite`.
+pub fn job_store_path(cfg: &MasterConfig) -> std::path::PathBuf {
+    cfg.job_store
+        .get("path")
+        .and_then(|p| p.as_str())
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| cfg.cachedir.join("jobs.sqlite"))
+}
+
+/// Build a master from its config and start serving. Returns when SIGTERM or SIGINT arrives.
+pub fn run(cfg: MasterConfig) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("master-rt")
+        .enable_all()
+        .build()?;
+    rt.block_on(async move { serve(cfg).await })
+}
+
+async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
+    for d in [&cfg.pki_dir, &cfg.cachedir, &cfg.sock_dir] {
+        std::fs::create_dir_all(d)
+            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", d.display()))?;
+    }
+    let keys = KeyStore::open(&cfg.pki_dir)?;
+    let secrets = Secrets::load(
+        &cfg.pki_dir,
+        &cfg.cachedir,
+        cfg.keysize,
+        Duration::from_secs(cfg.publish_session),
+        &cfg.user,
+    )?;
+    let bus = EventBus::bind(&cfg.sock_dir)
+        .await
+        .map_err(|e| anyhow::anyhow!("event bus in {}: {e}", cfg.sock_dir.display()))?;
+    let store_path = job_store_path(&cfg);
+    let store: Arc<dyn JobStore> = Arc::new(
+        SqliteStore::open(&store_path)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", store_path.display()))?,
+    );
+    let cache = DataCache::open(&cfg.cachedir, cfg.minion_data_cache);
+    let ctx = zmq::Context::new();
+    let pub_ep = tcp_endpoint(&cfg.interface, cfg.publish_port);
+    let publisher = Publisher::start(&ctx, &pub_ep, cfg.pub_hwm, cfg.ipv6)?;
+    let ret_ep = tcp_endpoint(&cfg.interface, cfg.ret_port);
+    let workers = cfg.worker_threads.max(1);
+    let master = Arc::new(Master {
+        cfg,
+        keys,
+        secrets,
+        bus,
+        store,
+        publisher,
+        cache,
+        rt: tokio::runtime::Handle::current(),
+        started: Instant::now(),
+        self_ref: std::sync::OnceLock::new(),
+    });
+    let _ = master.self_ref.set(Arc::downgrade(&master));
+    let m = master.clone();
+    let server = RequestServer::start(
+        &ctx,
+        ServerOptions {
+            bind: ret_ep.clone(),
+            workers,
+            max_message_size: MAX_REQUEST_SIZE,
+            queue_len: 100_000,
+            ipv6: master.cfg.ipv6,
+        },
+        Arc::new(move |body: &[u8]| m.handle_request(body)),
+    )?;
+    tracing::warn!(
+        "salt-master (Brine {}) serving on {ret_ep} and {pub_ep}",
+        env!("CARGO_PKG_VERSION")
+    );
+    master.bus.fire(
+        "salt/master/online",
+        map(vec![("id", Value::from(master.cfg.id.clone()))]),
+    );
+    let maint = tokio::spawn(maintenance(master.clone()));
+    let keywatch = tokio::spawn(watch_key_events(master.clone()));
+
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    tracing::warn!("salt-master shutting down");
+    maint.abort();
+    keywatch.abort();
+    tokio::task::spawn_blocking(move || server.stop()).await?;
+    for f in [
+        brine_transport::eventbus::PUB_SOCK,
+        brine_transport::eventbus::PULL_SOCK,
+    ] {
+        let _ = std::fs::remove_file(master.cfg.sock_dir.join(f));
+    }
+    Ok(())
+}
+
+/// Salt's Maintenance process: job retention, the AES drop file, presence events.
+async fn maintenance(master: Arc<Master>) {
+    let every = Duration::from_secs(master.cfg.loop_interval.max(1));
+    let mut present: Vec<String> = Vec::new();
+    let mut last = Instant::now();
+    loop {
+        // The drop file is looked at every second, so that a key removed with salt-key takes
+        // effect at once; the rest runs every loop_interval.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        check_dropfile(&master);
+        if last.elapsed() < every {
+            continue;
+        }
+        last = Instant::now();
+        let m = master.clone();
+        let _ = tokio::task::spawn_blocking(move || clean_old_jobs(&m)).await;
+        if master.cfg.presence_events {
+            let now = master.connected_ids();
+            let new: Vec<Value> = now
+                .iter()
+                .filter(|i| !present.contains(i))
+                .cloned()
+                .map(Value::from)
+                .collect();
+            let lost: Vec<Value> = present
+                .iter()
+                .filter(|i| !now.contains(i))
+                .cloned()
+                .map(Value::from)
+                .collect();
+            if !new.is_empty() || !lost.is_empty() {
+                master.bus.fire(
+                    "salt/presence/change",
+                    map(vec![
+                        ("new", Value::Array(new)),
+                        ("lost", Value::Array(lost)),
+                    ]),
+                );
+            }
+            master.bus.fire(
+                "salt/presence/present",
+                map(vec![(
+                    "present",
+                    Value::Array(now.iter().cloned().map(Value::from).collect()),
+                )]),
+            );
+            present = now;
+        }
+    }
+}
+
+/// `salt-key` (ours or Salt's) works on the pki dir directly and announces what it did with a
+/// `salt/key` event: a deleted or rejected key takes effect at once (the drop file is the
+/// fallback when the bus is not reachable).
+async fn watch_key_events(master: Arc<Master>) {
+    let mut rx = master.bus.subscribe();
+    loop {
+        let ev = match rx.recv().await {
+            Ok(ev) => ev,
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(_) => return,
+        };
+        if !ev.external || ev.tag != "salt/key" {
+            continue;
+        }
+        let act = brine_protocol::payload::get_str(&ev.data, "act").unwrap_or("");
+        let Some(id) = brine_protocol::payload::get_str(&ev.data, "id") else {
+            continue;
+        };
+        if matches!(act, "delete" | "reject")
+            && !master.keys.exists(crate::keys::KeyState::Accepted, id)
+        {
+            master.keys_removed(&[id.to_string()], true);
+        }
+    }
+}
+
+pub fn clean_old_jobs(master: &Master) {
+    let keep = master.cfg.keep_jobs_seconds;
+    if keep == 0 {
+        return;
+    }
+    let cutoff = chrono::Utc::now() - chrono::Duration::seconds(keep as i64);
+    let cutoff_jid = cutoff.format("%Y%m%d%H%M%S%6f").to_string();
+    match master.store.clean_before(&cutoff_jid) {
+        Ok(0) => {}
+        Ok(n) => tracing::info!("{n} jobs older than {keep}s removed"),
+        Err(e) => tracing::error!("job retention: {e}"),
+    }
+}
+
+/// `cachedir/.dfn` (mode 0400, holding the master id), written by Salt's key tools: rotate.
+fn check_dropfile(master: &Master) {
+    let p = master.cfg.cachedir.join(".dfn");
+    if p.exists() {
+        let _ = std::fs::remove_file(&p);
+        master.rotate_after_key_removal();
+    }
+}
+
+/// Load the config, log, run. The one-line error for a broken config comes back as `Err`.
+pub fn main_with(config_dir: &Path, log_level: Option<&str>) -> anyhow::Result<()> {
+    let cfg = MasterConfig::load(config_dir)?;
+    let console = log_level
+        .and_then(brine_transport::logging::level)
+        .unwrap_or_else(|| {
+            brine_transport::logging::level(&cfg.log_level)
+                .unwrap_or(tracing_subscriber::filter::LevelFilter::WARN)
+        });
+    let file_level = cfg
+        .log_level_logfile
+        .as_deref()
+        .or(Some(cfg.log_level.as_str()))
+        .and_then(brine_transport::logging::level)
+        .unwrap_or(tracing_subscriber::filter::LevelFilter::WARN);
+    brine_transport::logging::init(console, Some((&cfg.log_file, file_level)));
+    run(cfg)
+}

@@ -1,0 +1,327 @@
+//! Minion keys on disk, in Salt's layout: `pki_dir/{minions,minions_pre,minions_rejected,
+//! minions_denied,minions_autosign}/<id>`, each file holding the minion's public key text.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use brine_protocol::crypt::{clean_key, pem_finger, HashType};
+use brine_protocol::target::fnmatch;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyState {
+    Accepted,
+    Pending,
+    Rejected,
+    Denied,
+}
+
+impl KeyState {
+    pub const ALL: [KeyState; 4] = [
+        KeyState::Accepted,
+        KeyState::Pending,
+        KeyState::Rejected,
+        KeyState::Denied,
+    ];
+
+    /// Directory name under `pki_dir`, which is also the key used in `key.list_all`.
+    pub fn dir(self) -> &'static str {
+        match self {
+            KeyState::Accepted => "minions",
+            KeyState::Pending => "minions_pre",
+            KeyState::Rejected => "minions_rejected",
+            KeyState::Denied => "minions_denied",
+        }
+    }
+
+    /// Names accepted by `salt-key -l` / `key.list`.
+    pub fn parse(s: &str) -> Option<KeyState> {
+        match s {
+            "acc" | "accepted" | "minions" => Some(KeyState::Accepted),
+            "pre" | "un" | "unaccepted" | "minions_pre" => Some(KeyState::Pending),
+            "rej" | "rejected" | "minions_rejected" => Some(KeyState::Rejected),
+            "den" | "denied" | "minions_denied" => Some(KeyState::Denied),
+            _ => None,
+        }
+    }
+}
+
+/// Why an id is refused: Salt refuses ids with `/`, `\` or NUL, and anything that would leave
+/// `pki_dir` once joined to it.
+pub fn invalid_id_reason(id: &str) -> Option<&'static str> {
+    if id.is_empty() {
+        Some("id is empty")
+    } else if id.contains('\0') {
+        Some("id contains a null byte")
+    } else if id.contains('/') || id.contains('\\') {
+        Some("id contains a path separator")
+    } else if id == "." || id == ".." {
+        Some("id is a relative path component")
+    } else {
+        None
+    }
+}
+
+pub fn valid_id(id: &str) -> bool {
+    invalid_id_reason(id).is_none()
+}
+
+#[derive(Debug, Clone)]
+pub struct KeyStore {
+    pki_dir: PathBuf,
+}
+
+impl KeyStore {
+    pub fn open(pki_dir: &Path) -> io::Result<KeyStore> {
+        for state in KeyState::ALL {
+            fs::create_dir_all(pki_dir.join(state.dir()))?;
+        }
+        fs::create_dir_all(pki_dir.join("minions_autosign"))?;
+        Ok(KeyStore {
+            pki_dir: pki_dir.to_path_buf(),
+        })
+    }
+
+    pub fn pki_dir(&self) -> &Path {
+        &self.pki_dir
+    }
+
+    fn path(&self, state: KeyState, id: &str) -> Option<PathBuf> {
+        valid_id(id).then(|| self.pki_dir.join(state.dir()).join(id))
+    }
+
+    pub fn read(&self, state: KeyState, id: &str) -> Option<String> {
+        fs::read_to_string(self.path(state, id)?).ok()
+    }
+
+    pub fn exists(&self, state: KeyState, id: &str) -> bool {
+        self.path(state, id).is_some_and(|p| p.is_file())
+    }
+
+    /// The state a minion id is in (the first found, in Salt's order of precedence).
+    pub fn state_of(&self, id: &str) -> Option<KeyState> {
+        [
+            KeyState::Rejected,
+            KeyState::Accepted,
+            KeyState::Pending,
+            KeyState::Denied,
+        ]
+        .into_iter()
+        .find(|s| self.exists(*s, id))
+    }
+
+    pub fn write(&self, state: KeyState, id: &str, pub_text: &str) -> io::Result<()> {
+        let p = self
+            .path(state, id)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "invalid minion id"))?;
+        let tmp = p.with_file_name(format!(".{id}.tmp"));
+        fs::write(&tmp, pub_text)?;
+        fs::rename(tmp, p)
+    }
+
+    pub fn remove(&self, state: KeyState, id: &str) -> io::Result<bool> {
+        match self.path(state, id) {
+            Some(p) => match fs::remove_file(p) {
+                Ok(()) => Ok(true),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+                Err(e) => Err(e),
+            },
+            None => Ok(false),
+        }
+    }
+
+    /// Ids in one state, sorted case-insensitively as Salt lists them.
+    pub fn list(&self, state: KeyState) -> Vec<String> {
+        let mut ids: Vec<String> = fs::read_dir(self.pki_dir.join(state.dir()))
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .filter(|e| e.file_type().map(|t| t.is_file()).unwrap_or(false))
+                    .filter_map(|e| e.file_name().into_string().ok())
+                    .filter(|n| !n.starts_with('.'))
+                    .collect()
+            })
+            .unwrap_or_default();
+        ids.sort_by_key(|a| a.to_lowercase());
+        ids
+    }
+
+    pub fn accepted(&self) -> Vec<String> {
+        self.list(KeyState::Accepted)
+    }
+
+    /// Move a key from one state to another. Returns false if it was not in `from`.
+    pub fn transition(&self, id: &str, from: KeyState, to: KeyState) -> io::Result<bool> {
+        let Some(text) = self.read(from, id) else {
+            return Ok(false);
+        };
+        self.write(to, id, &text)?;
+        self.remove(from, id)?;
+        Ok(true)
+    }
+
+    /// Consume a `minions_autosign/<id>` stub if one exists and is younger than `timeout`.
+    pub fn take_autosign_stub(&self, id: &str, timeout: std::time::Duration) -> bool {
+        if !valid_id(id) {
+            return false;
+        }
+        let p = self.pki_dir.join("minions_autosign").join(id);
+        let fresh = fs::metadata(&p)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age <= timeout);
+        let existed = p.exists();
+        if existed {
+            let _ = fs::remove_file(&p);
+        }
+        existed && fresh
+    }
+
+    /// Fingerprint of a stored key, as `salt-key -f`.
+    pub fn finger(&self, state: KeyState, id: &str, hash: HashType) -> Option<String> {
+        self.read(state, id).map(|t| pem_finger(&t, hash))
+    }
+
+    /// Keys matching a glob (or a comma-separated list of globs), by state, in Salt's order.
+    pub fn name_match(&self, pattern: &str) -> Vec<(KeyState, Vec<String>)> {
+        let pats: Vec<&str> = pattern.split(',').map(str::trim).collect();
+        KeyState::ALL
+            .iter()
+            .filter_map(|state| {
+                let hits: Vec<String> = self
+                    .list(*state)
+                    .into_iter()
+                    .filter(|id| pats.iter().any(|p| fnmatch(p, id)))
+                    .collect();
+                (!hits.is_empty()).then_some((*state, hits))
+            })
+            .collect()
+    }
+
+    /// `.pem` and `.pub` files of the master itself.
+    pub fn local_keys(&self) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(&self.pki_dir)
+            .map(|rd| {
+                rd.flatten()
+                    .filter_map(|e| e.file_name().into_string().ok())
+                    .filter(|n| n.ends_with(".pem") || n.ends_with(".pub"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort_by_key(|a| a.to_lowercase());
+        v
+    }
+
+    /// Accept the keys matching `pattern` that are pending (and, if asked, rejected or
+    /// denied). Returns the ids accepted. Keys that do not parse as RSA keys are skipped.
+    pub fn accept(&self, pattern: &str, from: &[KeyState]) -> Vec<String> {
+        let mut done = Vec::new();
+        for (state, ids) in self.name_match(pattern) {
+            if state == KeyState::Accepted || !from.contains(&state) {
+                continue;
+            }
+            for id in ids {
+                let valid = self
+                    .read(state, &id)
+                    .is_some_and(|t| brine_protocol::crypt::PublicKey::from_pem(&t).is_ok());
+                if !valid {
+                    tracing::error!("Unable to accept invalid key for {id}.");
+                    continue;
+                }
+                if self
+                    .transition(&id, state, KeyState::Accepted)
+                    .unwrap_or(false)
+                {
+                    done.push(id);
+                }
+            }
+        }
+        done
+    }
+
+    /// Reject the keys matching `pattern` found in the `from` states. Returns the ids
+    /// rejected and whether any of them was accepted (the AES key must then rotate).
+    pub fn reject(&self, pattern: &str, from: &[KeyState]) -> (Vec<String>, bool) {
+        let mut done = Vec::new();
+        let mut was_accepted = false;
+        for (state, ids) in self.name_match(pattern) {
+            if state == KeyState::Rejected || !from.contains(&state) {
+                continue;
+            }
+            for id in ids {
+                if self
+                    .transition(&id, state, KeyState::Rejected)
+                    .unwrap_or(false)
+                {
+                    was_accepted |= state == KeyState::Accepted;
+                    done.push(id);
+                }
+            }
+        }
+        (done, was_accepted)
+    }
+
+    /// Delete the keys matching `pattern`, whatever their state. Returns the ids deleted and
+    /// whether any of them was accepted.
+    pub fn delete(&self, pattern: &str) -> (Vec<String>, bool) {
+        let mut done = Vec::new();
+        let mut was_accepted = false;
+        for (state, ids) in self.name_match(pattern) {
+            for id in ids {
+                if self.remove(state, &id).unwrap_or(false) {
+                    was_accepted |= state == KeyState::Accepted;
+                    done.push(id);
+                }
+            }
+        }
+        (done, was_accepted)
+    }
+
+    /// Ask a running master to rotate its AES key, as Salt's key tools do: the drop file
+    /// `cachedir/.dfn` (mode 0400) holding the master id.
+    pub fn write_dropfile(cachedir: &Path, master_id: &str) -> io::Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        let p = cachedir.join(".dfn");
+        let _ = fs::remove_file(&p);
+        fs::write(&p, master_id)?;
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o400))
+    }
+
+    /// Do two key texts denote the same key, as Salt compares them?
+    pub fn same_key(a: &str, b: &str) -> bool {
+        clean_key(a) == clean_key(b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_checked() {
+        assert!(valid_id("web-1.example.com"));
+        for bad in ["", "a/b", "a\\b", "..", ".", "a\0b"] {
+            assert!(!valid_id(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn states_and_transitions() {
+        let d = tempfile::tempdir().unwrap();
+        let ks = KeyStore::open(d.path()).unwrap();
+        ks.write(KeyState::Pending, "m2", "K2").unwrap();
+        ks.write(KeyState::Pending, "M1", "K1").unwrap();
+        assert_eq!(ks.list(KeyState::Pending), vec!["M1", "m2"]);
+        assert!(ks
+            .transition("m2", KeyState::Pending, KeyState::Accepted)
+            .unwrap());
+        assert_eq!(ks.state_of("m2"), Some(KeyState::Accepted));
+        assert_eq!(ks.read(KeyState::Accepted, "m2").as_deref(), Some("K2"));
+        assert!(!ks
+            .transition("nope", KeyState::Pending, KeyState::Accepted)
+            .unwrap());
+        assert!(ks.write(KeyState::Pending, "../x", "K").is_err());
+        assert!(ks.remove(KeyState::Accepted, "m2").unwrap());
+        assert_eq!(ks.state_of("m2"), None);
+    }
+}

@@ -1,0 +1,526 @@
+//! `salt-minion`: sign in, subscribe, run what is published for us, return the results.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use brine_protocol::config::MinionConfig;
+use brine_protocol::crypt::{load_or_generate_keypair, EncAlgo, HashType, SerialGuard, SigAlgo};
+use brine_protocol::payload::{get, get_str, loads, map, Value};
+use brine_protocol::target::{matches, MinionData};
+use brine_transport::{tcp_endpoint, Subscriber};
+use tokio::sync::mpsc;
+
+use crate::channel::{Channel, ChannelError, Creds, Identity};
+use crate::functions::{self, CallResult, Context, RunningJob, RunningJobs};
+use crate::util::{bytes, int, text};
+
+/// How many recent jids are remembered to drop duplicate publishes (Salt's
+/// `minion_jid_queue_hwm`).
+const JID_QUEUE: usize = 100;
+
+pub struct Minion {
+    pub cfg: MinionConfig,
+    pub channel: Arc<Channel>,
+    pub grains: Arc<Value>,
+    pub running: Arc<RunningJobs>,
+    pub pillar: std::sync::RwLock<Value>,
+    master_host: String,
+    job_timeout: Option<Duration>,
+}
+
+/// Exit codes Salt's minion uses.
+pub const EXIT_REJECTED: i32 = 77;
+pub const EXIT_FINGER: i32 = 42;
+
+impl Minion {
+    pub fn new(cfg: MinionConfig, ctx: &zmq::Context) -> anyhow::Result<Minion> {
+        std::fs::create_dir_all(&cfg.pki_dir)?;
+        std::fs::create_dir_all(&cfg.cachedir)?;
+        let (key, public) = load_or_generate_keypair(&cfg.pki_dir, "minion", cfg.keysize)
+            .map_err(|e| anyhow::anyhow!("minion key pair in {}: {e}", cfg.pki_dir.display()))?;
+        let tok = key
+            .x931_encrypt(b"salt")
+            .map_err(|e| anyhow::anyhow!("cannot make the request token: {e}"))?;
+        let enc_algo = EncAlgo::parse(&cfg.encryption_algorithm).ok_or_else(|| {
+            anyhow::anyhow!(
+                "unsupported encryption_algorithm {}",
+                cfg.encryption_algorithm
+            )
+        })?;
+        let sig_algo = SigAlgo::parse(&cfg.signing_algorithm).ok_or_else(|| {
+            anyhow::anyhow!("unsupported signing_algorithm {}", cfg.signing_algorithm)
+        })?;
+        let master_host = cfg
+            .master
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "salt".to_string());
+        let ident = Identity {
+            id: cfg.id.clone(),
+            key,
+            pub_clean: brine_protocol::crypt::clean_key(&public.to_pem()),
+            tok,
+            enc_algo,
+            sig_algo,
+            pki_dir: cfg.pki_dir.clone(),
+            master_finger: cfg.master_finger.clone(),
+        };
+        let channel = Arc::new(Channel::new(
+            ctx,
+            &master_host,
+            cfg.master_port,
+            ident,
+            Duration::from_secs(cfg.request_channel_timeout.max(1)),
+            cfg.request_channel_tries,
+        ));
+        let extra = brine_protocol::payload::from_json(&cfg.grains);
+        let grains = Arc::new(crate::grains_core::grains_collect(
+            &cfg.id,
+            &extra,
+            &master_host,
+        ));
+        let job_timeout = cfg
+            .raw
+            .values
+            .get("job_timeout")
+            .and_then(|v| v.as_u64())
+            .filter(|t| *t > 0)
+            .map(Duration::from_secs);
+        Ok(Minion {
+            cfg,
+            channel,
+            grains,
+            running: Arc::new(RunningJobs::default()),
+            pillar: std::sync::RwLock::new(Value::Map(vec![])),
+            master_host,
+            job_timeout,
+        })
+    }
+
+    /// Sign in, waiting politely while our key is pending. `Err` only for a final refusal.
+    async fn sign_in(&self) -> Result<Creds, i32> {
+        let mut wait = self.cfg.acceptance_wait_time.max(1);
+        let auth_timeout = Duration::from_secs(self.cfg.auth_timeout.max(1));
+        loop {
+            let ch = self.channel.clone();
+            let res = tokio::task::spawn_blocking(move || ch.sign_in(auth_timeout))
+                .await
+                .unwrap_or(Err(ChannelError::NotSignedIn));
+            match res {
+                Ok(c) => {
+                    tracing::info!("signed in to {}", self.master_host);
+                    return Ok(c);
+                }
+                Err(ChannelError::Rejected) if !self.cfg.rejected_retry => {
+                    tracing::error!(
+                        "The Salt Master has rejected this minion's public key! \
+                         To repair this issue, delete the public key for this minion on the \
+                         Salt Master and restart this minion."
+                    );
+                    return Err(EXIT_REJECTED);
+                }
+                Err(ChannelError::FingerMismatch) => {
+                    tracing::error!("The master fingerprint does not match master_finger");
+                    return Err(EXIT_FINGER);
+                }
+                Err(ChannelError::Pending) => {
+                    tracing::info!("waiting for the master to accept our key; retrying in {wait}s");
+                }
+                Err(e) => tracing::warn!("sign-in to {} failed: {e}", self.master_host),
+            }
+            tokio::time::sleep(Duration::from_secs(wait)).await;
+            if self.cfg.acceptance_wait_time_max > wait {
+                wait =
+                    (wait + self.cfg.acceptance_wait_time).min(self.cfg.acceptance_wait_time_max);
+            }
+        }
+    }
+
+    async fn request(&self, load: Value) -> Result<Value, ChannelError> {
+        let ch = self.channel.clone();
+        tokio::task::spawn_blocking(move || ch.request(&load))
+            .await
+            .unwrap_or(Err(ChannelError::NotSignedIn))
+    }
+
+    async fn fetch_pillar(&self) {
+        let load = map(vec![
+            ("cmd", Value::from("_pillar")),
+            ("id", Value::from(self.cfg.id.clone())),
+            ("grains", (*self.grains).clone()),
+            ("saltenv", Value::Nil),
+            ("pillarenv", Value::Nil),
+            ("pillar_override", Value::Map(vec![])),
+            ("extra_minion_data", Value::Map(vec![])),
+            ("ver", Value::from("2")),
+        ]);
+        let ch = self.channel.clone();
+        match tokio::task::spawn_blocking(move || ch.request_private(&load, "pillar")).await {
+            Ok(Ok(p)) => *self.pillar.write().expect("pillar lock") = p,
+            Ok(Err(e)) => tracing::warn!("pillar not received: {e}"),
+            Err(e) => tracing::warn!("pillar not received: {e}"),
+        }
+    }
+
+    async fn fire_master(&self, tag: &str, data: Value) {
+        let load = map(vec![
+            ("id", Value::from(self.cfg.id.clone())),
+            ("cmd", Value::from("_minion_event")),
+            ("pretag", Value::Nil),
+            ("data", data),
+            ("tag", Value::from(tag)),
+        ]);
+        if let Err(e) = self.request(load).await {
+            tracing::warn!("event {tag} not sent: {e}");
+        }
+    }
+
+    async fn start_events(&self) {
+        let msg = Value::from(format!(
+            "Minion {} started at {}",
+            self.cfg.id,
+            brine_protocol::jid::asctime_now()
+        ));
+        if self.cfg.enable_legacy_startup_events {
+            self.fire_master("minion_start", msg.clone()).await;
+        }
+        self.fire_master(&format!("salt/minion/{}/start", self.cfg.id), msg)
+            .await;
+    }
+
+    /// Decrypt and check one publish. `None` if it is not for us or unreadable.
+    fn open_publish(
+        &self,
+        creds: &Creds,
+        frame: &[u8],
+        serials: &mut SerialGuard,
+    ) -> Result<Option<Value>, ()> {
+        let env = match loads(frame) {
+            Ok(v @ Value::Map(_)) => v,
+            _ => return Ok(None),
+        };
+        if get_str(&env, "enc") != Some("aes") {
+            return Ok(None);
+        }
+        let Some(ct) = get(&env, "load").and_then(bytes) else {
+            return Ok(None);
+        };
+        if self.cfg.sign_pub_messages {
+            let algo = get_str(&env, "sig_algo")
+                .and_then(SigAlgo::parse)
+                .unwrap_or(SigAlgo::Pkcs1v15Sha1);
+            let ok = get(&env, "sig")
+                .and_then(bytes)
+                .is_some_and(|sig| creds.master_pub.verify(ct, sig, algo));
+            if !ok {
+                tracing::warn!("publish with a missing or bad signature dropped");
+                return Ok(None);
+            }
+        }
+        match creds.aes.loads(ct, None) {
+            Ok(Some(mut load)) => {
+                if !serials.accept(&mut load) {
+                    tracing::debug!("publish with an old serial dropped");
+                    return Ok(None);
+                }
+                Ok(Some(load))
+            }
+            Ok(None) => Ok(None),
+            Err(_) => Err(()),
+        }
+    }
+
+    fn targets_me(&self, load: &Value) -> bool {
+        let (Some(tgt), Some(_), Some(_), Some(_)) = (
+            get(load, "tgt"),
+            get(load, "jid"),
+            get(load, "fun"),
+            get(load, "arg"),
+        ) else {
+            return false;
+        };
+        let tgt_type = get_str(load, "tgt_type").unwrap_or("glob");
+        let delimiter = get_str(load, "delimiter").unwrap_or(":");
+        let pillar = self.pillar.read().expect("pillar lock").clone();
+        let me = MinionData {
+            id: &self.cfg.id,
+            grains: Some(&self.grains),
+            pillar: Some(&pillar),
+        };
+        match matches(tgt, tgt_type, delimiter, &me) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!("publish with an unusable target ignored: {e}");
+                false
+            }
+        }
+    }
+
+    /// Run one job and send its return.
+    async fn run_job(self: Arc<Self>, load: Value) {
+        let jid = get_str(&load, "jid").unwrap_or("").to_string();
+        let ctx = Context {
+            id: self.cfg.id.clone(),
+            grains: self.grains.clone(),
+            running: self.running.clone(),
+            pub_load: load.clone(),
+        };
+        let fun = get(&load, "fun").cloned().unwrap_or(Value::Nil);
+        let arg = get(&load, "arg").cloned().unwrap_or(Value::Array(vec![]));
+        let mut ret = vec![
+            ("cmd", Value::from("_return")),
+            ("id", Value::from(self.cfg.id.clone())),
+        ];
+        match (&fun, &arg) {
+            (Value::Array(funs), Value::Array(args)) => {
+                // A multi-function job: one return map keyed by function.
+                let (mut rets, mut codes, mut oks) = (Vec::new(), Vec::new(), Vec::new());
+                for (i, f) in funs.iter().enumerate() {
+                    let name = text(f).unwrap_or("").to_string();
+                    let a = match args.get(i) {
+                        Some(Value::Array(a)) => a.clone(),
+                        _ => vec![],
+                    };
+                    let r = self.call_bounded(&ctx, &name, &a).await;
+                    rets.push((Value::from(name.clone()), r.ret));
+                    codes.push((Value::from(name.clone()), Value::from(r.retcode)));
+                    oks.push((Value::from(name), Value::from(r.retcode == 0)));
+                }
+                ret.push(("success", Value::Map(oks)));
+                ret.push(("return", Value::Map(rets)));
+                ret.push(("retcode", Value::Map(codes)));
+            }
+            _ => {
+                let name = text(&fun).unwrap_or("").to_string();
+                let a = match &arg {
+                    Value::Array(a) => a.clone(),
+                    other => vec![other.clone()],
+                };
+                let r = self.call_bounded(&ctx, &name, &a).await;
+                ret.push(("success", Value::from(r.retcode == 0)));
+                ret.push(("return", r.ret));
+                ret.push(("retcode", Value::from(r.retcode)));
+                if let Some(out) = r.out {
+                    ret.push(("out", Value::from(out)));
+                }
+            }
+        }
+        ret.push(("jid", Value::from(jid.clone())));
+        ret.push(("fun", fun));
+        ret.push(("fun_args", arg));
+        for k in ["user", "master_id", "metadata"] {
+            if let Some(v) = get(&load, k) {
+                ret.push((k, v.clone()));
+            }
+        }
+        ret.push(("_stamp", Value::from(brine_protocol::jid::stamp_now())));
+        self.running.remove(&jid);
+        self.send_return(map(ret), &jid).await;
+    }
+
+    async fn call_bounded(&self, ctx: &Context, fun: &str, arg: &[Value]) -> CallResult {
+        match self.job_timeout {
+            Some(t) => match tokio::time::timeout(t, functions::call(ctx, fun, arg)).await {
+                Ok(r) => r,
+                Err(_) => CallResult {
+                    ret: Value::from(format!(
+                        "ERROR: {fun} did not finish within job_timeout ({}s)",
+                        t.as_secs()
+                    )),
+                    retcode: 1,
+                    out: Some("nested".into()),
+                },
+            },
+            None => functions::call(ctx, fun, arg).await,
+        }
+    }
+
+    async fn send_return(&self, ret: Value, jid: &str) {
+        let tries = self.cfg.return_retry_tries.max(1);
+        for n in 1..=tries {
+            match self.request(ret.clone()).await {
+                Ok(_) => return,
+                Err(e) => {
+                    tracing::warn!("return of {jid} not delivered (try {n}/{tries}): {e}");
+                    let wait = self.cfg.return_retry_timer.max(1);
+                    tokio::time::sleep(Duration::from_secs(wait)).await;
+                }
+            }
+        }
+        tracing::error!("return of {jid} dropped after {tries} tries");
+    }
+}
+
+/// Run the minion until SIGTERM. Returns the process exit code.
+pub async fn run(minion: Arc<Minion>, ctx: zmq::Context) -> i32 {
+    let creds = match minion.sign_in().await {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let port = match minion.cfg.publish_port {
+        Some(p) if p != minion.cfg.master_port => p,
+        _ => creds.publish_port,
+    };
+    let endpoint = tcp_endpoint(&minion.master_host, port);
+    let subs: Vec<Vec<u8>> = if minion.cfg.zmq_filtering {
+        vec![
+            b"broadcast".to_vec(),
+            brine_protocol::crypt::hash_hex(minion.cfg.id.as_bytes(), HashType::Sha1).into_bytes(),
+        ]
+    } else {
+        vec![Vec::new()]
+    };
+    let (tx, mut rx) = mpsc::unbounded_channel::<Vec<Vec<u8>>>();
+    let recon = minion.cfg.recon_default.max(1) as i32;
+    let recon = if minion.cfg.recon_randomize {
+        recon + (rand::random::<u32>() % (minion.cfg.recon_max.max(1) as u32 + 1)) as i32
+    } else {
+        recon
+    };
+    let _sub = match Subscriber::start(
+        &ctx,
+        &endpoint,
+        &subs,
+        Some(minion.cfg.id.as_bytes()),
+        recon,
+        minion.cfg.recon_max.max(1) as i32,
+        move |frames| {
+            let _ = tx.send(frames);
+        },
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!("cannot subscribe to {endpoint}: {e}");
+            return 1;
+        }
+    };
+    minion.fetch_pillar().await;
+    minion.start_events().await;
+    tracing::warn!("minion {} is ready", minion.cfg.id);
+
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::error!("cannot watch SIGTERM: {e}");
+            return 1;
+        }
+    };
+    let mut serials = SerialGuard::default();
+    let mut recent: VecDeque<String> = VecDeque::new();
+    loop {
+        let frames = tokio::select! {
+            f = rx.recv() => match f { Some(f) => f, None => return 1 },
+            _ = term.recv() => return 0,
+            _ = tokio::signal::ctrl_c() => return 0,
+        };
+        // One frame, or [topic, payload] with zmq_filtering: the payload is the last frame.
+        let Some(frame) = frames.last() else { continue };
+        let mut load = None;
+        for attempt in 0..2 {
+            let Some(creds) = minion.channel.creds() else {
+                // Not signed in (a rotation left us pending): try once, drop the publish.
+                let m = minion.clone();
+                if tokio::task::spawn_blocking(move || {
+                    m.channel
+                        .sign_in(Duration::from_secs(m.cfg.auth_timeout.max(1)))
+                })
+                .await
+                .map(|r| r.is_ok())
+                .unwrap_or(false)
+                {
+                    serials = SerialGuard::default();
+                    continue;
+                }
+                break;
+            };
+            match minion.open_publish(&creds, frame, &mut serials) {
+                Ok(l) => {
+                    load = l;
+                    break;
+                }
+                Err(()) if attempt == 0 => {
+                    // The AES key changed: sign in again, then try the same publish once more.
+                    tracing::info!("publish does not decrypt; signing in again");
+                    minion.channel.reset();
+                    serials = SerialGuard::default();
+                }
+                Err(()) => tracing::warn!("publish does not decrypt even after signing in again"),
+            }
+        }
+        let Some(load) = load else { continue };
+        if !minion.targets_me(&load) {
+            continue;
+        }
+        let jid = get_str(&load, "jid").unwrap_or("").to_string();
+        if recent.contains(&jid) {
+            tracing::debug!("duplicate publish of {jid} dropped");
+            continue;
+        }
+        recent.push_back(jid.clone());
+        if recent.len() > JID_QUEUE {
+            recent.pop_front();
+        }
+        let (go_tx, go_rx) = tokio::sync::oneshot::channel::<()>();
+        let m = minion.clone();
+        let l = load.clone();
+        let task = tokio::spawn(async move {
+            let _ = go_rx.await;
+            m.run_job(l).await;
+        });
+        minion.running.insert(
+            &jid,
+            RunningJob {
+                load,
+                abort: Some(task.abort_handle()),
+            },
+        );
+        let _ = go_tx.send(());
+    }
+}
+
+/// Load the config, log, run. Returns the exit code.
+pub fn main_with(config_dir: &Path, log_level: Option<&str>) -> i32 {
+    let cfg = match MinionConfig::load(config_dir) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("salt-minion: {e}");
+            return 1;
+        }
+    };
+    let console = log_level
+        .and_then(brine_transport::logging::level)
+        .or_else(|| brine_transport::logging::level(&cfg.log_level))
+        .unwrap_or(tracing_subscriber::filter::LevelFilter::WARN);
+    let file_level = brine_transport::logging::level(&cfg.log_level)
+        .unwrap_or(tracing_subscriber::filter::LevelFilter::WARN);
+    brine_transport::logging::init(console, Some((&cfg.log_file, file_level)));
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("salt-minion: {e}");
+            return 1;
+        }
+    };
+    let ctx = zmq::Context::new();
+    let minion = match Minion::new(cfg, &ctx) {
+        Ok(m) => Arc::new(m),
+        Err(e) => {
+            eprintln!("salt-minion: {e}");
+            return 1;
+        }
+    };
+    let code = rt.block_on(run(minion, ctx));
+    rt.shutdown_timeout(Duration::from_secs(2));
+    code
+}
+
+/// The value of an integer field (for tests and tools).
+pub fn int_field(v: &Value, key: &str) -> Option<i64> {
+    int(get(v, key))
+}

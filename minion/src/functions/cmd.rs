@@ -1,0 +1,1219 @@
+//! The `cmd` execution module: run shell commands (`cmd.run`, `cmd.run_all`, ...).
+//!
+//! Follows Salt's `cmdmod._run`: default cwd is the user's home, commands are split
+//! with shlex unless `python_shell` (true by default for published jobs), the locale
+//! is reset to C, output is right-stripped, and the job retcode is the exit code.
+//! Not supported (accepted and ignored): `template`, `umask`, `output_encoding`,
+//! `log_callback`, `use_vt`, `password`, `encoded_cmd`, `saltenv`, `bg`.
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream as StdUnixStream;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use rmpv::Value;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+
+use super::args::{is_true, py_float_of, py_repr, py_str, shlex_split, Bound, Signature};
+use super::{map_of, CallState, FnError, Spec};
+
+/// The shell Salt uses when none is given.
+pub const DEFAULT_SHELL: &str = "/bin/sh";
+
+/// The functions of the `cmd` module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fun {
+    HasExec,
+    Retcode,
+    Run,
+    RunAll,
+    RunStderr,
+    RunStdout,
+    Shell,
+    Which,
+}
+
+const RUN_PARAMS: &[&str] = &[
+    "cmd",
+    "cwd",
+    "stdin",
+    "runas",
+    "group",
+    "shell",
+    "python_shell",
+    "env",
+    "clean_env",
+    "template",
+    "rstrip",
+    "umask",
+    "output_encoding",
+    "output_loglevel",
+    "log_callback",
+    "hide_output",
+    "timeout",
+    "reset_system_locale",
+    "ignore_retcode",
+    "saltenv",
+    "use_vt",
+    "redirect_stderr",
+    "bg",
+    "password",
+    "encoded_cmd",
+    "raise_err",
+    "prepend_path",
+    "success_retcodes",
+    "success_stdout",
+    "success_stderr",
+];
+const RUN_ALL_PARAMS: &[&str] = &[
+    "cmd",
+    "cwd",
+    "stdin",
+    "runas",
+    "group",
+    "shell",
+    "python_shell",
+    "env",
+    "clean_env",
+    "template",
+    "rstrip",
+    "umask",
+    "output_encoding",
+    "output_loglevel",
+    "log_callback",
+    "hide_output",
+    "timeout",
+    "reset_system_locale",
+    "ignore_retcode",
+    "saltenv",
+    "use_vt",
+    "redirect_stderr",
+    "password",
+    "encoded_cmd",
+    "prepend_path",
+    "success_retcodes",
+    "success_stdout",
+    "success_stderr",
+];
+const RETCODE_PARAMS: &[&str] = &[
+    "cmd",
+    "cwd",
+    "stdin",
+    "runas",
+    "group",
+    "shell",
+    "python_shell",
+    "env",
+    "clean_env",
+    "template",
+    "umask",
+    "output_encoding",
+    "output_loglevel",
+    "log_callback",
+    "timeout",
+    "reset_system_locale",
+    "ignore_retcode",
+    "saltenv",
+    "use_vt",
+    "password",
+    "success_retcodes",
+    "success_stdout",
+    "success_stderr",
+];
+const RUN_STD_PARAMS: &[&str] = &[
+    "cmd",
+    "cwd",
+    "stdin",
+    "runas",
+    "group",
+    "shell",
+    "python_shell",
+    "env",
+    "clean_env",
+    "template",
+    "rstrip",
+    "umask",
+    "output_encoding",
+    "output_loglevel",
+    "log_callback",
+    "hide_output",
+    "timeout",
+    "reset_system_locale",
+    "ignore_retcode",
+    "saltenv",
+    "use_vt",
+    "password",
+    "prepend_path",
+    "success_retcodes",
+    "success_stdout",
+    "success_stderr",
+];
+const SHELL_PARAMS: &[&str] = &[
+    "cmd",
+    "cwd",
+    "stdin",
+    "runas",
+    "group",
+    "shell",
+    "env",
+    "clean_env",
+    "template",
+    "rstrip",
+    "umask",
+    "output_encoding",
+    "output_loglevel",
+    "log_callback",
+    "hide_output",
+    "timeout",
+    "reset_system_locale",
+    "ignore_retcode",
+    "saltenv",
+    "use_vt",
+    "bg",
+    "password",
+    "prepend_path",
+    "success_retcodes",
+    "success_stdout",
+    "success_stderr",
+];
+
+/// The option list every command runner shares, appended to its docstring.
+macro_rules! with_options {
+    ($doc:literal) => {
+        concat!(
+            $doc,
+            "Options: cwd (default: the user's home), stdin, runas, shell (default /bin/sh),
+    python_shell (run through the shell; default True for published jobs),
+    env (a dict, or a list of dicts), clean_env, rstrip, hide_output, timeout
+    (seconds; the process group is killed), reset_system_locale, ignore_retcode,
+    prepend_path, success_retcodes, success_stdout, success_stderr.
+    "
+        )
+    };
+}
+
+impl Fun {
+    pub(crate) const ALL: &'static [Fun] = &[
+        Fun::HasExec,
+        Fun::Retcode,
+        Fun::Run,
+        Fun::RunAll,
+        Fun::RunStderr,
+        Fun::RunStdout,
+        Fun::Shell,
+        Fun::Which,
+    ];
+
+    pub(crate) fn spec(self) -> Spec {
+        let (name, pyname, sig, doc) = match self {
+            Fun::HasExec => (
+                "cmd.has_exec",
+                "has_exec",
+                Signature::new(&["cmd"], 1, false, false),
+                "
+    Return True if the given executable is found on the PATH.
+
+    CLI Example:
+
+        salt '*' cmd.has_exec cat
+    ",
+            ),
+            Fun::Retcode => (
+                "cmd.retcode",
+                "retcode",
+                Signature::new(RETCODE_PARAMS, 1, false, true),
+                with_options!(
+                    "
+    Run a command and return only its exit code.
+
+    CLI Example:
+
+        salt '*' cmd.retcode 'test -f /etc/hosts'
+    "
+                ),
+            ),
+            Fun::Run => (
+                "cmd.run",
+                "run",
+                Signature::new(RUN_PARAMS, 1, false, true),
+                with_options!(
+                    "
+    Run a command and return its output, stdout and stderr merged, with trailing
+    whitespace removed. The job retcode is the command's exit code.
+
+    CLI Example:
+
+        salt '*' cmd.run 'ls -l /etc' cwd=/tmp
+    "
+                ),
+            ),
+            Fun::RunAll => (
+                "cmd.run_all",
+                "run_all",
+                Signature::new(RUN_ALL_PARAMS, 1, false, true),
+                with_options!(
+                    "
+    Run a command and return a dict with its pid, retcode, stdout and stderr.
+
+    CLI Example:
+
+        salt '*' cmd.run_all 'ls /nonexistent'
+    "
+                ),
+            ),
+            Fun::RunStderr => (
+                "cmd.run_stderr",
+                "run_stderr",
+                Signature::new(RUN_STD_PARAMS, 1, false, true),
+                with_options!(
+                    "
+    Run a command and return only its standard error.
+
+    CLI Example:
+
+        salt '*' cmd.run_stderr 'ls /nonexistent'
+    "
+                ),
+            ),
+            Fun::RunStdout => (
+                "cmd.run_stdout",
+                "run_stdout",
+                Signature::new(RUN_STD_PARAMS, 1, false, true),
+                with_options!(
+                    "
+    Run a command and return only its standard output.
+
+    CLI Example:
+
+        salt '*' cmd.run_stdout 'ls -l /etc'
+    "
+                ),
+            ),
+            Fun::Shell => (
+                "cmd.shell",
+                "shell",
+                Signature::new(SHELL_PARAMS, 1, false, true),
+                with_options!(
+                    "
+    Run a command through the shell (python_shell=True) and return its output.
+
+    CLI Example:
+
+        salt '*' cmd.shell 'echo $HOME | wc -c'
+    "
+                ),
+            ),
+            Fun::Which => (
+                "cmd.which",
+                "which",
+                Signature::new(&["cmd"], 1, false, false),
+                "
+    Return the full path of the given executable found on the PATH, or None.
+
+    CLI Example:
+
+        salt '*' cmd.which cat
+    ",
+            ),
+        };
+        Spec {
+            name,
+            pyname,
+            sig,
+            doc,
+            out: None,
+        }
+    }
+
+    pub(crate) async fn run(self, b: &Bound, st: &mut CallState) -> Result<Value, FnError> {
+        match self {
+            Fun::Which => {
+                Ok(which(&py_str(b.get("cmd").unwrap_or(&Value::Nil)))
+                    .map_or(Value::Nil, Value::from))
+            }
+            Fun::HasExec => Ok(Value::Boolean(
+                which(&py_str(b.get("cmd").unwrap_or(&Value::Nil))).is_some(),
+            )),
+            Fun::Run | Fun::Shell => {
+                let mut opts = RunOpts::from_bound(b, self == Fun::Shell)?;
+                opts.merge_stderr = b.get("redirect_stderr").is_none_or(is_true_v);
+                let out = execute(&opts).await?;
+                st.retcode = out.job_retcode(&opts);
+                if out.retcode != 0
+                    && !opts.ignore_retcode
+                    && b.get("raise_err").is_some_and(is_true_v)
+                {
+                    return Err(FnError::Execution(out.stdout));
+                }
+                Ok(Value::from(if opts.hide_output {
+                    String::new()
+                } else {
+                    out.stdout
+                }))
+            }
+            Fun::RunAll => {
+                let mut opts = RunOpts::from_bound(b, false)?;
+                opts.merge_stderr = b.get("redirect_stderr").is_some_and(is_true_v);
+                let out = execute(&opts).await?;
+                st.retcode = out.job_retcode(&opts);
+                Ok(out.into_map(opts.hide_output))
+            }
+            Fun::Retcode => {
+                let mut opts = RunOpts::from_bound(b, false)?;
+                opts.merge_stderr = true;
+                let out = execute(&opts).await?;
+                st.retcode = out.job_retcode(&opts);
+                Ok(Value::from(out.retcode))
+            }
+            Fun::RunStdout | Fun::RunStderr => {
+                let opts = RunOpts::from_bound(b, false)?;
+                let out = execute(&opts).await?;
+                st.retcode = out.job_retcode(&opts);
+                let text = if self == Fun::RunStdout {
+                    out.stdout
+                } else {
+                    out.stderr
+                };
+                Ok(Value::from(if opts.hide_output {
+                    String::new()
+                } else {
+                    text
+                }))
+            }
+        }
+    }
+}
+
+fn is_true_v(v: &Value) -> bool {
+    is_true(Some(v))
+}
+
+/// Everything `execute` needs, resolved from the call's arguments.
+#[derive(Debug, Clone)]
+pub(crate) struct RunOpts {
+    cmd: Value,
+    cwd: Option<String>,
+    stdin: Option<String>,
+    runas: Option<String>,
+    shell: Option<String>,
+    python_shell: bool,
+    env: Vec<(String, String)>,
+    clean_env: bool,
+    rstrip: bool,
+    timeout: Option<Value>,
+    reset_system_locale: bool,
+    ignore_retcode: bool,
+    merge_stderr: bool,
+    prepend_path: Option<String>,
+    success_retcodes: Vec<i64>,
+    success_stdout: Vec<String>,
+    success_stderr: Vec<String>,
+    hide_output: bool,
+}
+
+impl RunOpts {
+    fn from_bound(b: &Bound, shell_default: bool) -> Result<RunOpts, FnError> {
+        let python_shell = match b.opt("python_shell").or_else(|| b.kwarg("python_shell")) {
+            Some(v) => is_true_v(v),
+            // Salt: True when run from a published job (there is a jid), else False.
+            None => shell_default || b.kwarg("__pub_jid").is_some_and(super::args::py_truthy),
+        };
+        let stdin = b.opt("stdin").map(|v| {
+            let text = py_str(v);
+            if b.kwarg("stdin_raw_newlines").is_some_and(is_true_v) {
+                text
+            } else {
+                text.replace("\\n", "\n")
+            }
+        });
+        Ok(RunOpts {
+            cmd: b.get("cmd").cloned().unwrap_or(Value::Nil),
+            cwd: b
+                .get("cwd")
+                .filter(|v| super::args::py_truthy(v))
+                .map(py_str),
+            stdin,
+            runas: b.opt("runas").map(py_str).filter(|s| !s.is_empty()),
+            shell: match b.get("shell") {
+                None => Some(DEFAULT_SHELL.to_string()),
+                Some(v) if super::args::py_truthy(v) => Some(py_str(v)),
+                Some(_) => None,
+            },
+            python_shell,
+            env: parse_env(b.get("env")),
+            clean_env: b.get("clean_env").is_some_and(is_true_v),
+            rstrip: b.get("rstrip").is_none_or(is_true_v),
+            timeout: b.opt("timeout").cloned(),
+            reset_system_locale: b.get("reset_system_locale").is_none_or(is_true_v),
+            ignore_retcode: b.get("ignore_retcode").is_some_and(is_true_v),
+            merge_stderr: false,
+            prepend_path: b.opt("prepend_path").map(py_str),
+            success_retcodes: match b.opt("success_retcodes") {
+                None => vec![0],
+                Some(v) => split_input(v)
+                    .iter()
+                    .map(|s| s.trim().parse::<i64>())
+                    .collect::<Result<_, _>>()
+                    .map_err(|_| {
+                        FnError::Invocation("success_retcodes must be a list of integers".into())
+                    })?,
+            },
+            success_stdout: b.opt("success_stdout").map(split_input).unwrap_or_default(),
+            success_stderr: b.opt("success_stderr").map(split_input).unwrap_or_default(),
+            hide_output: b.get("hide_output").is_some_and(is_true_v),
+        })
+    }
+}
+
+/// `salt.utils.args.split_input`: a list, or a comma-separated string.
+fn split_input(v: &Value) -> Vec<String> {
+    match v {
+        Value::Array(items) => items.iter().map(py_str).collect(),
+        Value::String(_) => py_str(v).split(',').map(|s| s.trim().to_string()).collect(),
+        other => vec![py_str(other)],
+    }
+}
+
+/// `cmdmod._parse_env`: a dict, or a list of single-key dicts; values become strings.
+fn parse_env(env: Option<&Value>) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut add = |entries: &[(Value, Value)]| {
+        for (k, v) in entries {
+            let key = py_str(k);
+            let val = match v {
+                Value::Nil => String::new(),
+                other => py_str(other),
+            };
+            match out.iter_mut().find(|(k2, _)| *k2 == key) {
+                Some(slot) => slot.1 = val,
+                None => out.push((key, val)),
+            }
+        }
+    };
+    match env {
+        Some(Value::Map(entries)) => add(entries),
+        Some(Value::Array(items)) => {
+            for item in items {
+                if let Value::Map(entries) = item {
+                    add(entries);
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+/// The result of one command.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RunOutput {
+    pid: u32,
+    retcode: i64,
+    stdout: String,
+    stderr: String,
+    timed_out: bool,
+}
+
+impl RunOutput {
+    fn job_retcode(&self, opts: &RunOpts) -> i32 {
+        if opts.ignore_retcode {
+            0
+        } else {
+            i32::try_from(self.retcode).unwrap_or(1)
+        }
+    }
+
+    fn into_map(self, hide_output: bool) -> Value {
+        let (stdout, stderr) = if hide_output {
+            (String::new(), String::new())
+        } else {
+            (self.stdout, self.stderr)
+        };
+        if self.timed_out {
+            // Salt builds the timeout reply in this key order.
+            map_of([
+                ("stdout", Value::from(stdout)),
+                ("stderr", Value::from(stderr)),
+                ("retcode", Value::from(self.retcode)),
+                ("pid", Value::from(self.pid)),
+            ])
+        } else {
+            map_of([
+                ("pid", Value::from(self.pid)),
+                ("retcode", Value::from(self.retcode)),
+                ("stdout", Value::from(stdout)),
+                ("stderr", Value::from(stderr)),
+            ])
+        }
+    }
+}
+
+/// `salt.utils.path.which`.
+pub(crate) fn which(cmd: &str) -> Option<String> {
+    if cmd.is_empty() {
+        return None;
+    }
+    if cmd.contains('/') {
+        return is_executable(Path::new(cmd)).then(|| cmd.to_string());
+    }
+    let path = std::env::var("PATH").unwrap_or_default();
+    path.split(':')
+        .filter(|d| !d.is_empty())
+        .map(|d| Path::new(d).join(cmd))
+        .find(|p| is_executable(p))
+        .map(|p| p.to_string_lossy().into_owned())
+}
+
+fn is_executable(p: &Path) -> bool {
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// A user from /etc/passwd.
+#[derive(Debug, Clone)]
+struct User {
+    name: String,
+    uid: u32,
+    gid: u32,
+    home: String,
+}
+
+fn lookup_user(name: &str) -> Option<User> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let f: Vec<&str> = line.split(':').collect();
+        (f.len() >= 6 && f[0] == name).then(|| User {
+            name: f[0].to_string(),
+            uid: f[2].parse().unwrap_or(u32::MAX),
+            gid: f[3].parse().unwrap_or(u32::MAX),
+            home: f[5].to_string(),
+        })
+    })
+}
+
+fn current_home() -> String {
+    if let Ok(home) = std::env::var("HOME") {
+        if !home.is_empty() {
+            return home;
+        }
+    }
+    let uid = crate::grains_core::current_uid();
+    std::fs::read_to_string("/etc/passwd")
+        .ok()
+        .and_then(|p| {
+            p.lines().find_map(|line| {
+                let f: Vec<&str> = line.split(':').collect();
+                (f.len() >= 6 && f[2].parse::<u32>().ok() == Some(uid)).then(|| f[5].to_string())
+            })
+        })
+        .unwrap_or_else(|| "/".to_string())
+}
+
+/// Python's `OSError` text: `[Errno 2] No such file or directory: 'prog'`.
+fn os_error_text(err: &std::io::Error, prog: &str) -> String {
+    match err.raw_os_error() {
+        Some(code) => {
+            let text = err.to_string();
+            let desc = text
+                .strip_suffix(&format!(" (os error {code})"))
+                .unwrap_or(&text)
+                .to_string();
+            format!("[Errno {code}] {desc}: {}", py_repr(&Value::from(prog)))
+        }
+        None => err.to_string(),
+    }
+}
+
+/// Kill a whole process group (the command and everything it started).
+#[allow(unsafe_code)]
+fn kill_process_group(pgid: u32) {
+    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
+        return;
+    };
+    if pgid <= 1 {
+        return;
+    }
+    // SAFETY: kill(2) takes plain integers and touches no memory of ours; a negative pid
+    // addresses the process group we created for the child (process_group(0)).
+    unsafe {
+        libc::kill(-pgid, libc::SIGKILL);
+    }
+}
+
+/// Kills the child's process group when a job is dropped mid-run (timeout or abort).
+struct GroupGuard(Option<u32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            kill_process_group(pgid);
+        }
+    }
+}
+
+async fn read_all<R: AsyncRead + Unpin>(r: Option<R>) -> Vec<u8> {
+    let mut buf = Vec::new();
+    if let Some(mut r) = r {
+        // A read error ends the output; what was read so far is kept.
+        let _ = r.read_to_end(&mut buf).await;
+    }
+    buf
+}
+
+fn decode(buf: &[u8], rstrip: bool) -> String {
+    let text = String::from_utf8_lossy(buf).into_owned();
+    if rstrip {
+        text.trim_end().to_string()
+    } else {
+        text
+    }
+}
+
+/// Resolve the argv to execute, Salt-style.
+fn argv(opts: &RunOpts) -> Result<Vec<String>, FnError> {
+    let shell = opts.shell.clone();
+    match (&opts.cmd, opts.python_shell, shell) {
+        (Value::Array(items), true, Some(sh)) => {
+            let mut v = vec![sh, "-c".to_string()];
+            v.extend(items.iter().map(py_str));
+            Ok(v)
+        }
+        (Value::Array(items), _, _) => Ok(items.iter().map(py_str).collect()),
+        (cmd, true, Some(sh)) => Ok(vec![sh, "-c".to_string(), py_str(cmd)]),
+        (cmd, false, Some(_)) => {
+            shlex_split(&py_str(cmd)).map_err(|e| FnError::Exception(format!("ValueError: {e}")))
+        }
+        (cmd, _, None) => Ok(vec![py_str(cmd)]),
+    }
+}
+
+/// Run one command as `cmdmod._run` does.
+pub(crate) async fn execute(opts: &RunOpts) -> Result<RunOutput, FnError> {
+    let user = match &opts.runas {
+        Some(name) => Some(
+            lookup_user(name)
+                .ok_or_else(|| FnError::Execution(format!("User '{name}' is not available")))?,
+        ),
+        None => None,
+    };
+    let cwd = match &opts.cwd {
+        Some(cwd) => cwd.clone(),
+        None => {
+            let home = user.as_ref().map_or_else(current_home, |u| u.home.clone());
+            if std::fs::read_dir(&home).is_ok() {
+                home
+            } else {
+                "/".to_string()
+            }
+        }
+    };
+    if let Some(sh) = &opts.shell {
+        if !is_executable(Path::new(sh)) {
+            return Err(FnError::Execution(format!(
+                "The shell {sh} is not available"
+            )));
+        }
+    }
+    let timeout = match &opts.timeout {
+        None => None,
+        Some(v @ (Value::Integer(_) | Value::F32(_) | Value::F64(_) | Value::Boolean(_))) => {
+            let secs = py_float_of(v).map_err(FnError::Exception)?;
+            Some(Duration::from_secs_f64(secs.max(0.0)))
+        }
+        Some(v) => {
+            return Err(FnError::Exception(format!(
+                "TimedProcTimeoutError: Error: timeout {} must be a number",
+                py_str(v)
+            )))
+        }
+    };
+    if !Path::new(&cwd).is_absolute() || !Path::new(&cwd).is_dir() {
+        return Err(FnError::Execution(format!(
+            "Specified cwd '{cwd}' either not absolute or does not exist"
+        )));
+    }
+    let argv = argv(opts)?;
+    // Salt's messages show the command as Python saw it: the string, or the split list.
+    let shown = if opts.python_shell || opts.shell.is_none() {
+        py_str(&opts.cmd)
+    } else {
+        py_repr(&Value::Array(
+            argv.iter().map(|s| Value::from(s.as_str())).collect(),
+        ))
+    };
+    let Some((prog, rest)) = argv.split_first() else {
+        return Err(FnError::Exception(
+            "IndexError: list index out of range".into(),
+        ));
+    };
+
+    let mut command = tokio::process::Command::new(prog);
+    command
+        .args(rest)
+        .current_dir(&cwd)
+        .process_group(0)
+        .kill_on_drop(true);
+    if opts.clean_env {
+        command.env_clear();
+    }
+    if std::env::var_os("NOTIFY_SOCKET").is_some()
+        && !opts.env.iter().any(|(k, _)| k == "NOTIFY_SOCKET")
+    {
+        command.env_remove("NOTIFY_SOCKET");
+    }
+    if opts.reset_system_locale {
+        for key in [
+            "LC_CTYPE",
+            "LC_NUMERIC",
+            "LC_TIME",
+            "LC_COLLATE",
+            "LC_MONETARY",
+            "LC_MESSAGES",
+            "LC_PAPER",
+            "LC_NAME",
+            "LC_ADDRESS",
+            "LC_TELEPHONE",
+            "LC_MEASUREMENT",
+            "LC_IDENTIFICATION",
+            "LANGUAGE",
+        ] {
+            if !opts.env.iter().any(|(k, _)| k == key) {
+                command.env(key, "C");
+            }
+        }
+    }
+    if let Some(u) = &user {
+        command.uid(u.uid).gid(u.gid);
+        command
+            .env("HOME", &u.home)
+            .env("USER", &u.name)
+            .env("LOGNAME", &u.name);
+    }
+    for (k, v) in &opts.env {
+        command.env(k, v);
+    }
+    if let Some(prefix) = &opts.prepend_path {
+        let base = opts
+            .env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.clone())
+            .or_else(|| (!opts.clean_env).then(|| std::env::var("PATH").unwrap_or_default()))
+            .unwrap_or_default();
+        command.env("PATH", format!("{prefix}:{base}"));
+    }
+    command.stdin(if opts.stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
+    // Merged output needs one channel for both streams, so the child's writes interleave
+    // as they happen; a socket pair gives that without unsafe pipe plumbing.
+    let mut merged_reader = None;
+    if opts.merge_stderr {
+        let (ours, theirs) =
+            StdUnixStream::pair().map_err(|e| FnError::Execution(e.to_string()))?;
+        let theirs2 = theirs
+            .try_clone()
+            .map_err(|e| FnError::Execution(e.to_string()))?;
+        command.stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs)));
+        command.stderr(Stdio::from(std::os::fd::OwnedFd::from(theirs2)));
+        ours.set_nonblocking(true)
+            .map_err(|e| FnError::Execution(e.to_string()))?;
+        merged_reader = Some(
+            tokio::net::UnixStream::from_std(ours)
+                .map_err(|e| FnError::Execution(e.to_string()))?,
+        );
+    } else {
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    }
+
+    let spawned = command.spawn();
+    // Our copies of the child's ends must be closed, or reading never sees EOF.
+    drop(command);
+    let mut child = spawned.map_err(|e| {
+        FnError::Execution(format!(
+            "Unable to run command '{shown}' with the context '{{'cwd': {}, 'shell': {}, 'timeout': {}}}', reason: {}",
+            py_repr(&Value::from(cwd.as_str())),
+            if opts.python_shell { "True" } else { "False" },
+            opts.timeout.as_ref().map_or_else(|| "None".to_string(), py_repr),
+            os_error_text(&e, prog)
+        ))
+    })?;
+    let pid = child.id().unwrap_or(0);
+    let mut guard = GroupGuard(Some(pid));
+
+    let stdin_data = opts.stdin.clone();
+    let stdin_pipe = child.stdin.take();
+    let stdout_pipe = child.stdout.take();
+    let stderr_pipe = child.stderr.take();
+    let run = async {
+        let feed = async move {
+            if let (Some(mut pipe), Some(data)) = (stdin_pipe, stdin_data) {
+                // The child may exit without reading its input; that is not an error.
+                let _ = pipe.write_all(data.as_bytes()).await;
+            }
+        };
+        let (_, out, err, merged) = tokio::join!(
+            feed,
+            read_all(stdout_pipe),
+            read_all(stderr_pipe),
+            read_all(merged_reader)
+        );
+        let status = child.wait().await;
+        (out, err, merged, status)
+    };
+    let finished = match timeout {
+        Some(limit) => tokio::time::timeout(limit, run).await.ok(),
+        None => Some(run.await),
+    };
+    let Some((out, err, merged, status)) = finished else {
+        drop(guard);
+        let _ = child.kill().await;
+        let limit = opts.timeout.as_ref().map_or_else(String::new, py_str);
+        return Ok(RunOutput {
+            pid,
+            retcode: 1,
+            stdout: format!("{shown} : Timed out after {limit} seconds"),
+            stderr: String::new(),
+            timed_out: true,
+        });
+    };
+    // The command finished: anything it left running in the background stays.
+    guard.0 = None;
+    let status = status.map_err(|e| FnError::Execution(e.to_string()))?;
+    let mut retcode = match status.code() {
+        Some(code) => i64::from(code),
+        None => {
+            use std::os::unix::process::ExitStatusExt;
+            -i64::from(status.signal().unwrap_or(0))
+        }
+    };
+    let (stdout, stderr) = if opts.merge_stderr {
+        (decode(&merged, opts.rstrip), String::new())
+    } else {
+        (decode(&out, opts.rstrip), decode(&err, opts.rstrip))
+    };
+    if opts.success_retcodes.contains(&retcode)
+        || opts
+            .success_stdout
+            .iter()
+            .any(|s| stdout.contains(s.as_str()))
+        || opts
+            .success_stderr
+            .iter()
+            .any(|s| stderr.contains(s.as_str()))
+    {
+        retcode = 0;
+    }
+    Ok(RunOutput {
+        pid,
+        retcode,
+        stdout,
+        stderr,
+        timed_out: false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::super::{call, map_get, CallResult, Context};
+    use super::*;
+
+    /// A context as for a published job (so python_shell defaults to True).
+    fn job_ctx(fun: &str) -> Context {
+        ctx_with_load(publish_load(fun, vec![], "20260101000000000001"))
+    }
+
+    async fn run(fun: &str, arg: &[Value]) -> CallResult {
+        call(&job_ctx(fun), fun, arg).await
+    }
+
+    #[tokio::test]
+    async fn run_merges_output_and_sets_retcode() {
+        let r = run("cmd.run", &[s("echo out; echo err >&2; exit 3")]).await;
+        assert_eq!(r.ret, s("out\nerr"));
+        assert_eq!(r.retcode, 3);
+        assert_eq!(r.out, None);
+        let r = run("cmd.run", &[s("echo hi")]).await;
+        assert_eq!((r.ret, r.retcode), (s("hi"), 0));
+    }
+
+    #[tokio::test]
+    async fn run_all_shape_and_retcode() {
+        let r = run("cmd.run_all", &[s("echo o; echo e >&2; exit 4")]).await;
+        assert_eq!(r.retcode, 4);
+        let m = r.ret.as_map().unwrap();
+        let keys: Vec<&str> = m.iter().map(|(k, _)| k.as_str().unwrap()).collect();
+        assert_eq!(keys, ["pid", "retcode", "stdout", "stderr"]);
+        assert!(map_get(&r.ret, "pid").unwrap().as_u64().unwrap() > 0);
+        assert_eq!(map_get(&r.ret, "retcode"), Some(&Value::from(4)));
+        assert_eq!(map_get(&r.ret, "stdout"), Some(&s("o")));
+        assert_eq!(map_get(&r.ret, "stderr"), Some(&s("e")));
+        let r = run(
+            "cmd.run_all",
+            &[
+                s("echo o; echo e >&2"),
+                kw(&[("redirect_stderr", Value::Boolean(true))]),
+            ],
+        )
+        .await;
+        assert_eq!(map_get(&r.ret, "stdout"), Some(&s("o\ne")));
+        assert_eq!(map_get(&r.ret, "stderr"), Some(&s("")));
+    }
+
+    #[tokio::test]
+    async fn retcode_stdout_stderr_variants() {
+        let r = run("cmd.retcode", &[s("exit 7")]).await;
+        assert_eq!((r.ret, r.retcode), (Value::from(7), 7));
+        let r = run("cmd.run_stdout", &[s("echo a; echo b >&2")]).await;
+        assert_eq!(r.ret, s("a"));
+        let r = run("cmd.run_stderr", &[s("echo a; echo b >&2")]).await;
+        assert_eq!(r.ret, s("b"));
+        let r = run("cmd.shell", &[s("echo $((1+2))")]).await;
+        assert_eq!(r.ret, s("3"));
+    }
+
+    #[tokio::test]
+    async fn cwd_env_stdin() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_str().unwrap().to_string();
+        let r = run("cmd.run", &[s("pwd"), kw(&[("cwd", s(&path))])]).await;
+        assert_eq!(
+            r.ret,
+            s(&std::fs::canonicalize(&path).unwrap().to_string_lossy())
+        );
+        // cwd also binds positionally, as in Salt.
+        let r = run("cmd.run", &[s("pwd"), s(&path)]).await;
+        assert_eq!(
+            r.ret,
+            s(&std::fs::canonicalize(&path).unwrap().to_string_lossy())
+        );
+        let r = run(
+            "cmd.run",
+            &[
+                s("echo $FOO-$BAR-$LC_ALL-$LC_CTYPE"),
+                kw(&[("env", map_of([("FOO", s("x")), ("BAR", Value::from(2))]))]),
+            ],
+        )
+        .await;
+        assert_eq!(r.ret, s("x-2--C"));
+        let env_list = Value::Array(vec![map_of([("A", s("1"))]), map_of([("B", s("2"))])]);
+        let r = run("cmd.run", &[s("echo $A$B"), kw(&[("env", env_list)])]).await;
+        assert_eq!(r.ret, s("12"));
+        let r = run(
+            "cmd.run",
+            &[s("cat"), kw(&[("stdin", s("line1\\nline2\n"))])],
+        )
+        .await;
+        assert_eq!(r.ret, s("line1\nline2"));
+        let r = run("cmd.run", &[s("cat")]).await;
+        assert_eq!((r.ret, r.retcode), (s(""), 0), "no stdin means /dev/null");
+    }
+
+    #[tokio::test]
+    async fn default_cwd_is_home() {
+        let home = current_home();
+        let expected = if std::fs::read_dir(&home).is_ok() {
+            home
+        } else {
+            "/".into()
+        };
+        let r = run("cmd.run", &[s("pwd -P")]).await;
+        assert_eq!(
+            r.ret,
+            s(&std::fs::canonicalize(&expected).unwrap().to_string_lossy())
+        );
+    }
+
+    #[tokio::test]
+    async fn missing_cwd_is_an_error() {
+        let r = run(
+            "cmd.run",
+            &[s("true"), kw(&[("cwd", s("/nonexistent/dir"))])],
+        )
+        .await;
+        assert_eq!(
+            r.ret,
+            s("ERROR: Specified cwd '/nonexistent/dir' either not absolute or does not exist")
+        );
+        assert_eq!((r.retcode, r.out.as_deref()), (1, Some("nested")));
+        let r = run("cmd.run", &[s("true"), kw(&[("cwd", s("relative"))])]).await;
+        assert_eq!(r.retcode, 1);
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_the_group_and_reports_like_salt() {
+        let start = std::time::Instant::now();
+        let r = run(
+            "cmd.run_all",
+            &[
+                s("sleep 30 & sleep 30; echo never"),
+                kw(&[("timeout", Value::F64(0.3))]),
+            ],
+        )
+        .await;
+        assert!(start.elapsed() < Duration::from_secs(10));
+        assert_eq!(r.retcode, 1);
+        assert_eq!(
+            map_get(&r.ret, "stdout"),
+            Some(&s(
+                "sleep 30 & sleep 30; echo never : Timed out after 0.3 seconds"
+            ))
+        );
+        assert_eq!(map_get(&r.ret, "retcode"), Some(&Value::from(1)));
+        let r = run(
+            "cmd.run",
+            &[s("sleep 30"), kw(&[("timeout", Value::from(0))])],
+        )
+        .await;
+        assert_eq!(r.ret, s("sleep 30 : Timed out after 0 seconds"));
+        let r = run("cmd.run", &[s("true"), kw(&[("timeout", s("soon"))])]).await;
+        assert_eq!(r.retcode, 1);
+        assert!(r.ret.as_str().unwrap().contains("must be a number"));
+    }
+
+    #[tokio::test]
+    async fn without_a_jid_commands_are_split_not_shelled() {
+        // salt-call without a jid in the load (and module-to-module calls) use shlex.
+        let r = call(&ctx(), "cmd.run", &[s("echo 'a  b' | c")]).await;
+        assert_eq!(r.ret, s("a  b | c"));
+        let r = call(&ctx(), "cmd.run", &[s("nosuch-binary-xyz arg")]).await;
+        assert_eq!(r.retcode, 1);
+        let text = r.ret.as_str().unwrap();
+        assert!(
+            text.starts_with("ERROR: Unable to run command '['nosuch-binary-xyz', 'arg']'"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("[Errno 2] No such file or directory: 'nosuch-binary-xyz'"),
+            "{text}"
+        );
+        let r = call(
+            &ctx(),
+            "cmd.run",
+            &[
+                s("echo $HOME"),
+                kw(&[("python_shell", Value::Boolean(true))]),
+            ],
+        )
+        .await;
+        assert!(!r.ret.as_str().unwrap().contains('$'));
+    }
+
+    #[tokio::test]
+    async fn shell_option_and_bad_shell() {
+        let r = run("cmd.run", &[s("echo $0"), kw(&[("shell", s("/bin/sh"))])]).await;
+        assert_eq!(r.ret, s("/bin/sh"));
+        let r = run(
+            "cmd.run",
+            &[s("true"), kw(&[("shell", s("/no/such/shell"))])],
+        )
+        .await;
+        assert_eq!(r.ret, s("ERROR: The shell /no/such/shell is not available"));
+        assert_eq!(r.retcode, 1);
+    }
+
+    #[tokio::test]
+    async fn retcode_options() {
+        let r = run(
+            "cmd.run",
+            &[s("exit 2"), kw(&[("ignore_retcode", Value::Boolean(true))])],
+        )
+        .await;
+        assert_eq!(r.retcode, 0);
+        let r = run(
+            "cmd.run_all",
+            &[
+                s("exit 2"),
+                kw(&[("success_retcodes", Value::Array(vec![Value::from(2)]))]),
+            ],
+        )
+        .await;
+        assert_eq!(
+            (map_get(&r.ret, "retcode"), r.retcode),
+            (Some(&Value::from(0)), 0)
+        );
+        let r = run("cmd.run", &[s("echo ok; exit 5"), s("success_stdout=ok")]).await;
+        assert_eq!(r.retcode, 0);
+        let r = run(
+            "cmd.run",
+            &[s("exit 1"), kw(&[("success_retcodes", s("x"))])],
+        )
+        .await;
+        assert_eq!(
+            r.ret,
+            s("ERROR executing 'cmd.run': success_retcodes must be a list of integers")
+        );
+        let r = run(
+            "cmd.run",
+            &[
+                s("echo secret; exit 3"),
+                kw(&[("hide_output", Value::Boolean(true))]),
+            ],
+        )
+        .await;
+        assert_eq!((r.ret, r.retcode), (s(""), 3));
+        let r = run(
+            "cmd.run",
+            &[
+                s("echo bad; exit 3"),
+                kw(&[("raise_err", Value::Boolean(true))]),
+            ],
+        )
+        .await;
+        assert_eq!(r.ret, s("ERROR: bad"));
+        let r = run(
+            "cmd.run",
+            &[
+                s("printf 'x  \\n\\n'"),
+                kw(&[("rstrip", Value::Boolean(false))]),
+            ],
+        )
+        .await;
+        assert_eq!(r.ret, s("x  \n\n"));
+    }
+
+    #[tokio::test]
+    async fn killed_by_signal_is_negative_retcode() {
+        let r = run("cmd.retcode", &[s("kill -TERM $$")]).await;
+        assert_eq!(r.ret, Value::from(-15));
+    }
+
+    #[tokio::test]
+    async fn runas_unknown_user() {
+        let r = run(
+            "cmd.run",
+            &[s("id"), kw(&[("runas", s("no-such-user-xyz"))])],
+        )
+        .await;
+        assert_eq!(r.ret, s("ERROR: User 'no-such-user-xyz' is not available"));
+    }
+
+    #[tokio::test]
+    async fn which_and_has_exec() {
+        let r = call(&ctx(), "cmd.which", &[s("sh")]).await;
+        assert!(r.ret.as_str().unwrap().ends_with("/sh"));
+        assert_eq!(
+            call(&ctx(), "cmd.which", &[s("no-such-binary-xyz")])
+                .await
+                .ret,
+            Value::Nil
+        );
+        assert_eq!(
+            call(&ctx(), "cmd.has_exec", &[s("sh")]).await.ret,
+            Value::Boolean(true)
+        );
+    }
+
+    #[tokio::test]
+    async fn missing_cmd_argument() {
+        let r = run("cmd.run", &[]).await;
+        assert!(r
+            .ret
+            .as_str()
+            .unwrap()
+            .starts_with("Passed invalid arguments to cmd.run: run() missing 1 required positional argument: 'cmd'"));
+    }
+}

@@ -1,0 +1,524 @@
+//! The execution modules a job runs (`test.*`, `cmd.*`, `grains.*`, `sys.*`,
+//! `saltutil.*`, `status.*`), and [`call`], which runs one of them the way a Salt minion
+//! does: Salt's argument handling, Salt's error texts and Salt's retcode rules.
+//!
+//! Function names are resolved into the closed [`Function`] enum; each module file owns
+//! its own enum of functions with their signatures and docstrings.
+
+mod args;
+pub mod cmd;
+pub mod grains;
+pub mod saltutil;
+pub mod status;
+pub mod sys;
+pub mod test;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use rmpv::Value;
+
+use args::{Bound, Signature};
+
+/// The Salt version Brine speaks (`test.version`, the `saltversion` grain).
+pub const SALT_VERSION: &str = "3007.15";
+
+/// A job being run, as the executor registers it (for `saltutil.running`, `find_job`,
+/// `kill_job`).
+#[derive(Debug)]
+pub struct RunningJob {
+    /// The publish load map.
+    pub load: Value,
+    /// Stops the job's task; `None` when the job cannot be stopped.
+    pub abort: Option<tokio::task::AbortHandle>,
+}
+
+/// The jobs this minion is running, keyed by jid.
+#[derive(Debug, Default)]
+pub struct RunningJobs {
+    jobs: Mutex<HashMap<String, RunningJob>>,
+}
+
+impl RunningJobs {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, RunningJob>> {
+        // A panic while holding this lock leaves the map consistent, so keep using it.
+        self.jobs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Register a job (replaces an entry with the same jid).
+    pub fn insert(&self, jid: &str, job: RunningJob) {
+        self.lock().insert(jid.to_string(), job);
+    }
+
+    /// Forget a job (it finished).
+    pub fn remove(&self, jid: &str) {
+        self.lock().remove(jid);
+    }
+
+    /// Every running job as Salt's proc file shows it: `{"pid": <this process>, ...load}`,
+    /// ordered by jid.
+    pub fn list(&self) -> Vec<Value> {
+        let jobs = self.lock();
+        let mut jids: Vec<&String> = jobs.keys().collect();
+        jids.sort();
+        jids.into_iter()
+            .map(|jid| proc_entry(&jobs[jid].load))
+            .collect()
+    }
+
+    /// One running job as [`RunningJobs::list`] shows it.
+    pub fn get(&self, jid: &str) -> Option<Value> {
+        self.lock().get(jid).map(|job| proc_entry(&job.load))
+    }
+
+    /// Stop a job: aborts its task and forgets it. Returns false when there is no such job
+    /// or it has no abort handle (it is then left registered: it is still running).
+    pub fn kill(&self, jid: &str) -> bool {
+        let mut jobs = self.lock();
+        let abortable = jobs.get(jid).is_some_and(|job| job.abort.is_some());
+        if !abortable {
+            return false;
+        }
+        if let Some(handle) = jobs.remove(jid).and_then(|job| job.abort) {
+            handle.abort();
+        }
+        true
+    }
+}
+
+fn proc_entry(load: &Value) -> Value {
+    let mut entries = vec![(Value::from("pid"), Value::from(std::process::id()))];
+    if let Value::Map(load) = load {
+        entries.extend(
+            load.iter()
+                .filter(|(k, _)| k.as_str() != Some("pid"))
+                .cloned(),
+        );
+    }
+    Value::Map(entries)
+}
+
+/// What a function call can see of the minion.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// The minion id.
+    pub id: String,
+    /// The minion's grains (a map).
+    pub grains: Arc<Value>,
+    /// The jobs being run.
+    pub running: Arc<RunningJobs>,
+    /// The publish load of this job (`{}` for salt-call; Salt's salt-call passes
+    /// `{"fun", "pid", "jid", "tgt": "salt-call"}`). Its keys become `__pub_<key>` kwargs.
+    pub pub_load: Value,
+}
+
+impl Context {
+    /// The jid of the job this call runs in, if any.
+    fn jid(&self) -> Option<&str> {
+        map_get(&self.pub_load, "jid").and_then(Value::as_str)
+    }
+}
+
+/// The outcome of [`call`], as the minion puts it in its `_return` load.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallResult {
+    /// `return`.
+    pub ret: Value,
+    /// `retcode` (`success` is `retcode == 0`).
+    pub retcode: i32,
+    /// `out`, the outputter Salt names for this function or error.
+    pub out: Option<String>,
+}
+
+/// The ways a function fails, each with Salt's wording in the return.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(crate) enum FnError {
+    /// Python `TypeError` from calling with the wrong arguments.
+    #[error("{0}")]
+    InvalidArgs(String),
+    /// `SaltInvocationError`.
+    #[error("{0}")]
+    Invocation(String),
+    /// `CommandExecutionError`.
+    #[error("{0}")]
+    Execution(String),
+    /// Any other exception (Python's `Exception: <message>` line).
+    #[error("{0}")]
+    Exception(String),
+}
+
+/// The description of one function: name, Python name, signature, docstring, outputter.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Spec {
+    pub name: &'static str,
+    /// The name Python would print in a `TypeError` (`true_` for `test.true`).
+    pub pyname: &'static str,
+    pub sig: Signature,
+    pub doc: &'static str,
+    pub out: Option<&'static str>,
+}
+
+/// Per-call state a function may change (Salt's `__context__["retcode"]`).
+#[derive(Debug, Default)]
+pub(crate) struct CallState {
+    pub retcode: i32,
+}
+
+/// Every function this minion offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Function {
+    Test(test::Fun),
+    Cmd(cmd::Fun),
+    Grains(grains::Fun),
+    Sys(sys::Fun),
+    Saltutil(saltutil::Fun),
+    Status(status::Fun),
+}
+
+impl Function {
+    fn all() -> impl Iterator<Item = Function> {
+        test::Fun::ALL
+            .iter()
+            .map(|f| Function::Test(*f))
+            .chain(cmd::Fun::ALL.iter().map(|f| Function::Cmd(*f)))
+            .chain(grains::Fun::ALL.iter().map(|f| Function::Grains(*f)))
+            .chain(sys::Fun::ALL.iter().map(|f| Function::Sys(*f)))
+            .chain(saltutil::Fun::ALL.iter().map(|f| Function::Saltutil(*f)))
+            .chain(status::Fun::ALL.iter().map(|f| Function::Status(*f)))
+    }
+
+    pub(crate) fn from_name(name: &str) -> Option<Function> {
+        Self::all().find(|f| f.spec().name == name)
+    }
+
+    pub(crate) fn spec(self) -> Spec {
+        match self {
+            Function::Test(f) => f.spec(),
+            Function::Cmd(f) => f.spec(),
+            Function::Grains(f) => f.spec(),
+            Function::Sys(f) => f.spec(),
+            Function::Saltutil(f) => f.spec(),
+            Function::Status(f) => f.spec(),
+        }
+    }
+
+    async fn run(self, ctx: &Context, b: &Bound, st: &mut CallState) -> Result<Value, FnError> {
+        match self {
+            Function::Test(f) => f.run(b, st).await,
+            Function::Cmd(f) => f.run(b, st).await,
+            Function::Grains(f) => f.run(ctx, b),
+            Function::Sys(f) => f.run(b),
+            Function::Saltutil(f) => f.run(ctx, b),
+            Function::Status(f) => f.run(b).await,
+        }
+    }
+}
+
+/// All function names, sorted (`"mod.fun"`).
+pub fn list_functions() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = Function::all().map(|f| f.spec().name).collect();
+    names.sort_unstable();
+    names
+}
+
+fn error_result(fun: &str, doc: &str, err: FnError) -> CallResult {
+    let text = match err {
+        FnError::InvalidArgs(msg) => format!("Passed invalid arguments to {fun}: {msg}\n{doc}"),
+        FnError::Invocation(msg) => format!("ERROR executing '{fun}': {msg}"),
+        FnError::Execution(msg) => format!("ERROR: {msg}"),
+        FnError::Exception(msg) => format!("The minion function caused an exception: {msg}"),
+    };
+    CallResult {
+        ret: Value::from(text),
+        retcode: 1,
+        out: Some("nested".into()),
+    }
+}
+
+/// Salt's rule after a normal return: a map with a falsy `result` or `success` fails.
+fn return_failed(ret: &Value) -> bool {
+    ["result", "success"]
+        .iter()
+        .any(|key| map_get(ret, key).is_some_and(|v| !args::py_truthy(v)))
+}
+
+/// Run one function the way a Salt minion does (see the module docs).
+pub async fn call(ctx: &Context, fun: &str, arg: &[Value]) -> CallResult {
+    let missing = format!("'{fun}' is not available.");
+    let Some(function) = Function::from_name(fun) else {
+        // Salt answers e.g. `salt m1 test` with the docs of every `test*` function.
+        let mut docs = sys::docs(&[format!("{fun}*")]);
+        let ret = match &mut docs {
+            Value::Map(entries) if !entries.is_empty() => {
+                entries.push((Value::from(fun), Value::from(missing)));
+                docs
+            }
+            _ => Value::from(missing),
+        };
+        return CallResult {
+            ret,
+            retcode: 1,
+            out: Some("nested".into()),
+        };
+    };
+    let spec = function.spec();
+    let bound =
+        args::load_args_and_kwargs(&spec.sig, arg, &ctx.pub_load).and_then(|(args, kwargs)| {
+            args::bind(&spec.sig, spec.pyname, args, kwargs).map_err(FnError::InvalidArgs)
+        });
+    let bound = match bound {
+        Ok(b) => b,
+        Err(e) => return error_result(fun, spec.doc, e),
+    };
+    let mut state = CallState::default();
+    match function.run(ctx, &bound, &mut state).await {
+        Ok(ret) => {
+            let mut retcode = state.retcode;
+            if retcode == 0 && return_failed(&ret) {
+                retcode = 1;
+            }
+            CallResult {
+                ret,
+                retcode,
+                out: spec.out.map(str::to_string),
+            }
+        }
+        Err(e) => error_result(fun, spec.doc, e),
+    }
+}
+
+/// Look a string key up in a map value.
+pub(crate) fn map_get<'a>(map: &'a Value, key: &str) -> Option<&'a Value> {
+    match map {
+        Value::Map(entries) => entries
+            .iter()
+            .find(|(k, _)| k.as_str() == Some(key))
+            .map(|(_, v)| v),
+        _ => None,
+    }
+}
+
+/// Build a map value from string keys.
+pub(crate) fn map_of<I, K>(entries: I) -> Value
+where
+    I: IntoIterator<Item = (K, Value)>,
+    K: Into<String>,
+{
+    Value::Map(
+        entries
+            .into_iter()
+            .map(|(k, v)| (Value::from(k.into()), v))
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    use super::*;
+
+    pub(crate) fn s(v: &str) -> Value {
+        Value::from(v)
+    }
+
+    pub(crate) fn kw(entries: &[(&str, Value)]) -> Value {
+        let mut m = vec![(s("__kwarg__"), Value::Boolean(true))];
+        m.extend(entries.iter().map(|(k, v)| (s(k), v.clone())));
+        Value::Map(m)
+    }
+
+    pub(crate) fn ctx() -> Context {
+        ctx_with_load(Value::Map(vec![]))
+    }
+
+    pub(crate) fn ctx_with_load(pub_load: Value) -> Context {
+        let grains = map_of([
+            ("id", s("m1")),
+            ("os", s("Debian")),
+            ("role", s("web")),
+            (
+                "deep",
+                map_of([
+                    ("a", map_of([("b", Value::from(7))])),
+                    ("l", Value::Array(vec![s("x"), s("y")])),
+                ]),
+            ),
+            ("fqdn", s("m1.example.com")),
+            ("host", s("m1")),
+            ("domain", s("example.com")),
+            ("kernel", s("Linux")),
+        ]);
+        Context {
+            id: "m1".into(),
+            grains: Arc::new(grains),
+            running: Arc::new(RunningJobs::default()),
+            pub_load,
+        }
+    }
+
+    pub(crate) fn publish_load(fun: &str, arg: Vec<Value>, jid: &str) -> Value {
+        map_of([
+            ("fun", s(fun)),
+            ("arg", Value::Array(arg)),
+            ("tgt", s("m1")),
+            ("jid", s(jid)),
+            ("ret", s("")),
+            ("tgt_type", s("glob")),
+            ("user", s("root")),
+        ])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::*;
+    use super::*;
+
+    #[tokio::test]
+    async fn unknown_function_is_not_available() {
+        let r = call(&ctx(), "nosuch.func", &[]).await;
+        assert_eq!(r.ret, s("'nosuch.func' is not available."));
+        assert_eq!(r.retcode, 1);
+        assert_eq!(r.out.as_deref(), Some("nested"));
+    }
+
+    #[tokio::test]
+    async fn bare_module_name_returns_docs_and_missing_text() {
+        let r = call(&ctx(), "test", &[]).await;
+        assert_eq!(r.retcode, 1);
+        assert_eq!(
+            map_get(&r.ret, "test"),
+            Some(&s("'test' is not available."))
+        );
+        assert!(map_get(&r.ret, "test.ping").is_some_and(Value::is_str));
+    }
+
+    #[tokio::test]
+    async fn missing_argument_is_salt_invalid_arguments() {
+        let r = call(&ctx(), "test.echo", &[]).await;
+        let text = r.ret.as_str().unwrap();
+        assert!(
+            text.starts_with(
+                "Passed invalid arguments to test.echo: echo() missing 1 required positional argument: 'text'\n"
+            ),
+            "{text}"
+        );
+        assert!(text.len() > 100, "docstring appended: {text}");
+        assert_eq!(r.retcode, 1);
+        assert_eq!(r.out.as_deref(), Some("nested"));
+    }
+
+    #[tokio::test]
+    async fn too_many_arguments_is_invalid_arguments() {
+        let r = call(&ctx(), "test.ping", &[s("x")]).await;
+        assert!(r
+            .ret
+            .as_str()
+            .unwrap()
+            .starts_with("Passed invalid arguments to test.ping: ping() takes 0 positional arguments but 1 was given"));
+        assert_eq!(r.retcode, 1);
+    }
+
+    #[tokio::test]
+    async fn unknown_kwarg_is_rejected_with_invocation_error() {
+        let r = call(
+            &ctx(),
+            "test.echo",
+            &[s("hi"), kw(&[("bogus", Value::from(1))])],
+        )
+        .await;
+        assert_eq!(
+            r.ret,
+            s("ERROR executing 'test.echo': The following keyword arguments are not valid: bogus=1")
+        );
+        assert_eq!(r.retcode, 1);
+        assert_eq!(r.out.as_deref(), Some("nested"));
+        let r = call(&ctx(), "test.echo", &[s("hi"), s("x=y")]).await;
+        assert_eq!(
+            r.ret,
+            s("ERROR executing 'test.echo': The following keyword arguments are not valid: x=y")
+        );
+    }
+
+    #[tokio::test]
+    async fn kwarg_can_name_a_positional_parameter() {
+        let r = call(&ctx(), "test.echo", &[kw(&[("text", s("hey"))])]).await;
+        assert_eq!(r.ret, s("hey"));
+        let r = call(&ctx(), "test.echo", &[s("text=hey")]).await;
+        assert_eq!(r.ret, s("hey"));
+        assert_eq!(r.retcode, 0);
+        assert_eq!(r.out, None);
+    }
+
+    #[tokio::test]
+    async fn result_false_in_a_map_sets_retcode_1() {
+        let m = map_of([("result", Value::Boolean(false))]);
+        let r = call(&ctx(), "test.outputter", &[m]).await;
+        assert_eq!(r.retcode, 1);
+        let m = map_of([("success", Value::Nil)]);
+        assert_eq!(call(&ctx(), "test.outputter", &[m]).await.retcode, 1);
+        let m = map_of([
+            ("result", Value::Boolean(true)),
+            ("success", Value::from(1)),
+        ]);
+        assert_eq!(call(&ctx(), "test.outputter", &[m]).await.retcode, 0);
+    }
+
+    #[test]
+    fn function_list_is_sorted_and_unique() {
+        let names = list_functions();
+        let mut sorted = names.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(names, sorted);
+        for f in [
+            "test.ping",
+            "cmd.run",
+            "grains.items",
+            "sys.doc",
+            "saltutil.find_job",
+            "status.uptime",
+        ] {
+            assert!(names.contains(&f), "{f}");
+        }
+        for f in Function::all() {
+            let spec = f.spec();
+            assert!(!spec.doc.trim().is_empty(), "{} has a docstring", spec.name);
+            assert!(spec.sig.required <= spec.sig.params.len());
+        }
+    }
+
+    #[tokio::test]
+    async fn running_jobs_registry() {
+        let jobs = RunningJobs::default();
+        let load = publish_load("test.sleep", vec![Value::from(12)], "20260101000000000001");
+        let task = tokio::spawn(std::future::pending::<()>());
+        jobs.insert(
+            "20260101000000000001",
+            RunningJob {
+                load: load.clone(),
+                abort: Some(task.abort_handle()),
+            },
+        );
+        jobs.insert(
+            "20260101000000000002",
+            RunningJob {
+                load: publish_load("test.ping", vec![], "20260101000000000002"),
+                abort: None,
+            },
+        );
+        let list = jobs.list();
+        assert_eq!(list.len(), 2);
+        let first = list[0].as_map().unwrap();
+        assert_eq!(first[0], (s("pid"), Value::from(std::process::id())));
+        assert_eq!(map_get(&list[0], "fun"), Some(&s("test.sleep")));
+        assert_eq!(jobs.get("20260101000000000001"), Some(list[0].clone()));
+        assert!(jobs.get("nope").is_none());
+        assert!(!jobs.kill("20260101000000000002"), "no abort handle");
+        assert!(jobs.get("20260101000000000002").is_some());
+        assert!(jobs.kill("20260101000000000001"));
+        assert!(task.await.unwrap_err().is_cancelled());
+        assert!(jobs.get("20260101000000000001").is_none());
+        jobs.remove("20260101000000000002");
+        assert!(jobs.list().is_empty());
+    }
+}

@@ -1,0 +1,277 @@
+//! The `sys` execution module: what functions this minion has, and their docs.
+
+use rmpv::Value;
+
+use super::args::{py_str, Bound, Signature};
+use super::{map_of, FnError, Function, Spec};
+
+/// The functions of the `sys` module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fun {
+    Doc,
+    ListFunctions,
+    ListModules,
+}
+
+impl Fun {
+    pub(crate) const ALL: &'static [Fun] = &[Fun::Doc, Fun::ListFunctions, Fun::ListModules];
+
+    pub(crate) fn spec(self) -> Spec {
+        let (name, pyname, sig, doc) = match self {
+            Fun::Doc => (
+                "sys.doc",
+                "doc",
+                Signature::new(&[], 0, true, false),
+                "
+    Return the docstrings of functions: all of them, those of a module
+    ('test'), one function ('test.ping') or a glob ('test.*').
+
+    CLI Example:
+
+        salt '*' sys.doc cmd
+    ",
+            ),
+            Fun::ListFunctions => (
+                "sys.list_functions",
+                "list_functions",
+                Signature::new(&[], 0, true, true),
+                "
+    List the functions available on the minion, optionally only those of the
+    given modules or matching the given globs.
+
+    CLI Example:
+
+        salt '*' sys.list_functions test 'cmd.run*'
+    ",
+            ),
+            Fun::ListModules => (
+                "sys.list_modules",
+                "list_modules",
+                Signature::new(&[], 0, true, false),
+                "
+    List the execution modules available on the minion, optionally only those
+    matching the given names or globs.
+
+    CLI Example:
+
+        salt '*' sys.list_modules 's*'
+    ",
+            ),
+        };
+        Spec {
+            name,
+            pyname,
+            sig,
+            doc,
+            out: None,
+        }
+    }
+
+    pub(crate) fn run(self, b: &Bound) -> Result<Value, FnError> {
+        let patterns: Vec<String> = b.varargs.iter().map(py_str).collect();
+        Ok(match self {
+            Fun::Doc => docs(&patterns),
+            Fun::ListFunctions => strings(list_functions(&patterns)),
+            Fun::ListModules => strings(list_modules(&patterns)),
+        })
+    }
+}
+
+fn strings(items: Vec<&'static str>) -> Value {
+    Value::Array(items.into_iter().map(Value::from).collect())
+}
+
+fn all_specs() -> Vec<Spec> {
+    let mut specs: Vec<Spec> = Function::all().map(Function::spec).collect();
+    specs.sort_by_key(|s| s.name);
+    specs
+}
+
+/// `sys.doc`: `{"mod.fun": "docstring"}` for the functions the patterns select.
+pub(crate) fn docs(patterns: &[String]) -> Value {
+    let specs = all_specs();
+    let selected = specs.iter().filter(|spec| {
+        patterns.is_empty()
+            || patterns.iter().any(|p| {
+                if p.contains('*') {
+                    fnmatch(p, spec.name)
+                } else if p.is_empty() {
+                    true
+                } else {
+                    let prefix = if p.ends_with('.') {
+                        p.clone()
+                    } else {
+                        format!("{p}.")
+                    };
+                    spec.name == p || spec.name.starts_with(&prefix)
+                }
+            })
+    });
+    map_of(selected.map(|spec| (spec.name, Value::from(spec.doc))))
+}
+
+/// `sys.list_functions`.
+pub(crate) fn list_functions(patterns: &[String]) -> Vec<&'static str> {
+    let names = super::list_functions();
+    if patterns.is_empty() {
+        return names;
+    }
+    names
+        .into_iter()
+        .filter(|name| {
+            patterns.iter().any(|p| {
+                if p.contains('*') || p.contains('.') {
+                    fnmatch(p, name)
+                } else {
+                    name.starts_with(&format!("{p}."))
+                }
+            })
+        })
+        .collect()
+}
+
+/// `sys.list_modules`.
+pub(crate) fn list_modules(patterns: &[String]) -> Vec<&'static str> {
+    let mut modules: Vec<&'static str> = super::list_functions()
+        .into_iter()
+        .map(|name| name.split('.').next().unwrap_or(name))
+        .filter(|module| {
+            patterns.is_empty()
+                || patterns.iter().any(|p| {
+                    if p.contains('*') {
+                        fnmatch(p, module)
+                    } else {
+                        p == module
+                    }
+                })
+        })
+        .collect();
+    modules.dedup();
+    modules
+}
+
+/// Python's `fnmatch.fnmatch` on POSIX (case-sensitive): `*`, `?`, `[seq]`, `[!seq]`.
+pub(crate) fn fnmatch(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    fn go(p: &[char], n: &[char]) -> bool {
+        match p.first() {
+            None => n.is_empty(),
+            Some('*') => (0..=n.len()).any(|i| go(&p[1..], &n[i..])),
+            Some('?') => !n.is_empty() && go(&p[1..], &n[1..]),
+            Some('[') => {
+                let Some(close) = p.iter().skip(2).position(|c| *c == ']').map(|i| i + 2) else {
+                    return n.first() == Some(&'[') && go(&p[1..], &n[1..]);
+                };
+                let Some(&c) = n.first() else { return false };
+                let (negate, set) = match p[1] {
+                    '!' => (true, &p[2..close]),
+                    _ => (false, &p[1..close]),
+                };
+                let mut hit = false;
+                let mut i = 0;
+                while i < set.len() {
+                    if i + 2 < set.len() && set[i + 1] == '-' {
+                        hit |= set[i] <= c && c <= set[i + 2];
+                        i += 3;
+                    } else {
+                        hit |= set[i] == c;
+                        i += 1;
+                    }
+                }
+                hit != negate && go(&p[close + 1..], &n[1..])
+            }
+            Some(c) => n.first() == Some(c) && go(&p[1..], &n[1..]),
+        }
+    }
+    go(&p, &n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::super::{call, map_get};
+    use super::*;
+
+    #[test]
+    fn fnmatch_globs() {
+        assert!(fnmatch("test.*", "test.ping"));
+        assert!(fnmatch("cmd.run*", "cmd.run_all"));
+        assert!(!fnmatch("cmd.run*", "cmd.retcode"));
+        assert!(fnmatch("t?st.[ep]ing", "test.ping"));
+        assert!(fnmatch("[!c]*", "test"));
+        assert!(!fnmatch("[!t]*", "test"));
+        assert!(fnmatch("[a-z]est", "test"));
+    }
+
+    #[tokio::test]
+    async fn list_functions_by_module_and_glob() {
+        let r = call(&ctx(), "sys.list_functions", &[s("test")]).await;
+        let names: Vec<&str> = r
+            .ret
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert!(names.contains(&"test.ping") && names.contains(&"test.versions_report"));
+        assert!(names.iter().all(|n| n.starts_with("test.")));
+        let mut sorted = names.clone();
+        sorted.sort();
+        assert_eq!(names, sorted);
+        let r = call(&ctx(), "sys.list_functions", &[s("cmd.run*")]).await;
+        assert_eq!(
+            r.ret,
+            Value::Array(
+                ["cmd.run", "cmd.run_all", "cmd.run_stderr", "cmd.run_stdout"]
+                    .map(Value::from)
+                    .to_vec()
+            )
+        );
+        let all = call(&ctx(), "sys.list_functions", &[]).await;
+        assert_eq!(
+            all.ret.as_array().unwrap().len(),
+            crate::functions::list_functions().len()
+        );
+    }
+
+    #[tokio::test]
+    async fn list_modules() {
+        let r = call(&ctx(), "sys.list_modules", &[]).await;
+        assert_eq!(
+            r.ret,
+            Value::Array(
+                ["cmd", "grains", "saltutil", "status", "sys", "test"]
+                    .map(Value::from)
+                    .to_vec()
+            )
+        );
+        let r = call(&ctx(), "sys.list_modules", &[s("s*")]).await;
+        assert_eq!(
+            r.ret,
+            Value::Array(["saltutil", "status", "sys"].map(Value::from).to_vec())
+        );
+    }
+
+    #[tokio::test]
+    async fn doc_for_module_function_and_all() {
+        let r = call(&ctx(), "sys.doc", &[s("test.ping")]).await;
+        let m = r.ret.as_map().unwrap();
+        assert_eq!(m.len(), 1);
+        assert!(map_get(&r.ret, "test.ping")
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .contains("test.ping"));
+        let r = call(&ctx(), "sys.doc", &[s("grains")]).await;
+        assert_eq!(
+            r.ret.as_map().unwrap().len(),
+            super::super::grains::Fun::ALL.len()
+        );
+        let r = call(&ctx(), "sys.doc", &[]).await;
+        assert_eq!(
+            r.ret.as_map().unwrap().len(),
+            crate::functions::list_functions().len()
+        );
+    }
+}

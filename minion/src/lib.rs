@@ -1,0 +1,8 @@
+//! Brine's salt-minion: sign-in, request channel, publish subscription, job execution and the
+//! execution modules.
+
+pub mod channel;
+pub mod daemon;
+pub mod functions;
+pub mod grains_core;
+pub mod util;

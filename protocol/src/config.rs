@@ -1,0 +1,1645 @@
+//! Salt's `master` and `minion` configuration files.
+//!
+//! Loading follows Salt 3007 (`salt/config/__init__.py`): the main file, then
+//! `default_include` (`master.d/*.conf` / `minion.d/*.conf`), then `include:`;
+//! the included files are merged into each other recursively (lists extended),
+//! and the result replaces the main file's keys one top-level key at a time.
+//! Values are then typed with Salt's loose rules (a port may be `"4506"`, a bool
+//! may be `yes`), paths are rooted under `root_dir` the way Salt's
+//! `prepend_root_dir` does it, and `id` falls back to Salt's `get_id`.
+//! Unknown keys never fail; a value of the wrong type fails with a one-line
+//! error naming the file and the key.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+/// Why a configuration could not be loaded. Each variant displays as one line
+/// that names the file and, when known, the key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file exists but could not be read.
+    #[error("{}: cannot read: {message}", path.display())]
+    Read { path: PathBuf, message: String },
+    /// The file is not valid YAML.
+    #[error("{}: invalid YAML at line {line} column {column}: {message}", path.display())]
+    Yaml {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// The file is valid YAML but its top level is not a mapping.
+    #[error("{}: configuration should be a mapping, not {found}", path.display())]
+    NotMapping { path: PathBuf, found: String },
+    /// A key has a value of the wrong type.
+    #[error("{}: key '{key}': expected {expected}, got {got}", path.display())]
+    Type {
+        path: PathBuf,
+        key: String,
+        expected: String,
+        got: String,
+    },
+    /// A key has a value of the right type that Salt refuses (e.g. an unknown algorithm).
+    #[error("{}: key '{key}': {message}", path.display())]
+    Invalid {
+        path: PathBuf,
+        key: String,
+        message: String,
+    },
+}
+
+/// The merged, untyped contents of a configuration file and its includes.
+#[derive(Debug, Clone, Default)]
+pub struct RawConfig {
+    /// Top-level keys after merging, with YAML converted to JSON values.
+    pub values: Map<String, Value>,
+    /// The file each top-level key was last set by.
+    pub sources: HashMap<String, PathBuf>,
+}
+
+impl RawConfig {
+    /// The file a key came from, or `<defaults>` for a key no file set.
+    pub fn source_of(&self, key: &str) -> PathBuf {
+        self.sources
+            .get(key)
+            .cloned()
+            .unwrap_or_else(|| PathBuf::from("<defaults>"))
+    }
+}
+
+/// Load `dir/<name>`, then `default_include` (`<name>.d/*.conf` unless the main
+/// file sets it), then the main file's `include:` entries, as Salt does.
+/// A missing main file yields an empty map (all defaults), like Salt.
+pub fn load_raw(dir: &Path, name: &str) -> Result<RawConfig, ConfigError> {
+    let main_path = dir.join(name);
+    let mut raw = RawConfig::default();
+    match std::fs::metadata(&main_path) {
+        Ok(_) => {
+            let values = read_conf_file(&main_path)?;
+            for (key, value) in values {
+                raw.sources.insert(key.clone(), main_path.clone());
+                raw.values.insert(key, value);
+            }
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            tracing::debug!(path = %main_path.display(), "missing configuration file, using defaults");
+        }
+        Err(err) => {
+            return Err(ConfigError::Read {
+                path: main_path,
+                message: err.to_string(),
+            })
+        }
+    }
+
+    let default_include = match raw.values.get("default_include") {
+        Some(Value::String(pattern)) => vec![pattern.clone()],
+        _ => vec![format!("{name}.d/*.conf")],
+    };
+    let include = include_list(raw.values.get("include"));
+
+    for patterns in [default_include, include] {
+        let included = include_config(&patterns, &main_path, 0)?;
+        // Salt's `overrides.update(...)`: included keys replace the main file's wholesale.
+        for (key, (value, source)) in included {
+            raw.sources.insert(key.clone(), source);
+            raw.values.insert(key, value);
+        }
+    }
+    Ok(raw)
+}
+
+/// Included keys, each with its value and the file that last set it.
+type Included = Vec<(String, (Value, PathBuf))>;
+
+fn include_list(value: Option<&Value>) -> Vec<String> {
+    match value {
+        Some(Value::String(s)) if !s.is_empty() => vec![s.clone()],
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Salt's `include_config`: every file matched by the patterns (relative to the
+/// including file's directory), sorted per pattern, merged recursively.
+fn include_config(
+    patterns: &[String],
+    orig_path: &Path,
+    depth: usize,
+) -> Result<Included, ConfigError> {
+    // Guards against include loops; Salt itself would recurse forever.
+    const MAX_DEPTH: usize = 16;
+    let mut merged = Map::new();
+    let mut sources: HashMap<String, PathBuf> = HashMap::new();
+    if depth > MAX_DEPTH {
+        tracing::warn!(path = %orig_path.display(), "include nesting too deep, ignoring");
+        return Ok(Vec::new());
+    }
+    let base = orig_path.parent().unwrap_or_else(|| Path::new("/"));
+    for pattern in patterns {
+        let expanded = expand_user(pattern);
+        let full = if Path::new(&expanded).is_absolute() {
+            PathBuf::from(expanded)
+        } else {
+            base.join(expanded)
+        };
+        let mut matches = glob(&full);
+        if matches.is_empty() {
+            tracing::debug!(pattern = %full.display(), "include pattern matches no files");
+        }
+        matches.sort();
+        for file in matches {
+            tracing::debug!(path = %file.display(), "including configuration");
+            let mut opts = read_conf_file(&file)?;
+            let nested = include_list(opts.get("include"));
+            let mut file_sources: HashMap<String, PathBuf> =
+                opts.keys().map(|k| (k.clone(), file.clone())).collect();
+            if !nested.is_empty() {
+                for (key, (value, source)) in include_config(&nested, &file, depth + 1)? {
+                    file_sources.insert(key.clone(), source);
+                    opts.insert(key, value);
+                }
+            }
+            merge_recursive(&mut merged, opts, true);
+            sources.extend(file_sources);
+        }
+    }
+    Ok(merged
+        .into_iter()
+        .map(|(key, value)| {
+            let source = sources
+                .get(&key)
+                .cloned()
+                .unwrap_or_else(|| orig_path.to_path_buf());
+            (key, (value, source))
+        })
+        .collect())
+}
+
+/// Salt's `dictupdate.update(dest, upd, recursive_update=True, merge_lists)`.
+fn merge_recursive(dest: &mut Map<String, Value>, upd: Map<String, Value>, merge_lists: bool) {
+    for (key, value) in upd {
+        match (dest.get_mut(&key), value) {
+            (Some(Value::Object(d)), Value::Object(u)) => merge_recursive(d, u, merge_lists),
+            (Some(Value::Array(d)), Value::Array(u)) if merge_lists => {
+                for item in u {
+                    if !d.contains(&item) {
+                        d.push(item);
+                    }
+                }
+            }
+            (_, value) => {
+                dest.insert(key, value);
+            }
+        }
+    }
+}
+
+fn expand_user(path: &str) -> String {
+    if path == "~" || path.starts_with("~/") {
+        if let Some(home) = std::env::var_os("HOME") {
+            return format!("{}{}", home.to_string_lossy(), &path[1..]);
+        }
+    }
+    path.to_owned()
+}
+
+/// Python's `glob.glob` for absolute patterns: `*`, `?` and `[...]` in any
+/// component; wildcards do not match names starting with a dot.
+fn glob(pattern: &Path) -> Vec<PathBuf> {
+    let mut current = vec![PathBuf::from("/")];
+    let components: Vec<String> = pattern
+        .components()
+        .filter_map(|c| match c {
+            std::path::Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+            std::path::Component::ParentDir => Some("..".to_owned()),
+            _ => None,
+        })
+        .collect();
+    for component in &components {
+        let mut next = Vec::new();
+        let magic = component.contains(['*', '?', '[']);
+        for dir in &current {
+            if !magic {
+                next.push(dir.join(component));
+                continue;
+            }
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if name.starts_with('.') && !component.starts_with('.') {
+                    continue;
+                }
+                if fnmatch(&name, component) {
+                    next.push(dir.join(name));
+                }
+            }
+        }
+        current = next;
+    }
+    current.into_iter().filter(|p| p.exists()).collect()
+}
+
+/// Shell-style matching as Python's `fnmatch.fnmatchcase`.
+fn fnmatch(name: &str, pattern: &str) -> bool {
+    let name: Vec<char> = name.chars().collect();
+    let pattern: Vec<char> = pattern.chars().collect();
+    fnmatch_at(&name, &pattern)
+}
+
+fn fnmatch_at(name: &[char], pattern: &[char]) -> bool {
+    let Some((&first, rest)) = pattern.split_first() else {
+        return name.is_empty();
+    };
+    match first {
+        '*' => (0..=name.len()).any(|skip| fnmatch_at(&name[skip..], rest)),
+        '?' => !name.is_empty() && fnmatch_at(&name[1..], rest),
+        '[' => match parse_class(rest) {
+            Some((negated, items, after)) => {
+                let Some((&c, name_rest)) = name.split_first() else {
+                    return false;
+                };
+                let hit = items.iter().any(|&(lo, hi)| lo <= c && c <= hi);
+                hit != negated && fnmatch_at(name_rest, after)
+            }
+            // An unclosed `[` is a literal, as in Python.
+            None => name.first() == Some(&'[') && fnmatch_at(&name[1..], rest),
+        },
+        literal => name.first() == Some(&literal) && fnmatch_at(&name[1..], rest),
+    }
+}
+
+type CharClass<'a> = (bool, Vec<(char, char)>, &'a [char]);
+
+fn parse_class(pattern: &[char]) -> Option<CharClass<'_>> {
+    let mut i = 0;
+    let negated = pattern.first() == Some(&'!');
+    if negated {
+        i += 1;
+    }
+    let start = i;
+    let mut items = Vec::new();
+    while i < pattern.len() {
+        let c = pattern[i];
+        if c == ']' && i > start {
+            return Some((negated, items, &pattern[i + 1..]));
+        }
+        if i + 2 < pattern.len() && pattern[i + 1] == '-' && pattern[i + 2] != ']' {
+            items.push((c, pattern[i + 2]));
+            i += 3;
+        } else {
+            items.push((c, c));
+            i += 1;
+        }
+    }
+    None
+}
+
+/// Salt's `_read_conf_file`: a YAML mapping (empty file = empty mapping),
+/// with a numeric `id` turned into a string.
+fn read_conf_file(path: &Path) -> Result<Map<String, Value>, ConfigError> {
+    tracing::debug!(path = %path.display(), "reading configuration");
+    let text = std::fs::read_to_string(path).map_err(|err| ConfigError::Read {
+        path: path.to_path_buf(),
+        message: err.to_string(),
+    })?;
+    let mut doc: serde_yaml::Value =
+        serde_yaml::from_str(&text).map_err(|err| yaml_error(path, &err))?;
+    doc.apply_merge().map_err(|err| yaml_error(path, &err))?;
+    let mut map = match yaml_to_json(doc) {
+        Value::Null => Map::new(),
+        Value::Object(map) => map,
+        other => {
+            return Err(ConfigError::NotMapping {
+                path: path.to_path_buf(),
+                found: type_name(&other).to_owned(),
+            })
+        }
+    };
+    if let Some(id) = map.get_mut("id") {
+        if !id.is_string() && !id.is_null() {
+            *id = Value::String(python_str(id));
+        }
+    }
+    Ok(map)
+}
+
+fn yaml_error(path: &Path, err: &serde_yaml::Error) -> ConfigError {
+    let text = err.to_string().replace('\n', " ");
+    let (line, column) = err
+        .location()
+        .map(|l| (l.line(), l.column()))
+        .unwrap_or((1, 1));
+    let suffix = format!(" at line {line} column {column}");
+    let message = match text.find(&suffix) {
+        Some(pos) => format!("{}{}", &text[..pos], &text[pos + suffix.len()..]),
+        None => text,
+    };
+    ConfigError::Yaml {
+        path: path.to_path_buf(),
+        line,
+        column,
+        message,
+    }
+}
+
+fn yaml_to_json(value: serde_yaml::Value) -> Value {
+    use serde_yaml::Value as Y;
+    match value {
+        Y::Null => Value::Null,
+        Y::Bool(b) => Value::Bool(b),
+        Y::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Value::from(i)
+            } else if let Some(u) = n.as_u64() {
+                Value::from(u)
+            } else {
+                let f = n.as_f64().unwrap_or(f64::NAN);
+                serde_json::Number::from_f64(f)
+                    .map(Value::Number)
+                    .unwrap_or_else(|| Value::String(n.to_string()))
+            }
+        }
+        Y::String(s) => Value::String(s),
+        Y::Sequence(items) => Value::Array(items.into_iter().map(yaml_to_json).collect()),
+        Y::Mapping(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (yaml_key(k), yaml_to_json(v)))
+                .collect(),
+        ),
+        Y::Tagged(tagged) => yaml_to_json(tagged.value),
+    }
+}
+
+fn yaml_key(key: serde_yaml::Value) -> String {
+    match yaml_to_json(key) {
+        Value::String(s) => s,
+        other => python_str(&other),
+    }
+}
+
+/// How Python's `str()` shows a scalar loaded from YAML.
+fn python_str(value: &Value) -> String {
+    match value {
+        Value::Null => "None".to_owned(),
+        Value::Bool(true) => "True".to_owned(),
+        Value::Bool(false) => "False".to_owned(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float",
+        Value::Number(_) => "int",
+        Value::String(_) => "str",
+        Value::Array(_) => "list",
+        Value::Object(_) => "dict",
+    }
+}
+
+/// A value shown in an error: strings quoted, others as JSON.
+fn shown(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() > 60 {
+        let cut: String = text.chars().take(57).collect();
+        format!("{cut}...")
+    } else {
+        text
+    }
+}
+
+/// Typed reads over a raw config, following Salt's `_validate_opts` leniency.
+struct Reader<'a> {
+    raw: &'a RawConfig,
+}
+
+impl Reader<'_> {
+    fn value(&self, key: &str) -> Option<&Value> {
+        self.raw.values.get(key).filter(|v| !v.is_null())
+    }
+
+    fn type_error(&self, key: &str, expected: &str, got: &Value) -> ConfigError {
+        ConfigError::Type {
+            path: self.raw.source_of(key),
+            key: key.to_owned(),
+            expected: expected.to_owned(),
+            got: shown(got),
+        }
+    }
+
+    fn invalid(&self, key: &str, message: String) -> ConfigError {
+        ConfigError::Invalid {
+            path: self.raw.source_of(key),
+            key: key.to_owned(),
+            message,
+        }
+    }
+
+    /// Salt `str` options: numbers and bools are accepted as their `str()`.
+    fn string_opt(&self, key: &str) -> Result<Option<String>, ConfigError> {
+        match self.value(key) {
+            None => Ok(None),
+            Some(v @ (Value::Array(_) | Value::Object(_))) => {
+                Err(self.type_error(key, "a string", v))
+            }
+            Some(v) => Ok(Some(python_str(v))),
+        }
+    }
+
+    fn string(&self, key: &str, default: &str) -> Result<String, ConfigError> {
+        Ok(self.string_opt(key)?.unwrap_or_else(|| default.to_owned()))
+    }
+
+    /// Salt `bool` options take only booleans (YAML 1.1 spellings included).
+    fn bool(&self, key: &str, default: bool) -> Result<bool, ConfigError> {
+        match self.value(key) {
+            None => Ok(default),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(Value::String(s)) => match s.as_str() {
+                "yes" | "Yes" | "YES" | "on" | "On" | "ON" | "true" | "True" | "TRUE" => Ok(true),
+                "no" | "No" | "NO" | "off" | "Off" | "OFF" | "false" | "False" | "FALSE" => {
+                    Ok(false)
+                }
+                _ => Err(self.type_error(key, "a boolean", &Value::String(s.clone()))),
+            },
+            Some(v) => Err(self.type_error(key, "a boolean", v)),
+        }
+    }
+
+    /// Salt `int` options: integers or strings `int()` accepts; not floats or bools.
+    fn int_opt(&self, key: &str) -> Result<Option<i64>, ConfigError> {
+        match self.value(key) {
+            None => Ok(None),
+            Some(Value::Number(n)) if !n.is_f64() => n
+                .as_i64()
+                .map(Some)
+                .ok_or_else(|| self.type_error(key, "an integer", &Value::Number(n.clone()))),
+            Some(v @ Value::String(s)) => parse_python_int(s)
+                .map(Some)
+                .ok_or_else(|| self.type_error(key, "an integer", v)),
+            Some(v) => Err(self.type_error(key, "an integer", v)),
+        }
+    }
+
+    fn int(&self, key: &str, default: i64) -> Result<i64, ConfigError> {
+        Ok(self.int_opt(key)?.unwrap_or(default))
+    }
+
+    fn unsigned(&self, key: &str, default: u64) -> Result<u64, ConfigError> {
+        match self.int_opt(key)? {
+            None => Ok(default),
+            Some(i) => u64::try_from(i)
+                .map_err(|_| self.type_error(key, "a non-negative integer", &Value::from(i))),
+        }
+    }
+
+    fn port(&self, key: &str, default: u16) -> Result<u16, ConfigError> {
+        Ok(self.port_opt(key)?.unwrap_or(default))
+    }
+
+    fn port_opt(&self, key: &str) -> Result<Option<u16>, ConfigError> {
+        match self.int_opt(key)? {
+            None => Ok(None),
+            Some(i) => u16::try_from(i)
+                .map(Some)
+                .map_err(|_| self.type_error(key, "a port number (0-65535)", &Value::from(i))),
+        }
+    }
+
+    /// Salt `float` options (and untyped numeric ones) read as whole non-negative numbers.
+    fn number_opt(&self, key: &str) -> Result<Option<u64>, ConfigError> {
+        let parsed = match self.value(key) {
+            None => return Ok(None),
+            Some(Value::Number(n)) => n.as_f64(),
+            Some(Value::String(s)) => s.trim().replace('_', "").parse::<f64>().ok(),
+            Some(_) => None,
+        };
+        match parsed {
+            Some(f) if f.is_finite() && f >= 0.0 && f <= u64::MAX as f64 => {
+                Ok(Some(f.round() as u64))
+            }
+            _ => Err(self.type_error(
+                key,
+                "a non-negative number",
+                self.value(key).unwrap_or(&Value::Null),
+            )),
+        }
+    }
+
+    fn number(&self, key: &str, default: u64) -> Result<u64, ConfigError> {
+        Ok(self.number_opt(key)?.unwrap_or(default))
+    }
+
+    fn string_list(
+        &self,
+        key: &str,
+        default: &[&str],
+        allow_str: bool,
+    ) -> Result<Vec<String>, ConfigError> {
+        match self.value(key) {
+            None => Ok(default.iter().map(|s| (*s).to_owned()).collect()),
+            Some(Value::String(s)) if allow_str => Ok(vec![s.clone()]),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|item| match item {
+                    Value::Array(_) | Value::Object(_) | Value::Null => {
+                        Err(self.type_error(key, "a list of strings", item))
+                    }
+                    other => Ok(python_str(other)),
+                })
+                .collect(),
+            Some(v) => Err(self.type_error(key, "a list", v)),
+        }
+    }
+
+    fn mapping(&self, key: &str) -> Result<Value, ConfigError> {
+        match self.value(key) {
+            None => Ok(Value::Object(Map::new())),
+            Some(v @ Value::Object(_)) => Ok(v.clone()),
+            Some(v) => Err(self.type_error(key, "a mapping", v)),
+        }
+    }
+
+    fn any(&self, key: &str) -> Value {
+        self.raw.values.get(key).cloned().unwrap_or(Value::Null)
+    }
+
+    /// The raw, un-rooted value of a path option.
+    fn path_raw(&self, key: &str, default: &str) -> Result<Option<String>, ConfigError> {
+        match self.raw.values.get(key) {
+            None => Ok(Some(default.to_owned())),
+            Some(Value::Null) => Ok(None),
+            Some(_) => self.string_opt(key),
+        }
+    }
+}
+
+/// Python's `int(str)`: surrounding whitespace, a sign and `_` separators allowed.
+fn parse_python_int(s: &str) -> Option<i64> {
+    let t = s.trim();
+    if t.is_empty() || t.starts_with('_') || t.ends_with('_') || t.contains("__") {
+        return None;
+    }
+    t.replace('_', "").parse::<i64>().ok()
+}
+
+/// `os.path.normpath` for POSIX paths.
+fn normpath(path: &str) -> String {
+    if path.is_empty() {
+        return ".".to_owned();
+    }
+    let absolute = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.last().is_some_and(|p| *p != "..") {
+                    parts.pop();
+                } else if !absolute {
+                    parts.push("..");
+                }
+            }
+            other => parts.push(other),
+        }
+    }
+    let joined = parts.join("/");
+    match (absolute, joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => ".".to_owned(),
+        (false, false) => joined,
+    }
+}
+
+/// `os.path.abspath`.
+fn abspath(path: &str) -> String {
+    if path.starts_with('/') {
+        normpath(path)
+    } else {
+        let cwd = std::env::current_dir()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| "/".to_owned());
+        normpath(&format!("{cwd}/{path}"))
+    }
+}
+
+/// Salt's `salt.utils.path.join(root, path)`: the path's leading slashes are dropped.
+fn salt_join(root: &str, path: &str) -> String {
+    let root = normpath(root);
+    let path = normpath(path);
+    let stripped = path.trim_start_matches('/');
+    if stripped.is_empty() || stripped == "." {
+        return root;
+    }
+    normpath(&format!("{root}/{stripped}"))
+}
+
+/// Salt's `prepend_root_dir` for one path: a path already under `root_dir`
+/// keeps its place, any other path (absolute or relative) is re-rooted.
+pub fn prepend_root_dir(root_dir: &str, path: &str) -> PathBuf {
+    let root = abspath(root_dir);
+    let under_root =
+        if root.len() > 1 && path.len() > root.len() && path.starts_with(&format!("{root}/")) {
+            Some(&path[root.len()..])
+        } else {
+            None
+        };
+    PathBuf::from(salt_join(&root, under_root.unwrap_or(path)))
+}
+
+/// `urllib.parse.urlparse(path).scheme != ""`: such log targets are not files.
+fn is_uri(path: &str) -> bool {
+    let Some(colon) = path.find(':') else {
+        return false;
+    };
+    let scheme = &path[..colon];
+    let mut chars = scheme.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+}
+
+/// Salt's `_adjust_log_file_override` and the root-dir handling of `log_file`.
+fn log_file(reader: &Reader<'_>, root_dir: &str, default: &str) -> Result<PathBuf, ConfigError> {
+    let log_dir = reader.string_opt("log_dir")?.filter(|d| !d.is_empty());
+    let given = reader.string_opt("log_file")?.filter(|f| !f.is_empty());
+    let file = match (log_dir, given) {
+        (Some(dir), Some(file)) if !file.starts_with('/') => {
+            format!("{}/{}", dir.trim_end_matches('/'), file)
+        }
+        (Some(dir), None) => {
+            let base = default.rsplit('/').next().unwrap_or(default);
+            format!("{}/{}", dir.trim_end_matches('/'), base)
+        }
+        (_, Some(file)) => file,
+        (None, None) => default.to_owned(),
+    };
+    if is_uri(&file) {
+        Ok(PathBuf::from(file))
+    } else {
+        Ok(prepend_root_dir(root_dir, &file))
+    }
+}
+
+/// Salt shortens a socket directory that would be too long relative to the cache dir.
+fn sock_dir_raw(sock_dir: String, cachedir: &str) -> String {
+    if sock_dir.len() > cachedir.len() + 10 {
+        format!("{}/.salt-unix", cachedir.trim_end_matches('/'))
+    } else {
+        sock_dir
+    }
+}
+
+const VALID_SIGNING_ALGORITHMS: [&str; 2] = ["PKCS1v15-SHA1", "PKCS1v15-SHA224"];
+const VALID_ENCRYPTION_ALGORITHMS: [&str; 2] = ["OAEP-SHA1", "OAEP-SHA224"];
+
+fn check_algorithm(
+    reader: &Reader<'_>,
+    key: &str,
+    value: &str,
+    valid: &[&str],
+) -> Result<(), ConfigError> {
+    if valid.contains(&value) {
+        Ok(())
+    } else {
+        Err(reader.invalid(
+            key,
+            format!(
+                "algorithm '{value}' is not valid, use one of {}",
+                valid.join(", ")
+            ),
+        ))
+    }
+}
+
+/// Where Salt's `get_id` caches a generated minion id: `<root_dir>/etc/salt/minion_id`.
+pub fn minion_id_cache_path(root_dir: &str) -> PathBuf {
+    PathBuf::from(salt_join(root_dir, "/etc/salt/minion_id"))
+}
+
+/// Salt's `get_id`: the cached id when caching is on, else a generated one
+/// (optionally lowercased, domain removed, then cached when asked to).
+/// Returns the id and whether it is an IPv4 address.
+fn get_id(reader: &Reader<'_>, root_dir: &str, cache: bool) -> Result<(String, bool), ConfigError> {
+    let caching = reader.bool("minion_id_caching", true)?;
+    let cache_file = minion_id_cache_path(root_dir);
+    if caching {
+        if let Ok(text) = std::fs::read_to_string(&cache_file) {
+            let name = text
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim()
+                .trim_start_matches('\u{feff}')
+                .to_owned();
+            if !name.is_empty() && name != "localhost" {
+                tracing::debug!(path = %cache_file.display(), id = %name, "using cached minion id");
+                return Ok((name, false));
+            }
+        }
+    }
+    let mut id = hostname::generate_minion_id();
+    if reader.bool("minion_id_lowercase", false)? {
+        id = id.to_lowercase();
+    }
+    match reader.value("minion_id_remove_domain") {
+        Some(Value::Bool(true)) => {
+            if let Some((host, _)) = id.split_once('.') {
+                id = host.to_owned();
+            }
+        }
+        Some(Value::String(domain)) if !domain.is_empty() => {
+            let suffix = format!(".{}", domain.to_uppercase());
+            if id.to_uppercase().ends_with(&suffix) {
+                id.truncate(id.len() - suffix.len());
+            }
+        }
+        _ => {}
+    }
+    if cache && caching {
+        if let Some(parent) = cache_file.parent() {
+            if let Err(err) = std::fs::create_dir_all(parent) {
+                tracing::error!(%err, "failed to create the directory for minion_id");
+            }
+        }
+        if let Err(err) = std::fs::write(&cache_file, &id) {
+            tracing::error!(%err, path = %cache_file.display(), "could not cache minion id");
+        }
+    }
+    let is_ipv4 = id.parse::<std::net::Ipv4Addr>().is_ok();
+    Ok((id, is_ipv4))
+}
+
+/// Salt's `_append_domain`.
+fn append_domain(reader: &Reader<'_>, id: String) -> Result<String, ConfigError> {
+    match reader.string_opt("append_domain")? {
+        Some(domain) if !domain.is_empty() && !id.ends_with(&domain) && !id.ends_with('.') => {
+            Ok(format!("{id}.{domain}"))
+        }
+        _ => Ok(id),
+    }
+}
+
+fn json_to_rmpv(value: &Value) -> rmpv::Value {
+    match value {
+        Value::Null => rmpv::Value::Nil,
+        Value::Bool(b) => rmpv::Value::Boolean(*b),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                rmpv::Value::from(i)
+            } else if let Some(u) = n.as_u64() {
+                rmpv::Value::from(u)
+            } else {
+                rmpv::Value::F64(n.as_f64().unwrap_or(0.0))
+            }
+        }
+        Value::String(s) => rmpv::Value::from(s.as_str()),
+        Value::Array(items) => rmpv::Value::Array(items.iter().map(json_to_rmpv).collect()),
+        Value::Object(map) => rmpv::Value::Map(
+            map.iter()
+                .map(|(k, v)| (rmpv::Value::from(k.as_str()), json_to_rmpv(v)))
+                .collect(),
+        ),
+    }
+}
+
+/// `nodegroups`: a mapping, or a list of one-key mappings (Salt's dictlist).
+fn nodegroups(reader: &Reader<'_>) -> Result<BTreeMap<String, rmpv::Value>, ConfigError> {
+    let mut groups = BTreeMap::new();
+    match reader.value("nodegroups") {
+        None => {}
+        Some(Value::Object(map)) => {
+            for (name, expr) in map {
+                groups.insert(name.clone(), json_to_rmpv(expr));
+            }
+        }
+        Some(v @ Value::Array(items)) => {
+            for item in items {
+                let Value::Object(map) = item else {
+                    return Err(reader.type_error(
+                        "nodegroups",
+                        "a mapping or a list of mappings",
+                        v,
+                    ));
+                };
+                for (name, expr) in map {
+                    groups.insert(name.clone(), json_to_rmpv(expr));
+                }
+            }
+        }
+        Some(v) => {
+            return Err(reader.type_error("nodegroups", "a mapping or a list of mappings", v))
+        }
+    }
+    Ok(groups)
+}
+
+/// The master's settings, with Salt's defaults and path rules applied.
+#[derive(Debug, Clone)]
+pub struct MasterConfig {
+    pub id: String,
+    pub interface: String,
+    pub ipv6: bool,
+    pub publish_port: u16,
+    pub ret_port: u16,
+    pub root_dir: PathBuf,
+    pub pki_dir: PathBuf,
+    pub cachedir: PathBuf,
+    pub sock_dir: PathBuf,
+    pub auto_accept: bool,
+    pub autosign_file: Option<PathBuf>,
+    pub autoreject_file: Option<PathBuf>,
+    pub open_mode: bool,
+    pub worker_threads: usize,
+    /// `keep_jobs_seconds`, or the deprecated `keep_jobs` (hours) when only that was changed.
+    pub keep_jobs_seconds: u64,
+    pub timeout: u64,
+    pub gather_job_timeout: u64,
+    pub log_file: PathBuf,
+    pub log_level: String,
+    pub log_level_logfile: Option<String>,
+    pub user: String,
+    pub max_minions: usize,
+    pub zmq_filtering: bool,
+    pub sign_pub_messages: bool,
+    pub publish_signing_algorithm: String,
+    pub publish_session: u64,
+    pub rotate_aes_key: bool,
+    pub minimum_auth_version: i64,
+    pub keysize: usize,
+    pub hash_type: String,
+    pub auth_events: bool,
+    pub presence_events: bool,
+    pub loop_interval: u64,
+    pub nodegroups: BTreeMap<String, rmpv::Value>,
+    pub pub_hwm: i32,
+    pub job_cache: bool,
+    pub minion_data_cache: bool,
+    pub token_expire: u64,
+    pub external_auth: Value,
+    pub netapi_enable_clients: Vec<String>,
+    pub rest_cherrypy: Value,
+    pub rest_tornado: Value,
+    /// Brine-only `brine_job_store: {backend: sqlite, path: ...}`; default sqlite at `cachedir/jobs.sqlite`.
+    pub job_store: Value,
+    pub raw: RawConfig,
+}
+
+impl MasterConfig {
+    /// Load `dir/master`, `dir/master.d/*.conf` and includes.
+    pub fn load(dir: &Path) -> Result<Self, ConfigError> {
+        Self::from_raw(load_raw(dir, "master")?)
+    }
+
+    /// Type and complete a raw configuration the way Salt's `apply_master_config` does.
+    pub fn from_raw(raw: RawConfig) -> Result<Self, ConfigError> {
+        let r = Reader { raw: &raw };
+        let root_dir_raw = r.string("root_dir", "/")?;
+        let root = root_dir_raw.as_str();
+        let cachedir_raw = r
+            .path_raw("cachedir", "/var/cache/salt/master")?
+            .unwrap_or_default();
+        let sock_raw = sock_dir_raw(
+            r.path_raw("sock_dir", "/var/run/salt/master")?
+                .unwrap_or_default(),
+            &cachedir_raw,
+        );
+        let rooted = |key: &str, default: &str| -> Result<PathBuf, ConfigError> {
+            Ok(prepend_root_dir(
+                root,
+                &r.path_raw(key, default)?.unwrap_or_default(),
+            ))
+        };
+        let rooted_opt = |key: &str| -> Result<Option<PathBuf>, ConfigError> {
+            Ok(r.string_opt(key)?
+                .filter(|p| !p.is_empty())
+                .map(|p| prepend_root_dir(root, &p)))
+        };
+
+        let id = match r.string_opt("id")?.filter(|id| !id.is_empty()) {
+            Some(id) => append_domain(&r, id)?,
+            None => {
+                let (id, is_ip) = get_id(&r, root, false)?;
+                let id = if is_ip { id } else { append_domain(&r, id)? };
+                format!("{id}_master")
+            }
+        };
+
+        let keep_jobs_seconds = {
+            let seconds = r.unsigned("keep_jobs_seconds", 86400)?;
+            let hours = r.unsigned("keep_jobs", 24)?;
+            if seconds == 86400 && hours != 24 {
+                hours.saturating_mul(3600)
+            } else {
+                seconds
+            }
+        };
+
+        let publish_signing_algorithm = r.string("publish_signing_algorithm", "PKCS1v15-SHA1")?;
+        check_algorithm(
+            &r,
+            "publish_signing_algorithm",
+            &publish_signing_algorithm,
+            &VALID_SIGNING_ALGORITHMS,
+        )?;
+
+        let cachedir = prepend_root_dir(root, &cachedir_raw);
+        let job_store = {
+            let mut store = match r.value("brine_job_store") {
+                None => Map::new(),
+                Some(Value::Object(map)) => map.clone(),
+                Some(v) => return Err(r.type_error("brine_job_store", "a mapping", v)),
+            };
+            match store.get("backend") {
+                None | Some(Value::Null) => {
+                    store.insert("backend".into(), Value::from("sqlite"));
+                }
+                Some(Value::String(_)) => {}
+                Some(v) => return Err(r.type_error("brine_job_store", "a string backend", v)),
+            }
+            let path = match store.get("path") {
+                None | Some(Value::Null) => cachedir.join("jobs.sqlite"),
+                Some(Value::String(p)) => prepend_root_dir(root, p),
+                Some(v) => return Err(r.type_error("brine_job_store", "a string path", v)),
+            };
+            store.insert(
+                "path".into(),
+                Value::from(path.to_string_lossy().into_owned()),
+            );
+            Value::Object(store)
+        };
+
+        let config = MasterConfig {
+            id,
+            interface: r.string("interface", "0.0.0.0")?,
+            ipv6: r.bool("ipv6", false)?,
+            publish_port: r.port("publish_port", 4505)?,
+            ret_port: r.port("ret_port", 4506)?,
+            root_dir: PathBuf::from(abspath(root)),
+            pki_dir: rooted("pki_dir", "/etc/salt/pki/master")?,
+            cachedir,
+            sock_dir: prepend_root_dir(root, &sock_raw),
+            auto_accept: r.bool("auto_accept", false)?,
+            autosign_file: rooted_opt("autosign_file")?,
+            autoreject_file: rooted_opt("autoreject_file")?,
+            open_mode: r.bool("open_mode", false)?,
+            worker_threads: r.unsigned("worker_threads", 5)? as usize,
+            keep_jobs_seconds,
+            timeout: r.number("timeout", 5)?,
+            gather_job_timeout: r.unsigned("gather_job_timeout", 10)?,
+            log_file: log_file(&r, root, "/var/log/salt/master")?,
+            log_level: r.string("log_level", "warning")?,
+            log_level_logfile: r.string_opt("log_level_logfile")?,
+            user: r.string("user", "root")?,
+            max_minions: r.unsigned("max_minions", 0)? as usize,
+            zmq_filtering: r.bool("zmq_filtering", false)?,
+            sign_pub_messages: r.bool("sign_pub_messages", true)?,
+            publish_signing_algorithm,
+            publish_session: r.unsigned("publish_session", 86400)?,
+            rotate_aes_key: r.bool("rotate_aes_key", true)?,
+            minimum_auth_version: r.int("minimum_auth_version", 3)?,
+            keysize: r.unsigned("keysize", 2048)? as usize,
+            hash_type: r.string("hash_type", "sha256")?.to_lowercase(),
+            auth_events: r.bool("auth_events", true)?,
+            presence_events: r.bool("presence_events", false)?,
+            loop_interval: r.number("loop_interval", 60)?,
+            nodegroups: nodegroups(&r)?,
+            pub_hwm: {
+                let hwm = r.int("pub_hwm", 1000)?;
+                i32::try_from(hwm)
+                    .map_err(|_| r.type_error("pub_hwm", "a 32-bit integer", &Value::from(hwm)))?
+            },
+            job_cache: r.bool("job_cache", true)?,
+            minion_data_cache: r.bool("minion_data_cache", true)?,
+            token_expire: r.unsigned("token_expire", 43200)?,
+            external_auth: r.mapping("external_auth")?,
+            netapi_enable_clients: r.string_list("netapi_enable_clients", &[], false)?,
+            rest_cherrypy: r.any("rest_cherrypy"),
+            rest_tornado: r.any("rest_tornado"),
+            job_store,
+            raw: RawConfig::default(),
+        };
+        Ok(MasterConfig { raw, ..config })
+    }
+}
+
+impl Default for MasterConfig {
+    /// Salt's defaults, as with an empty configuration directory.
+    fn default() -> Self {
+        Self::from_raw(RawConfig::default()).expect("the built-in master defaults are valid")
+    }
+}
+
+/// The minion's settings, with Salt's defaults and path rules applied.
+#[derive(Debug, Clone)]
+pub struct MinionConfig {
+    pub id: String,
+    /// `master:` given as a string or a list.
+    pub master: Vec<String>,
+    pub master_port: u16,
+    pub publish_port: Option<u16>,
+    pub root_dir: PathBuf,
+    pub pki_dir: PathBuf,
+    pub cachedir: PathBuf,
+    pub sock_dir: PathBuf,
+    pub acceptance_wait_time: u64,
+    pub acceptance_wait_time_max: u64,
+    pub auth_timeout: u64,
+    pub auth_tries: u32,
+    pub log_file: PathBuf,
+    pub log_level: String,
+    pub grains: Value,
+    pub encryption_algorithm: String,
+    pub signing_algorithm: String,
+    pub sign_pub_messages: bool,
+    pub zmq_filtering: bool,
+    pub ipv6: bool,
+    pub recon_default: u64,
+    pub recon_max: u64,
+    pub recon_randomize: bool,
+    pub request_channel_timeout: u64,
+    pub request_channel_tries: u32,
+    pub return_retry_timer: u64,
+    pub return_retry_timer_max: u64,
+    pub return_retry_tries: u32,
+    pub master_finger: String,
+    pub keysize: usize,
+    pub rejected_retry: bool,
+    pub enable_legacy_startup_events: bool,
+    pub start_event_grains: Vec<String>,
+    pub multiprocessing: bool,
+    /// The `timeout` key, which Salt's minion does not default.
+    pub timeout_default: Option<u64>,
+    pub file_client: String,
+    pub user: String,
+    pub raw: RawConfig,
+}
+
+impl MinionConfig {
+    /// Load `dir/minion`, `dir/minion.d/*.conf` and includes, as `salt-minion`
+    /// and `salt-call` do: a generated id is cached in `<root_dir>/etc/salt/minion_id`.
+    pub fn load(dir: &Path) -> Result<Self, ConfigError> {
+        Self::from_raw_with(load_raw(dir, "minion")?, true)
+    }
+
+    /// Type and complete a raw configuration without caching a generated id.
+    pub fn from_raw(raw: RawConfig) -> Result<Self, ConfigError> {
+        Self::from_raw_with(raw, false)
+    }
+
+    /// Salt's `apply_minion_config`; `cache_minion_id` writes a generated id to the cache file.
+    pub fn from_raw_with(raw: RawConfig, cache_minion_id: bool) -> Result<Self, ConfigError> {
+        let r = Reader { raw: &raw };
+        let root_dir_raw = r.string("root_dir", "/")?;
+        let root = root_dir_raw.as_str();
+        let cachedir_raw = r
+            .path_raw("cachedir", "/var/cache/salt/minion")?
+            .unwrap_or_default();
+        let sock_raw = sock_dir_raw(
+            r.path_raw("sock_dir", "/var/run/salt/minion")?
+                .unwrap_or_default(),
+            &cachedir_raw,
+        );
+
+        let id = match r.string_opt("id")?.filter(|id| !id.is_empty()) {
+            Some(id) => append_domain(&r, id)?,
+            None => {
+                let (id, is_ip) = get_id(&r, root, cache_minion_id)?;
+                if is_ip {
+                    id
+                } else {
+                    append_domain(&r, id)?
+                }
+            }
+        };
+
+        let encryption_algorithm = r.string("encryption_algorithm", "OAEP-SHA1")?;
+        check_algorithm(
+            &r,
+            "encryption_algorithm",
+            &encryption_algorithm,
+            &VALID_ENCRYPTION_ALGORITHMS,
+        )?;
+        let signing_algorithm = r.string("signing_algorithm", "PKCS1v15-SHA1")?;
+        check_algorithm(
+            &r,
+            "signing_algorithm",
+            &signing_algorithm,
+            &VALID_SIGNING_ALGORITHMS,
+        )?;
+
+        let small = |key: &str, default: u32| -> Result<u32, ConfigError> {
+            let n = r.unsigned(key, u64::from(default))?;
+            u32::try_from(n).map_err(|_| r.type_error(key, "a smaller integer", &Value::from(n)))
+        };
+
+        let config = MinionConfig {
+            id,
+            master: r.string_list("master", &["salt"], true)?,
+            master_port: r.port("master_port", 4506)?,
+            publish_port: r.port_opt("publish_port")?,
+            root_dir: PathBuf::from(abspath(root)),
+            pki_dir: prepend_root_dir(
+                root,
+                &r.path_raw("pki_dir", "/etc/salt/pki/minion")?
+                    .unwrap_or_default(),
+            ),
+            cachedir: prepend_root_dir(root, &cachedir_raw),
+            sock_dir: prepend_root_dir(root, &sock_raw),
+            acceptance_wait_time: r.number("acceptance_wait_time", 10)?,
+            acceptance_wait_time_max: r.number("acceptance_wait_time_max", 0)?,
+            auth_timeout: r.unsigned("auth_timeout", 5)?,
+            auth_tries: small("auth_tries", 7)?,
+            log_file: log_file(&r, root, "/var/log/salt/minion")?,
+            log_level: r.string("log_level", "warning")?,
+            // Salt replaces a non-mapping `grains` with an empty one.
+            grains: match r.value("grains") {
+                Some(v @ Value::Object(_)) => v.clone(),
+                _ => Value::Object(Map::new()),
+            },
+            encryption_algorithm,
+            signing_algorithm,
+            sign_pub_messages: r.bool("sign_pub_messages", false)?,
+            zmq_filtering: r.bool("zmq_filtering", false)?,
+            ipv6: r.bool("ipv6", false)?,
+            recon_default: r.number("recon_default", 1000)?,
+            recon_max: r.number("recon_max", 10000)?,
+            recon_randomize: r.bool("recon_randomize", true)?,
+            request_channel_timeout: r.unsigned("request_channel_timeout", 60)?,
+            request_channel_tries: small("request_channel_tries", 3)?,
+            return_retry_timer: r.unsigned("return_retry_timer", 5)?,
+            return_retry_timer_max: r.unsigned("return_retry_timer_max", 10)?,
+            return_retry_tries: small("return_retry_tries", 3)?,
+            master_finger: r.string("master_finger", "")?,
+            keysize: r.unsigned("keysize", 2048)? as usize,
+            rejected_retry: r.bool("rejected_retry", false)?,
+            enable_legacy_startup_events: r.bool("enable_legacy_startup_events", true)?,
+            start_event_grains: r.string_list("start_event_grains", &[], false)?,
+            multiprocessing: r.bool("multiprocessing", true)?,
+            timeout_default: r.number_opt("timeout")?,
+            file_client: r.string("file_client", "remote")?,
+            user: r.string("user", "root")?,
+            raw: RawConfig::default(),
+        };
+        Ok(MinionConfig { raw, ..config })
+    }
+}
+
+impl Default for MinionConfig {
+    /// Salt's defaults, as with an empty configuration directory (a generated id is not cached).
+    fn default() -> Self {
+        Self::from_raw(RawConfig::default()).expect("the built-in minion defaults are valid")
+    }
+}
+
+/// Salt's `generate_minion_id`: the FQDN, else the host name, skipping localhost names.
+mod hostname {
+    /// Names Salt never uses as an id (`localhost_matchers`, matched at the start).
+    fn is_local_name(name: &str) -> bool {
+        let lower = name;
+        lower.starts_with("localhost")
+            || lower.starts_with("ip6-")
+            || lower.starts_with("ipv6-")
+            || lower.starts_with("::1")
+            || lower.starts_with("fe00::")
+            || lower.starts_with("fe02::")
+            || lower == "0.0.0.0"
+            || lower.starts_with("0.0.0.0")
+            || (lower.starts_with("127.") && lower[4..].starts_with(|c: char| c.is_ascii_digit()))
+            || (lower.starts_with("1.0.0.") && lower.contains(".ip6.arpa"))
+    }
+
+    pub(super) fn generate_minion_id() -> String {
+        let host = hostname();
+        let mut candidates = Vec::new();
+        if let Some(host) = host.as_deref() {
+            candidates.push(fqdn(host).unwrap_or_else(|| host.to_owned()));
+            candidates.push(host.to_owned());
+        }
+        candidates
+            .into_iter()
+            .find(|name| !name.is_empty() && !is_local_name(name))
+            .unwrap_or_else(|| "localhost".to_owned())
+    }
+
+    fn hostname() -> Option<String> {
+        let mut buf = [0u8; 256];
+        // SAFETY: the buffer is valid for its whole length and gethostname
+        // writes at most that many bytes.
+        #[allow(unsafe_code)]
+        let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+        if rc != 0 {
+            return std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|s| s.trim().to_owned());
+        }
+        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        Some(String::from_utf8_lossy(&buf[..end]).into_owned())
+    }
+
+    /// The canonical name `getaddrinfo(AI_CANONNAME)` gives, when it is dotted.
+    fn fqdn(host: &str) -> Option<String> {
+        let c_host = std::ffi::CString::new(host).ok()?;
+        // SAFETY: an all-zero addrinfo is a valid "no hints" value.
+        #[allow(unsafe_code)]
+        let mut hints: libc::addrinfo = unsafe { std::mem::zeroed() };
+        hints.ai_flags = libc::AI_CANONNAME;
+        hints.ai_family = libc::AF_UNSPEC;
+        hints.ai_socktype = libc::SOCK_STREAM;
+        let mut result: *mut libc::addrinfo = std::ptr::null_mut();
+        // SAFETY: pointers are valid for the call; the result list is freed
+        // below and ai_canonname is copied out before that.
+        #[allow(unsafe_code)]
+        let name = unsafe {
+            if libc::getaddrinfo(c_host.as_ptr(), std::ptr::null(), &hints, &mut result) != 0
+                || result.is_null()
+            {
+                return None;
+            }
+            let canon = (*result).ai_canonname;
+            let name = if canon.is_null() {
+                None
+            } else {
+                Some(
+                    std::ffi::CStr::from_ptr(canon)
+                        .to_string_lossy()
+                        .into_owned(),
+                )
+            };
+            libc::freeaddrinfo(result);
+            name
+        };
+        name.filter(|n| n.contains('.'))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, rel: &str, text: &str) {
+        let path = dir.join(rel);
+        std::fs::create_dir_all(path.parent().expect("has a parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+
+    #[test]
+    fn empty_dir_gives_salt_master_defaults() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cfg = MasterConfig::load(dir.path()).expect("defaults load");
+        assert_eq!(cfg.ret_port, 4506);
+        assert_eq!(cfg.publish_port, 4505);
+        assert_eq!(cfg.interface, "0.0.0.0");
+        assert_eq!(cfg.root_dir, PathBuf::from("/"));
+        assert_eq!(cfg.pki_dir, PathBuf::from("/etc/salt/pki/master"));
+        assert_eq!(cfg.cachedir, PathBuf::from("/var/cache/salt/master"));
+        assert_eq!(cfg.sock_dir, PathBuf::from("/var/run/salt/master"));
+        assert_eq!(cfg.log_file, PathBuf::from("/var/log/salt/master"));
+        assert_eq!(cfg.worker_threads, 5);
+        assert_eq!(cfg.keep_jobs_seconds, 86400);
+        assert_eq!((cfg.timeout, cfg.gather_job_timeout), (5, 10));
+        assert!(cfg.sign_pub_messages && cfg.rotate_aes_key && cfg.auth_events && cfg.job_cache);
+        assert!(!cfg.auto_accept && !cfg.open_mode && !cfg.zmq_filtering && !cfg.presence_events);
+        assert_eq!(cfg.publish_signing_algorithm, "PKCS1v15-SHA1");
+        assert_eq!(
+            (cfg.publish_session, cfg.minimum_auth_version, cfg.keysize),
+            (86400, 3, 2048)
+        );
+        assert_eq!(
+            (cfg.pub_hwm, cfg.loop_interval, cfg.token_expire),
+            (1000, 60, 43200)
+        );
+        assert_eq!(cfg.log_level, "warning");
+        assert_eq!(cfg.user, "root");
+        assert_eq!(cfg.hash_type, "sha256");
+        assert!(cfg.id.ends_with("_master"), "{}", cfg.id);
+        assert_eq!(cfg.job_store["backend"], "sqlite");
+        assert_eq!(cfg.job_store["path"], "/var/cache/salt/master/jobs.sqlite");
+        assert!(cfg.nodegroups.is_empty());
+        assert!(cfg.raw.values.is_empty());
+    }
+
+    // Expected values were produced by Salt 3007.15's master_config on the same files.
+    #[test]
+    fn master_d_include_and_root_dir_follow_salt() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("root");
+        let root_s = root.to_string_lossy().into_owned();
+        let conf = dir.path().join("conf");
+        write(
+            &conf,
+            "master",
+            &format!(
+                "root_dir: {root_s}\nid: mymaster\npki_dir: pki/here\ncachedir: {root_s}/cache\n\
+                 sock_dir: /var/run/salt/x\nret_port: \"4510\"\npublish_port: 4505\nauto_accept: yes\n\
+                 netapi_enable_clients: [local]\ninclude: extra/*.conf\nlog_dir: /logs\n"
+            ),
+        );
+        write(
+            &conf,
+            "master.d/10-a.conf",
+            "publish_port: 5000\nnetapi_enable_clients: [runner]\nexternal_auth: {pam: {a: [x]}}\n",
+        );
+        write(&conf, "master.d/20-b.conf", "publish_port: 5001\nnetapi_enable_clients: [wheel, local]\nexternal_auth: {pam: {b: [y]}}\n");
+        write(&conf, "master.d/ignored.txt", "publish_port: 9999\n");
+        write(&conf, "extra/x.conf", "keep_jobs: 2\nworker_threads: 7\n");
+        let cfg = MasterConfig::load(&conf).expect("loads");
+        assert_eq!(cfg.id, "mymaster");
+        assert_eq!(cfg.ret_port, 4510);
+        assert_eq!(cfg.publish_port, 5001);
+        assert!(cfg.auto_accept);
+        assert_eq!(cfg.root_dir, root);
+        assert_eq!(cfg.pki_dir, root.join("pki/here"));
+        assert_eq!(cfg.cachedir, root.join("cache"));
+        assert_eq!(cfg.sock_dir, root.join("var/run/salt/x"));
+        assert_eq!(cfg.log_file, root.join("logs/master"));
+        assert_eq!(cfg.netapi_enable_clients, ["runner", "wheel", "local"]);
+        assert_eq!(
+            cfg.external_auth,
+            serde_json::json!({"pam": {"a": ["x"], "b": ["y"]}})
+        );
+        assert_eq!(cfg.keep_jobs_seconds, 2 * 3600);
+        assert_eq!(cfg.worker_threads, 7);
+        assert_eq!(cfg.autosign_file, None);
+        assert_eq!(
+            cfg.job_store["path"],
+            root.join("cache/jobs.sqlite").to_string_lossy().as_ref()
+        );
+        assert_eq!(
+            cfg.raw.source_of("publish_port"),
+            conf.join("master.d/20-b.conf")
+        );
+        assert_eq!(
+            cfg.raw.source_of("worker_threads"),
+            conf.join("extra/x.conf")
+        );
+        assert_eq!(cfg.raw.source_of("ret_port"), conf.join("master"));
+    }
+
+    #[test]
+    fn default_include_can_be_redirected_and_includes_nest() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let conf = dir.path();
+        write(
+            conf,
+            "master",
+            "default_include: other/*.conf\nret_port: 1\ntimeout: 9\n",
+        );
+        write(conf, "master.d/a.conf", "ret_port: 2\n");
+        write(conf, "other/a.conf", "ret_port: 3\ninclude: deeper.yml\n");
+        write(conf, "other/deeper.yml", "timeout: 30\n");
+        let raw = load_raw(conf, "master").expect("loads");
+        assert_eq!(raw.values["ret_port"], 3);
+        assert_eq!(raw.values["timeout"], 30);
+        assert_eq!(raw.sources["timeout"], conf.join("other/deeper.yml"));
+    }
+
+    #[test]
+    fn bad_type_names_file_and_key() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write(dir.path(), "master", "ret_port: abc\n");
+        let err = MasterConfig::load(dir.path()).expect_err("abc is not a port");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}: key 'ret_port': expected an integer, got \"abc\"",
+                dir.path().join("master").display()
+            )
+        );
+
+        write(dir.path(), "master", "");
+        write(dir.path(), "master.d/x.conf", "auto_accept: [1]\n");
+        let err = MasterConfig::load(dir.path()).expect_err("a list is not a bool");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}: key 'auto_accept': expected a boolean, got [1]",
+                dir.path().join("master.d/x.conf").display()
+            )
+        );
+
+        write(dir.path(), "master.d/x.conf", "ret_port: 70000\n");
+        assert!(MasterConfig::load(dir.path())
+            .expect_err("too big")
+            .to_string()
+            .contains("'ret_port'"));
+        write(dir.path(), "master.d/x.conf", "ret_port: 4506.5\n");
+        assert!(
+            MasterConfig::load(dir.path()).is_err(),
+            "Salt refuses floats for int options"
+        );
+        write(
+            dir.path(),
+            "master.d/x.conf",
+            "publish_signing_algorithm: MD5\n",
+        );
+        let err = MasterConfig::load(dir.path()).expect_err("unknown algorithm");
+        assert!(
+            err.to_string()
+                .contains("key 'publish_signing_algorithm': algorithm 'MD5' is not valid"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn broken_yaml_names_file_and_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write(
+            dir.path(),
+            "master",
+            "ret_port: 4506\ninterface: 127.0.0.1\n  bad: : :\n",
+        );
+        let err = MasterConfig::load(dir.path()).expect_err("broken YAML");
+        let text = err.to_string();
+        let prefix = format!(
+            "{}: invalid YAML at line 3 column",
+            dir.path().join("master").display()
+        );
+        assert!(text.starts_with(&prefix), "{text}");
+        assert!(!text.contains('\n'));
+
+        write(dir.path(), "master", "- just\n- a list\n");
+        let err = MasterConfig::load(dir.path()).expect_err("not a mapping");
+        assert!(
+            err.to_string()
+                .ends_with("master: configuration should be a mapping, not list"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn unknown_keys_and_loose_values_are_accepted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write(
+            dir.path(),
+            "master",
+            "id: m\nsome_future_option: {x: [1, 2]}\nfileserver_backend: [roots]\nzmq_filtering: On\n\
+             worker_threads: ' 8 '\nloop_interval: 0.4\nnodegroups:\n  - web: 'L@a,b'\n  - db: G@role:db\n",
+        );
+        let cfg = MasterConfig::load(dir.path()).expect("loads");
+        assert!(cfg.zmq_filtering);
+        assert_eq!(cfg.worker_threads, 8);
+        assert_eq!(cfg.loop_interval, 0);
+        assert_eq!(cfg.nodegroups["web"], rmpv::Value::from("L@a,b"));
+        assert_eq!(cfg.nodegroups["db"], rmpv::Value::from("G@role:db"));
+        assert_eq!(cfg.raw.values["some_future_option"]["x"][1], 2);
+    }
+
+    #[test]
+    fn minion_defaults_and_cached_id() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("root");
+        write(
+            dir.path(),
+            "minion",
+            &format!("root_dir: {}\nmaster: 127.0.0.1\n", root.display()),
+        );
+        write(&root, "etc/salt/minion_id", "web1\n");
+        let cfg = MinionConfig::load(dir.path()).expect("loads");
+        assert_eq!(cfg.id, "web1");
+        assert_eq!(cfg.master, ["127.0.0.1"]);
+        assert_eq!(cfg.master_port, 4506);
+        assert_eq!(cfg.publish_port, None);
+        assert_eq!(cfg.pki_dir, root.join("etc/salt/pki/minion"));
+        assert_eq!(cfg.cachedir, root.join("var/cache/salt/minion"));
+        assert_eq!(cfg.sock_dir, root.join("var/run/salt/minion"));
+        assert_eq!(cfg.log_file, root.join("var/log/salt/minion"));
+        assert_eq!(
+            (cfg.acceptance_wait_time, cfg.acceptance_wait_time_max),
+            (10, 0)
+        );
+        assert_eq!((cfg.auth_timeout, cfg.auth_tries), (5, 7));
+        assert_eq!((cfg.recon_default, cfg.recon_max), (1000, 10000));
+        assert!(cfg.recon_randomize && cfg.multiprocessing && cfg.enable_legacy_startup_events);
+        assert!(!cfg.sign_pub_messages && !cfg.rejected_retry && !cfg.zmq_filtering);
+        assert_eq!(
+            (cfg.request_channel_timeout, cfg.request_channel_tries),
+            (60, 3)
+        );
+        assert_eq!(
+            (
+                cfg.return_retry_timer,
+                cfg.return_retry_timer_max,
+                cfg.return_retry_tries
+            ),
+            (5, 10, 3)
+        );
+        assert_eq!(cfg.encryption_algorithm, "OAEP-SHA1");
+        assert_eq!(cfg.signing_algorithm, "PKCS1v15-SHA1");
+        assert_eq!(cfg.file_client, "remote");
+        assert_eq!(cfg.timeout_default, None);
+        assert_eq!(cfg.grains, serde_json::json!({}));
+
+        // The master reads the same cache file and appends `_master`.
+        write(
+            dir.path(),
+            "master",
+            &format!("root_dir: {}\n", root.display()),
+        );
+        assert_eq!(
+            MasterConfig::load(dir.path()).expect("loads").id,
+            "web1_master"
+        );
+    }
+
+    #[test]
+    fn minion_generated_id_is_cached_under_root_dir() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("root");
+        write(
+            dir.path(),
+            "minion",
+            &format!(
+                "root_dir: {}\nmaster: [m1, m2]\nmaster_port: '4600'\n",
+                root.display()
+            ),
+        );
+        let cfg = MinionConfig::load(dir.path()).expect("loads");
+        assert!(!cfg.id.is_empty());
+        assert_eq!(cfg.master, ["m1", "m2"]);
+        assert_eq!(cfg.master_port, 4600);
+        let cached = std::fs::read_to_string(root.join("etc/salt/minion_id")).expect("id cached");
+        assert_eq!(cached, cfg.id);
+
+        let other = tempfile::tempdir().expect("tempdir");
+        write(
+            other.path(),
+            "minion",
+            &format!("root_dir: {}\n", other.path().display()),
+        );
+        MinionConfig::from_raw(load_raw(other.path(), "minion").expect("raw")).expect("loads");
+        assert!(
+            !other.path().join("etc/salt/minion_id").exists(),
+            "from_raw does not cache"
+        );
+    }
+
+    #[test]
+    fn minion_rejects_unknown_encryption_algorithm_and_numeric_id_is_a_string() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write(
+            dir.path(),
+            "minion",
+            "id: 1234\nencryption_algorithm: OAEP-MD5\n",
+        );
+        let err = MinionConfig::load(dir.path()).expect_err("bad algorithm");
+        assert!(
+            err.to_string().contains("key 'encryption_algorithm'"),
+            "{err}"
+        );
+        write(
+            dir.path(),
+            "minion",
+            "id: 1234\ngrains: [not, a, map]\ntimeout: 20\n",
+        );
+        let cfg = MinionConfig::load(dir.path()).expect("loads");
+        assert_eq!(cfg.id, "1234");
+        assert_eq!(cfg.grains, serde_json::json!({}));
+        assert_eq!(cfg.timeout_default, Some(20));
+    }
+
+    #[test]
+    fn prepend_root_dir_matches_salt() {
+        assert_eq!(
+            prepend_root_dir("/", "/etc/salt/pki"),
+            PathBuf::from("/etc/salt/pki")
+        );
+        assert_eq!(prepend_root_dir("/", "pki"), PathBuf::from("/pki"));
+        assert_eq!(
+            prepend_root_dir("/srv/r", "/etc/salt/pki"),
+            PathBuf::from("/srv/r/etc/salt/pki")
+        );
+        assert_eq!(
+            prepend_root_dir("/srv/r", "/srv/r/pki"),
+            PathBuf::from("/srv/r/pki")
+        );
+        assert_eq!(
+            prepend_root_dir("/srv/r/", "rel/dir"),
+            PathBuf::from("/srv/r/rel/dir")
+        );
+        assert_eq!(
+            prepend_root_dir("/srv/r", "/srv/rx/pki"),
+            PathBuf::from("/srv/r/srv/rx/pki")
+        );
+        assert!(is_uri("udp://localhost:514") && is_uri("file:///dev/log"));
+        assert!(!is_uri("/var/log/salt/master") && !is_uri("relative/log"));
+    }
+
+    #[test]
+    fn fnmatch_follows_python() {
+        assert!(fnmatch("a.conf", "*.conf"));
+        assert!(!fnmatch("a.conf.bak", "*.conf"));
+        assert!(fnmatch("10.conf", "[0-9]?.conf"));
+        assert!(!fnmatch("a0.conf", "[!a]*.conf"));
+    }
+}

@@ -1,0 +1,15 @@
+//! Salt's wire protocol, as spoken by Salt 3006/3007 over ZeroMQ.
+//!
+//! No sockets live here: only the codecs, the crypto, the identifiers and the
+//! matching rules that the master, the minion and the tools share.
+
+pub mod config;
+pub mod crypt;
+pub mod event;
+pub mod jid;
+pub mod payload;
+pub mod target;
+
+/// The Salt release whose protocol and behaviour Brine reproduces; reported as the version of
+/// Brine's master and minions (`test.version`, the `saltversion` grain, `manage.versions`).
+pub const SALT_VERSION: &str = "3007.15";

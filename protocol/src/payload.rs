@@ -1,0 +1,710 @@
+//! `salt.payload`: the msgpack dialect Salt speaks on the wire.
+//!
+//! On the network Salt packs with the *old* msgpack spec (`use_bin_type=False`):
+//! text and byte strings both use the str/raw family and `str8` (`d9`) is never
+//! written. The reader accepts every family and turns each raw that is valid
+//! UTF-8 into [`Value::String`], anything else into [`Value::Binary`], exactly
+//! like `salt.payload.loads`.
+//!
+//! The decoder is written for hostile input: it never reserves more memory than
+//! the remaining bytes can justify, limits nesting, and rejects trailing bytes.
+
+pub use rmpv::Value;
+
+/// Maximum nesting of arrays/maps accepted by [`loads`].
+pub const MAX_DEPTH: usize = 256;
+
+/// msgpack ext type Salt uses for `datetime` (ASCII `%Y%m%dT%H:%M:%S.%f`).
+pub const EXT_DATETIME: i8 = 78;
+
+/// Why a payload could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PayloadError {
+    /// The input ended inside an object; more bytes may complete it (streams only).
+    #[error("incomplete msgpack object")]
+    Incomplete,
+    /// The input ended inside an object and no more data will come.
+    #[error("truncated msgpack object")]
+    Truncated,
+    /// A complete object was followed by extra bytes.
+    #[error("{0} trailing bytes after msgpack object")]
+    TrailingBytes(usize),
+    /// Arrays/maps nested deeper than [`MAX_DEPTH`].
+    #[error("msgpack nesting deeper than {MAX_DEPTH}")]
+    TooDeep,
+    /// A marker byte that msgpack never uses (`0xc1`).
+    #[error("invalid msgpack marker 0x{0:02x}")]
+    BadMarker(u8),
+    /// A declared length that cannot be represented on this platform.
+    #[error("declared msgpack length too large")]
+    TooLarge,
+    /// Empty input.
+    #[error("empty payload")]
+    Empty,
+}
+
+// ---------------------------------------------------------------------------
+// Encoding
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Flavor {
+    /// `use_bin_type=False`: str family for everything, no `d9`.
+    Wire,
+    /// `use_bin_type=True`: `d9` allowed for str, bin family for bytes.
+    BinType,
+}
+
+/// `salt.payload.dumps` as used on the network (`use_bin_type=False`).
+///
+/// Strings and binaries are both written with the str/raw family (`a0`-`bf`,
+/// `da`, `db`; never `d9`, never `c4`-`c6`), integers minimally, floats as f64,
+/// maps in their stored order, ext values as msgpack-python writes them.
+pub fn dumps(v: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode(&mut out, v, Flavor::Wire);
+    out
+}
+
+/// The `use_bin_type=True` variant (files, IPC, `minion_sign_messages` input):
+/// str family including `d9` for strings, bin family for binaries.
+pub fn dumps_bin(v: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode(&mut out, v, Flavor::BinType);
+    out
+}
+
+fn encode(out: &mut Vec<u8>, v: &Value, flavor: Flavor) {
+    match v {
+        Value::Nil => out.push(0xc0),
+        Value::Boolean(false) => out.push(0xc2),
+        Value::Boolean(true) => out.push(0xc3),
+        Value::Integer(i) => {
+            if let Some(u) = i.as_u64() {
+                encode_uint(out, u);
+            } else if let Some(n) = i.as_i64() {
+                encode_int(out, n);
+            } else {
+                // rmpv integers are always u64 or i64; keep total anyway.
+                out.push(0xc0);
+            }
+        }
+        Value::F32(f) => encode_f64(out, f64::from(*f)),
+        Value::F64(f) => encode_f64(out, *f),
+        Value::String(s) => encode_str(out, s.as_bytes(), flavor),
+        Value::Binary(b) => match flavor {
+            Flavor::Wire => encode_str(out, b, flavor),
+            Flavor::BinType => encode_bin(out, b),
+        },
+        Value::Array(items) => {
+            encode_len(out, items.len(), 0x90, 15, 0xdc, 0xdd);
+            for item in items {
+                encode(out, item, flavor);
+            }
+        }
+        Value::Map(pairs) => {
+            encode_len(out, pairs.len(), 0x80, 15, 0xde, 0xdf);
+            for (k, val) in pairs {
+                encode(out, k, flavor);
+                encode(out, val, flavor);
+            }
+        }
+        Value::Ext(ty, data) => encode_ext(out, *ty, data),
+    }
+}
+
+fn encode_uint(out: &mut Vec<u8>, u: u64) {
+    if u < 0x80 {
+        out.push(u as u8);
+    } else if u <= u64::from(u8::MAX) {
+        out.extend_from_slice(&[0xcc, u as u8]);
+    } else if u <= u64::from(u16::MAX) {
+        out.push(0xcd);
+        out.extend_from_slice(&(u as u16).to_be_bytes());
+    } else if u <= u64::from(u32::MAX) {
+        out.push(0xce);
+        out.extend_from_slice(&(u as u32).to_be_bytes());
+    } else {
+        out.push(0xcf);
+        out.extend_from_slice(&u.to_be_bytes());
+    }
+}
+
+fn encode_int(out: &mut Vec<u8>, n: i64) {
+    if n >= 0 {
+        encode_uint(out, n as u64);
+    } else if n >= -32 {
+        out.push(n as i8 as u8);
+    } else if n >= i64::from(i8::MIN) {
+        out.extend_from_slice(&[0xd0, n as i8 as u8]);
+    } else if n >= i64::from(i16::MIN) {
+        out.push(0xd1);
+        out.extend_from_slice(&(n as i16).to_be_bytes());
+    } else if n >= i64::from(i32::MIN) {
+        out.push(0xd2);
+        out.extend_from_slice(&(n as i32).to_be_bytes());
+    } else {
+        out.push(0xd3);
+        out.extend_from_slice(&n.to_be_bytes());
+    }
+}
+
+fn encode_f64(out: &mut Vec<u8>, f: f64) {
+    out.push(0xcb);
+    out.extend_from_slice(&f.to_bits().to_be_bytes());
+}
+
+/// Writes a length header: fix form (`fix_base | len` up to `fix_max`), then 16- and 32-bit forms.
+/// Lengths above `u32::MAX` cannot be represented in msgpack; they are clamped (never reached in
+/// practice: such an object would not fit a ZeroMQ frame either).
+fn encode_len(out: &mut Vec<u8>, len: usize, fix_base: u8, fix_max: usize, m16: u8, m32: u8) {
+    if len <= fix_max {
+        out.push(fix_base | len as u8);
+    } else if len <= usize::from(u16::MAX) {
+        out.push(m16);
+        out.extend_from_slice(&(len as u16).to_be_bytes());
+    } else {
+        out.push(m32);
+        out.extend_from_slice(&(u32::try_from(len).unwrap_or(u32::MAX)).to_be_bytes());
+    }
+}
+
+fn encode_str(out: &mut Vec<u8>, b: &[u8], flavor: Flavor) {
+    let len = b.len();
+    if len <= 31 {
+        out.push(0xa0 | len as u8);
+    } else if flavor == Flavor::BinType && len <= usize::from(u8::MAX) {
+        out.extend_from_slice(&[0xd9, len as u8]);
+    } else {
+        encode_len(out, len, 0xa0, 31, 0xda, 0xdb);
+    }
+    out.extend_from_slice(b);
+}
+
+fn encode_bin(out: &mut Vec<u8>, b: &[u8]) {
+    let len = b.len();
+    if len <= usize::from(u8::MAX) {
+        out.extend_from_slice(&[0xc4, len as u8]);
+    } else if len <= usize::from(u16::MAX) {
+        out.push(0xc5);
+        out.extend_from_slice(&(len as u16).to_be_bytes());
+    } else {
+        out.push(0xc6);
+        out.extend_from_slice(&(u32::try_from(len).unwrap_or(u32::MAX)).to_be_bytes());
+    }
+    out.extend_from_slice(b);
+}
+
+fn encode_ext(out: &mut Vec<u8>, ty: i8, data: &[u8]) {
+    let len = data.len();
+    match len {
+        1 => out.push(0xd4),
+        2 => out.push(0xd5),
+        4 => out.push(0xd6),
+        8 => out.push(0xd7),
+        16 => out.push(0xd8),
+        _ if len <= usize::from(u8::MAX) => out.extend_from_slice(&[0xc7, len as u8]),
+        _ if len <= usize::from(u16::MAX) => {
+            out.push(0xc8);
+            out.extend_from_slice(&(len as u16).to_be_bytes());
+        }
+        _ => {
+            out.push(0xc9);
+            out.extend_from_slice(&(u32::try_from(len).unwrap_or(u32::MAX)).to_be_bytes());
+        }
+    }
+    out.push(ty as u8);
+    out.extend_from_slice(data);
+}
+
+// ---------------------------------------------------------------------------
+// Decoding
+
+/// `salt.payload.loads`: decode exactly one object that fills `data`.
+///
+/// Accepts every msgpack family (including `d9` and bin `c4`-`c6`); raws that
+/// are valid UTF-8 become [`Value::String`], others [`Value::Binary`]; f32 is
+/// widened to f64 (Python has one float type); ext values are kept as
+/// [`Value::Ext`] (ext 78 is Salt's datetime).
+pub fn loads(data: &[u8]) -> Result<Value, PayloadError> {
+    match loads_prefix(data) {
+        Ok((v, used)) if used == data.len() => Ok(v),
+        Ok((_, used)) => Err(PayloadError::TrailingBytes(data.len() - used)),
+        Err(PayloadError::Incomplete) if data.is_empty() => Err(PayloadError::Empty),
+        Err(PayloadError::Incomplete) => Err(PayloadError::Truncated),
+        Err(e) => Err(e),
+    }
+}
+
+/// Decode one object from the front of `data`; returns it and the number of
+/// bytes it used. [`PayloadError::Incomplete`] means "valid so far, need more".
+pub fn loads_prefix(data: &[u8]) -> Result<(Value, usize), PayloadError> {
+    let mut r = Reader { data, pos: 0 };
+    let v = r.value(0)?;
+    Ok((v, r.pos))
+}
+
+struct Reader<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn remaining(&self) -> usize {
+        self.data.len() - self.pos
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], PayloadError> {
+        if n > self.remaining() {
+            return Err(PayloadError::Incomplete);
+        }
+        let s = &self.data[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], PayloadError> {
+        let s = self.take(N)?;
+        let mut a = [0u8; N];
+        a.copy_from_slice(s);
+        Ok(a)
+    }
+
+    fn u8(&mut self) -> Result<u8, PayloadError> {
+        Ok(self.array::<1>()?[0])
+    }
+
+    fn u16(&mut self) -> Result<u16, PayloadError> {
+        Ok(u16::from_be_bytes(self.array()?))
+    }
+
+    fn u32(&mut self) -> Result<u32, PayloadError> {
+        Ok(u32::from_be_bytes(self.array()?))
+    }
+
+    fn u64(&mut self) -> Result<u64, PayloadError> {
+        Ok(u64::from_be_bytes(self.array()?))
+    }
+
+    fn len32(&mut self) -> Result<usize, PayloadError> {
+        usize::try_from(self.u32()?).map_err(|_| PayloadError::TooLarge)
+    }
+
+    fn raw(&mut self, len: usize) -> Result<Value, PayloadError> {
+        let bytes = self.take(len)?;
+        Ok(match std::str::from_utf8(bytes) {
+            Ok(s) => Value::String(s.into()),
+            Err(_) => Value::Binary(bytes.to_vec()),
+        })
+    }
+
+    fn ext(&mut self, len: usize) -> Result<Value, PayloadError> {
+        // Check the whole extent first so a huge declared length fails before reading the type.
+        if len >= self.remaining() {
+            return Err(PayloadError::Incomplete);
+        }
+        let ty = self.u8()? as i8;
+        let data = self.take(len)?.to_vec();
+        Ok(Value::Ext(ty, data))
+    }
+
+    fn seq(&mut self, len: usize, depth: usize) -> Result<Value, PayloadError> {
+        if depth >= MAX_DEPTH {
+            return Err(PayloadError::TooDeep);
+        }
+        // Every element takes at least one byte.
+        if len > self.remaining() {
+            return Err(PayloadError::Incomplete);
+        }
+        let mut items = Vec::with_capacity(len);
+        for _ in 0..len {
+            items.push(self.value(depth + 1)?);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn map(&mut self, len: usize, depth: usize) -> Result<Value, PayloadError> {
+        if depth >= MAX_DEPTH {
+            return Err(PayloadError::TooDeep);
+        }
+        // Every entry takes at least two bytes.
+        if len > self.remaining() / 2 {
+            return Err(PayloadError::Incomplete);
+        }
+        let mut pairs = Vec::with_capacity(len);
+        for _ in 0..len {
+            let k = self.value(depth + 1)?;
+            let v = self.value(depth + 1)?;
+            pairs.push((k, v));
+        }
+        Ok(Value::Map(pairs))
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Value, PayloadError> {
+        let marker = self.u8()?;
+        Ok(match marker {
+            0x00..=0x7f => Value::from(marker),
+            0x80..=0x8f => self.map(usize::from(marker & 0x0f), depth)?,
+            0x90..=0x9f => self.seq(usize::from(marker & 0x0f), depth)?,
+            0xa0..=0xbf => self.raw(usize::from(marker & 0x1f))?,
+            0xc0 => Value::Nil,
+            0xc1 => return Err(PayloadError::BadMarker(marker)),
+            0xc2 => Value::Boolean(false),
+            0xc3 => Value::Boolean(true),
+            0xc4 | 0xd9 => {
+                let n = self.u8()?;
+                self.raw(usize::from(n))?
+            }
+            0xc5 | 0xda => {
+                let n = self.u16()?;
+                self.raw(usize::from(n))?
+            }
+            0xc6 | 0xdb => {
+                let n = self.len32()?;
+                self.raw(n)?
+            }
+            0xc7 => {
+                let n = self.u8()?;
+                self.ext(usize::from(n))?
+            }
+            0xc8 => {
+                let n = self.u16()?;
+                self.ext(usize::from(n))?
+            }
+            0xc9 => {
+                let n = self.len32()?;
+                self.ext(n)?
+            }
+            0xca => Value::F64(f64::from(f32::from_bits(self.u32()?))),
+            0xcb => Value::F64(f64::from_bits(self.u64()?)),
+            0xcc => Value::from(self.u8()?),
+            0xcd => Value::from(self.u16()?),
+            0xce => Value::from(self.u32()?),
+            0xcf => Value::from(self.u64()?),
+            0xd0 => Value::from(self.u8()? as i8),
+            0xd1 => Value::from(self.u16()? as i16),
+            0xd2 => Value::from(self.u32()? as i32),
+            0xd3 => Value::from(self.u64()? as i64),
+            0xd4 => self.ext(1)?,
+            0xd5 => self.ext(2)?,
+            0xd6 => self.ext(4)?,
+            0xd7 => self.ext(8)?,
+            0xd8 => self.ext(16)?,
+            0xdc => {
+                let n = self.u16()?;
+                self.seq(usize::from(n), depth)?
+            }
+            0xdd => {
+                let n = self.len32()?;
+                self.seq(n, depth)?
+            }
+            0xde => {
+                let n = self.u16()?;
+                self.map(usize::from(n), depth)?
+            }
+            0xdf => {
+                let n = self.len32()?;
+                self.map(n, depth)?
+            }
+            0xe0..=0xff => Value::from(marker as i8),
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Helpers over Value
+
+/// An ordered map with string keys.
+pub fn map(pairs: Vec<(&str, Value)>) -> Value {
+    Value::Map(
+        pairs
+            .into_iter()
+            .map(|(k, v)| (Value::from(k), v))
+            .collect(),
+    )
+}
+
+fn key_is(k: &Value, key: &str) -> bool {
+    match k {
+        Value::String(s) => s.as_bytes() == key.as_bytes(),
+        Value::Binary(b) => b.as_slice() == key.as_bytes(),
+        _ => false,
+    }
+}
+
+/// Value of the first entry whose key is the string `key` (None if `m` is not a map).
+pub fn get<'a>(m: &'a Value, key: &str) -> Option<&'a Value> {
+    match m {
+        Value::Map(pairs) => pairs.iter().find(|(k, _)| key_is(k, key)).map(|(_, v)| v),
+        _ => None,
+    }
+}
+
+/// Like [`get`], for values that are valid UTF-8 strings.
+pub fn get_str<'a>(m: &'a Value, key: &str) -> Option<&'a str> {
+    get(m, key).and_then(Value::as_str)
+}
+
+/// Replace the value of `key` in place, or append the entry. No-op if `m` is not a map.
+pub fn set(m: &mut Value, key: &str, v: Value) {
+    if let Value::Map(pairs) = m {
+        if let Some(slot) = pairs.iter_mut().find(|(k, _)| key_is(k, key)) {
+            slot.1 = v;
+        } else {
+            pairs.push((Value::from(key), v));
+        }
+    }
+}
+
+/// Remove the entry for `key`, keeping the order of the others.
+pub fn remove(m: &mut Value, key: &str) -> Option<Value> {
+    match m {
+        Value::Map(pairs) => {
+            let idx = pairs.iter().position(|(k, _)| key_is(k, key))?;
+            Some(pairs.remove(idx).1)
+        }
+        _ => None,
+    }
+}
+
+/// Text of a datetime ext (`20240102T03:04:05.678901`), if `v` is one.
+pub fn datetime_text(v: &Value) -> Option<&str> {
+    match v {
+        Value::Ext(EXT_DATETIME, data) => std::str::from_utf8(data).ok(),
+        _ => None,
+    }
+}
+
+/// Convert to JSON the way Salt's outputters see loads: binaries become (lossy)
+/// text, ext 78 becomes its datetime text, integers keep u64/i64, map keys are
+/// stringified. Non-finite floats become null.
+pub fn to_json(v: &Value) -> serde_json::Value {
+    use serde_json::Value as J;
+    match v {
+        Value::Nil => J::Null,
+        Value::Boolean(b) => J::Bool(*b),
+        Value::Integer(i) => {
+            if let Some(u) = i.as_u64() {
+                J::from(u)
+            } else if let Some(n) = i.as_i64() {
+                J::from(n)
+            } else {
+                J::Null
+            }
+        }
+        Value::F32(f) => float_json(f64::from(*f)),
+        Value::F64(f) => float_json(*f),
+        Value::String(s) => J::String(String::from_utf8_lossy(s.as_bytes()).into_owned()),
+        Value::Binary(b) => J::String(String::from_utf8_lossy(b).into_owned()),
+        Value::Array(items) => J::Array(items.iter().map(to_json).collect()),
+        Value::Map(pairs) => J::Object(
+            pairs
+                .iter()
+                .map(|(k, val)| (json_key(k), to_json(val)))
+                .collect(),
+        ),
+        Value::Ext(_, data) => J::String(String::from_utf8_lossy(data).into_owned()),
+    }
+}
+
+fn float_json(f: f64) -> serde_json::Value {
+    serde_json::Number::from_f64(f).map_or(serde_json::Value::Null, serde_json::Value::Number)
+}
+
+fn json_key(k: &Value) -> String {
+    match to_json(k) {
+        serde_json::Value::String(s) => s,
+        other => other.to_string(),
+    }
+}
+
+/// Convert JSON into a Value: objects become ordered string-keyed maps,
+/// numbers stay u64/i64 when integral, otherwise f64.
+pub fn from_json(v: &serde_json::Value) -> Value {
+    use serde_json::Value as J;
+    match v {
+        J::Null => Value::Nil,
+        J::Bool(b) => Value::Boolean(*b),
+        J::Number(n) => {
+            if let Some(u) = n.as_u64() {
+                Value::from(u)
+            } else if let Some(i) = n.as_i64() {
+                Value::from(i)
+            } else {
+                Value::F64(n.as_f64().unwrap_or(f64::NAN))
+            }
+        }
+        J::String(s) => Value::from(s.as_str()),
+        J::Array(items) => Value::Array(items.iter().map(from_json).collect()),
+        J::Object(obj) => Value::Map(
+            obj.iter()
+                .map(|(k, val)| (Value::from(k.as_str()), from_json(val)))
+                .collect(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex(b: &[u8]) -> String {
+        hex::encode(b)
+    }
+
+    #[test]
+    fn int_widths() {
+        let cases: &[(Value, &str)] = &[
+            (Value::from(0u8), "00"),
+            (Value::from(127u8), "7f"),
+            (Value::from(128u8), "cc80"),
+            (Value::from(256u16), "cd0100"),
+            (Value::from(65536u32), "ce00010000"),
+            (Value::from(1u64 << 32), "cf0000000100000000"),
+            (Value::from(-1i8), "ff"),
+            (Value::from(-32i8), "e0"),
+            (Value::from(-33i8), "d0df"),
+            (Value::from(-129i16), "d1ff7f"),
+            (Value::from(-32769i32), "d2ffff7fff"),
+            (Value::from(i64::MIN), "d38000000000000000"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(hex(&dumps(v)), *want, "{v:?}");
+            assert_eq!(&loads(&dumps(v)).unwrap(), v);
+        }
+    }
+
+    #[test]
+    fn string_families() {
+        let s32 = "x".repeat(32);
+        assert_eq!(&hex(&dumps(&Value::from(s32.as_str())))[..6], "da0020");
+        assert_eq!(&hex(&dumps_bin(&Value::from(s32.as_str())))[..4], "d920");
+        let big = "y".repeat(70000);
+        assert_eq!(&hex(&dumps(&Value::from(big.as_str())))[..10], "db00011170");
+        let bin = Value::Binary(vec![0xff; 3]);
+        assert_eq!(hex(&dumps(&bin)), "a3ffffff");
+        assert_eq!(hex(&dumps_bin(&bin)), "c403ffffff");
+        assert_eq!(loads(&dumps(&bin)).unwrap(), bin);
+        // bin holding UTF-8 comes back as a string
+        assert_eq!(
+            loads(&hex::decode("c4026869").unwrap()).unwrap(),
+            Value::from("hi")
+        );
+        assert_eq!(
+            loads(&hex::decode("d9026869").unwrap()).unwrap(),
+            Value::from("hi")
+        );
+    }
+
+    #[test]
+    fn floats_and_ext() {
+        assert_eq!(hex(&dumps(&Value::F32(0.5))), "cb3fe0000000000000");
+        assert_eq!(
+            loads(&hex::decode("ca3f000000").unwrap()).unwrap(),
+            Value::F64(0.5)
+        );
+        let e = Value::Ext(5, vec![1, 2, 3, 4]);
+        assert_eq!(hex(&dumps(&e)), "d60501020304");
+        assert_eq!(loads(&dumps(&e)).unwrap(), e);
+        let e3 = Value::Ext(-1, vec![9; 3]);
+        assert_eq!(hex(&dumps(&e3)), "c703ff090909");
+        assert_eq!(loads(&dumps(&e3)).unwrap(), e3);
+        let long = Value::Ext(1, vec![0; 300]);
+        assert_eq!(&hex(&dumps(&long))[..8], "c8012c01");
+        assert_eq!(loads(&dumps(&long)).unwrap(), long);
+    }
+
+    #[test]
+    fn containers_keep_order() {
+        let v = map(vec![
+            ("z", Value::from(1)),
+            ("a", Value::Array(vec![Value::Nil, Value::Boolean(true)])),
+        ]);
+        let b = dumps(&v);
+        assert_eq!(hex(&b), "82a17a01a16192c0c3");
+        assert_eq!(loads(&b).unwrap(), v);
+        let arr = Value::Array((0..20).map(Value::from).collect());
+        assert_eq!(&hex(&dumps(&arr))[..6], "dc0014");
+        assert_eq!(loads(&dumps(&arr)).unwrap(), arr);
+        let m = Value::Map((0..20).map(|i| (Value::from(i), Value::Nil)).collect());
+        assert_eq!(&hex(&dumps(&m))[..6], "de0014");
+        assert_eq!(loads(&dumps(&m)).unwrap(), m);
+    }
+
+    #[test]
+    fn errors() {
+        assert_eq!(loads(&[]), Err(PayloadError::Empty));
+        assert_eq!(loads(&[0xc1]), Err(PayloadError::BadMarker(0xc1)));
+        assert_eq!(loads(&[0x01, 0x02]), Err(PayloadError::TrailingBytes(1)));
+        assert_eq!(loads(&[0xa3, b'a']), Err(PayloadError::Truncated));
+        assert_eq!(loads_prefix(&[0xa3, b'a']), Err(PayloadError::Incomplete));
+        assert_eq!(loads_prefix(&[0x92, 0x01]), Err(PayloadError::Incomplete));
+        assert_eq!(loads_prefix(&[0x01, 0x02]), Ok((Value::from(1), 1)));
+        // huge declared sizes fail without allocating
+        for h in [
+            "ddffffffff",
+            "dfffffffff",
+            "dbffffffff00",
+            "c6ffffffff",
+            "c9ffffffff01",
+        ] {
+            assert_eq!(
+                loads(&hex::decode(h).unwrap()),
+                Err(PayloadError::Truncated),
+                "{h}"
+            );
+        }
+        let deep = vec![0x91u8; 100_000];
+        assert_eq!(loads(&deep), Err(PayloadError::TooDeep));
+        let mut ok = vec![0x91u8; MAX_DEPTH - 1];
+        ok.push(0xc0);
+        assert!(loads(&ok).is_ok());
+    }
+
+    #[test]
+    fn helpers() {
+        let mut m = map(vec![("a", Value::from(1)), ("b", Value::from("x"))]);
+        assert_eq!(get_str(&m, "b"), Some("x"));
+        assert_eq!(get(&m, "c"), None);
+        assert_eq!(get(&Value::Nil, "a"), None);
+        set(&mut m, "a", Value::from(2));
+        set(&mut m, "c", Value::Nil);
+        assert_eq!(hex(&dumps(&m)), "83a16102a162a178a163c0");
+        assert_eq!(remove(&mut m, "a"), Some(Value::from(2)));
+        assert_eq!(remove(&mut m, "a"), None);
+        assert_eq!(hex(&dumps(&m)), "82a162a178a163c0");
+    }
+
+    #[test]
+    fn json_conversion() {
+        let v = Value::Map(vec![
+            (Value::from(1), Value::Binary(vec![b'o', b'k', 0xff])),
+            (Value::from("u"), Value::from(u64::MAX)),
+            (Value::from("i"), Value::from(-5)),
+            (Value::from("f"), Value::F64(0.5)),
+            (
+                Value::from("d"),
+                Value::Ext(EXT_DATETIME, b"20240102T03:04:05.678901".to_vec()),
+            ),
+        ]);
+        let j = to_json(&v);
+        assert_eq!(
+            j.to_string(),
+            r#"{"1":"ok�","u":18446744073709551615,"i":-5,"f":0.5,"d":"20240102T03:04:05.678901"}"#
+        );
+        let back = from_json(&serde_json::json!({"a": [1, -2, 1.5, null, true, "s"]}));
+        assert_eq!(
+            back,
+            map(vec![(
+                "a",
+                Value::Array(vec![
+                    Value::from(1),
+                    Value::from(-2),
+                    Value::F64(1.5),
+                    Value::Nil,
+                    Value::Boolean(true),
+                    Value::from("s"),
+                ])
+            )])
+        );
+    }
+}

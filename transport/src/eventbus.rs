@@ -1,0 +1,303 @@
+//! The master event bus, byte-compatible with Salt 3007's.
+//!
+//! Two Unix stream sockets in `sock_dir`: publishers write length-prefixed frames to
+//! `master_event_pull.ipc`; every subscriber of `master_event_pub.ipc` receives every event as
+//! a bare msgpack `{"head": {}, "body": tag "\n\n" msgpack(data)}` map. Salt's own readers
+//! (`salt-run state.event`, a real salt-api) can attach to ours.
+
+use std::io::{self, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream as StdUnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use brine_protocol::event::{
+    pack_body, pub_frame, pull_frame, unpack_body, PubDecoder, PullDecoder,
+};
+use rmpv::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixListener;
+use tokio::sync::broadcast;
+
+pub const PUB_SOCK: &str = "master_event_pub.ipc";
+pub const PULL_SOCK: &str = "master_event_pull.ipc";
+/// Largest event frame accepted from a publisher.
+pub const MAX_EVENT_FRAME: usize = 64 * 1024 * 1024;
+const CHANNEL_DEPTH: usize = 65536;
+
+/// One event: its tag, its data map, and the encoded body as it travels.
+#[derive(Debug)]
+pub struct Event {
+    pub tag: String,
+    pub data: Value,
+    pub body: Vec<u8>,
+    /// Fired by another process through `master_event_pull.ipc` (not by this one).
+    pub external: bool,
+}
+
+impl Event {
+    /// Build an event as Salt's `fire_event` does: `_stamp` set to now (UTC, no zone).
+    pub fn new(tag: &str, mut data: Value) -> Event {
+        if !matches!(data, Value::Map(_)) {
+            data = Value::Map(vec![(Value::from("data"), data)]);
+        }
+        brine_protocol::payload::set(
+            &mut data,
+            "_stamp",
+            Value::from(brine_protocol::jid::stamp_now()),
+        );
+        let body = pack_body(tag, &data);
+        Event {
+            tag: tag.to_string(),
+            data,
+            body,
+            external: false,
+        }
+    }
+
+    fn from_body(body: Vec<u8>) -> Option<Event> {
+        match unpack_body(&body) {
+            Ok((tag, data)) => Some(Event {
+                tag,
+                data,
+                body,
+                external: true,
+            }),
+            Err(e) => {
+                tracing::warn!("event with a malformed body dropped: {e}");
+                None
+            }
+        }
+    }
+}
+
+/// The master side of the bus: fire events in-process, and serve both Unix sockets.
+#[derive(Clone)]
+pub struct EventBus {
+    tx: broadcast::Sender<Arc<Event>>,
+    sock_dir: Option<PathBuf>,
+}
+
+impl EventBus {
+    /// A bus that only has in-process subscribers (tests, tools).
+    pub fn local() -> EventBus {
+        let (tx, _) = broadcast::channel(CHANNEL_DEPTH);
+        EventBus { tx, sock_dir: None }
+    }
+
+    /// Bind both sockets in `sock_dir` and serve them on the current tokio runtime.
+    pub async fn bind(sock_dir: &Path) -> io::Result<EventBus> {
+        std::fs::create_dir_all(sock_dir)?;
+        let mut bus = EventBus::local();
+        bus.sock_dir = Some(sock_dir.to_path_buf());
+        let pull_path = sock_dir.join(PULL_SOCK);
+        let pub_path = sock_dir.join(PUB_SOCK);
+        for p in [&pull_path, &pub_path] {
+            if p.exists() {
+                std::fs::remove_file(p)?;
+            }
+        }
+        let pull = UnixListener::bind(&pull_path)?;
+        std::fs::set_permissions(&pull_path, std::fs::Permissions::from_mode(0o600))?;
+        let publ = UnixListener::bind(&pub_path)?;
+        std::fs::set_permissions(&pub_path, std::fs::Permissions::from_mode(0o660))?;
+
+        let b = bus.clone();
+        tokio::spawn(async move {
+            loop {
+                match pull.accept().await {
+                    Ok((stream, _)) => {
+                        let b = b.clone();
+                        tokio::spawn(async move { b.serve_publisher(stream).await });
+                    }
+                    Err(e) => {
+                        tracing::error!("event bus pull accept: {e}");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            }
+        });
+        let b = bus.clone();
+        tokio::spawn(async move {
+            loop {
+                match publ.accept().await {
+                    Ok((stream, _)) => {
+                        let rx = b.tx.subscribe();
+                        tokio::spawn(serve_subscriber(stream, rx));
+                    }
+                    Err(e) => {
+                        tracing::error!("event bus pub accept: {e}");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            }
+        });
+        Ok(bus)
+    }
+
+    pub fn sock_dir(&self) -> Option<&Path> {
+        self.sock_dir.as_deref()
+    }
+
+    /// Fire an event to every subscriber.
+    pub fn fire(&self, tag: &str, data: Value) {
+        if tag.is_empty() {
+            tracing::warn!("event with an empty tag not fired");
+            return;
+        }
+        self.publish(Arc::new(Event::new(tag, data)));
+    }
+
+    fn publish(&self, ev: Arc<Event>) {
+        tracing::trace!(tag = %ev.tag, "event");
+        // No subscriber is not an error.
+        let _ = self.tx.send(ev);
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
+        self.tx.subscribe()
+    }
+
+    async fn serve_publisher(&self, mut stream: tokio::net::UnixStream) {
+        let mut dec = PullDecoder::new(MAX_EVENT_FRAME);
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match stream.read(&mut buf).await {
+                Ok(0) => return,
+                Ok(n) => n,
+                Err(e) => {
+                    tracing::debug!("event publisher connection: {e}");
+                    return;
+                }
+            };
+            dec.push(&buf[..n]);
+            loop {
+                match dec.next_body() {
+                    Ok(Some(body)) => {
+                        if let Some(ev) = Event::from_body(body) {
+                            self.publish(Arc::new(ev));
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        tracing::warn!("event publisher sent a bad frame, disconnected: {e}");
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+async fn serve_subscriber(
+    mut stream: tokio::net::UnixStream,
+    mut rx: broadcast::Receiver<Arc<Event>>,
+) {
+    loop {
+        match rx.recv().await {
+            Ok(ev) => {
+                if stream.write_all(&pub_frame(&ev.body)).await.is_err() {
+                    return;
+                }
+            }
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!("slow event subscriber missed {n} events");
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+/// A reader of a master's bus (ours or Salt's), for tools running next to the master.
+pub struct EventListener {
+    stream: StdUnixStream,
+    dec: PubDecoder,
+}
+
+impl EventListener {
+    pub fn connect(sock_dir: &Path) -> io::Result<EventListener> {
+        let stream = StdUnixStream::connect(sock_dir.join(PUB_SOCK))?;
+        Ok(EventListener {
+            stream,
+            dec: PubDecoder::new(MAX_EVENT_FRAME),
+        })
+    }
+
+    /// The next event, or `None` if `timeout` passes first.
+    pub fn next(&mut self, timeout: Duration) -> io::Result<Option<Event>> {
+        let deadline = Instant::now() + timeout;
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match self.dec.next_body() {
+                Ok(Some(body)) => {
+                    if let Some(ev) = Event::from_body(body) {
+                        return Ok(Some(ev));
+                    }
+                    continue;
+                }
+                Ok(None) => {}
+                Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string())),
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            self.stream.set_read_timeout(Some(left))?;
+            match self.stream.read(&mut buf) {
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the master closed its event bus",
+                    ))
+                }
+                Ok(n) => self.dec.push(&buf[..n]),
+                Err(e)
+                    if e.kind() == io::ErrorKind::WouldBlock
+                        || e.kind() == io::ErrorKind::TimedOut =>
+                {
+                    return Ok(None)
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// Fire one event on a master's bus from another process, as Salt's tools do.
+pub fn fire_event(sock_dir: &Path, tag: &str, data: Value) -> io::Result<()> {
+    let ev = Event::new(tag, data);
+    let mut s = StdUnixStream::connect(sock_dir.join(PULL_SOCK))?;
+    s.write_all(&pull_frame(&ev.body))?;
+    s.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use brine_protocol::payload::{get_str, map};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn fire_and_listen_over_the_sockets() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = EventBus::bind(dir.path()).await.unwrap();
+        let path = dir.path().to_path_buf();
+        let got = tokio::task::spawn_blocking(move || {
+            let mut l = EventListener::connect(&path).unwrap();
+            // Give the accept loop a moment to register the subscriber, then fire from outside.
+            std::thread::sleep(Duration::from_millis(100));
+            fire_event(&path, "custom/test", map(vec![("x", Value::from(1))])).unwrap();
+            l.next(Duration::from_secs(5)).unwrap().unwrap()
+        })
+        .await
+        .unwrap();
+        assert_eq!(got.tag, "custom/test");
+        assert!(get_str(&got.data, "_stamp").is_some());
+        let mut rx = bus.subscribe();
+        bus.fire("a/b", map(vec![("k", Value::from("v"))]));
+        let ev = rx.recv().await.unwrap();
+        assert_eq!(ev.tag, "a/b");
+        assert_eq!(get_str(&ev.data, "k"), Some("v"));
+    }
+}

@@ -1,0 +1,521 @@
+//! ZeroMQ channels as Salt uses them (libzmq, ZMTP 3.x, NULL mechanism).
+//!
+//! * [`RequestServer`]: the master's ROUTER on the ret port, feeding a pool of worker threads.
+//! * [`ReqClient`]: a REQ client with a deadline per request; a request that times out throws the
+//!   socket away (a REQ socket whose reply was lost is stuck otherwise), as Salt's client does.
+//! * [`Publisher`]: the master's PUB on the publish port.
+//! * [`Subscriber`]: a minion's SUB, delivering each message's frames to a callback.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender, TrySendError};
+
+/// How long blocking loops wait before looking at their stop flag.
+const POLL_MS: i64 = 100;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    #[error("zeromq error on {endpoint}: {source}")]
+    Zmq {
+        endpoint: String,
+        #[source]
+        source: zmq::Error,
+    },
+    #[error("no reply from {endpoint} within {timeout:?}")]
+    Timeout { endpoint: String, timeout: Duration },
+}
+
+fn zerr(endpoint: &str) -> impl Fn(zmq::Error) -> TransportError + '_ {
+    move |source| TransportError::Zmq {
+        endpoint: endpoint.to_string(),
+        source,
+    }
+}
+
+/// Handles one request body and returns the reply body. Called on a worker thread.
+pub type ReplyHandler = Arc<dyn Fn(&[u8]) -> Vec<u8> + Send + Sync>;
+
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// `tcp://host:port`.
+    pub bind: String,
+    /// Worker threads running the handler.
+    pub workers: usize,
+    /// Largest message accepted; a peer sending more is disconnected by libzmq.
+    pub max_message_size: i64,
+    /// Requests waiting for a worker; beyond this, new requests are dropped (and logged): the
+    /// client times out and retries, as it would with an overloaded Salt master.
+    pub queue_len: usize,
+    pub ipv6: bool,
+}
+
+struct Job {
+    route: Vec<Vec<u8>>,
+    body: Vec<u8>,
+}
+
+/// The master's request server: a ROUTER socket and a pool of workers.
+pub struct RequestServer {
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl RequestServer {
+    pub fn start(
+        ctx: &zmq::Context,
+        opts: ServerOptions,
+        handler: ReplyHandler,
+    ) -> Result<Self, TransportError> {
+        let ep = opts.bind.as_str();
+        let router = ctx.socket(zmq::ROUTER).map_err(zerr(ep))?;
+        router.set_router_handover(true).map_err(zerr(ep))?;
+        router.set_linger(1000).map_err(zerr(ep))?;
+        router
+            .set_maxmsgsize(opts.max_message_size)
+            .map_err(zerr(ep))?;
+        router.set_backlog(1000).map_err(zerr(ep))?;
+        router.set_tcp_keepalive(1).map_err(zerr(ep))?;
+        router.set_tcp_keepalive_idle(60).map_err(zerr(ep))?;
+        router.set_tcp_keepalive_intvl(15).map_err(zerr(ep))?;
+        router.set_tcp_keepalive_cnt(3).map_err(zerr(ep))?;
+        router.set_rcvhwm(0).map_err(zerr(ep))?;
+        if opts.ipv6 {
+            router.set_ipv6(true).map_err(zerr(ep))?;
+        }
+        router.bind(ep).map_err(zerr(ep))?;
+
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let inproc = format!(
+            "inproc://brine-replies-{}",
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let replies = ctx.socket(zmq::PULL).map_err(zerr(&inproc))?;
+        replies.bind(&inproc).map_err(zerr(&inproc))?;
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = bounded::<Job>(opts.queue_len.max(1));
+        let mut threads = Vec::new();
+        for n in 0..opts.workers.max(1) {
+            let push = ctx.socket(zmq::PUSH).map_err(zerr(&inproc))?;
+            push.set_linger(0).map_err(zerr(&inproc))?;
+            push.connect(&inproc).map_err(zerr(&inproc))?;
+            let rx = rx.clone();
+            let handler = handler.clone();
+            let stop = stop.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("mworker-{n}"))
+                    .spawn(move || worker_loop(push, rx, handler, stop))
+                    .expect("spawn worker thread"),
+            );
+        }
+        let stop2 = stop.clone();
+        let endpoint = opts.bind.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name("req-router".into())
+                .spawn(move || router_loop(router, replies, tx, stop2, endpoint))
+                .expect("spawn router thread"),
+        );
+        Ok(RequestServer { stop, threads })
+    }
+
+    /// Stop accepting, let the workers finish what they hold, and join the threads.
+    pub fn stop(self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for t in self.threads {
+            let _ = t.join();
+        }
+    }
+}
+
+fn router_loop(
+    router: zmq::Socket,
+    replies: zmq::Socket,
+    tx: Sender<Job>,
+    stop: Arc<AtomicBool>,
+    endpoint: String,
+) {
+    let mut dropped_busy: u64 = 0;
+    while !stop.load(Ordering::SeqCst) {
+        let (r_in, p_in) = {
+            let mut items = [
+                router.as_poll_item(zmq::POLLIN),
+                replies.as_poll_item(zmq::POLLIN),
+            ];
+            if let Err(e) = zmq::poll(&mut items, POLL_MS) {
+                if e == zmq::Error::EINTR {
+                    continue;
+                }
+                tracing::error!("poll on {endpoint} failed: {e}");
+                break;
+            }
+            (items[0].is_readable(), items[1].is_readable())
+        };
+        if p_in {
+            while let Ok(frames) = replies.recv_multipart(zmq::DONTWAIT) {
+                if let Err(e) = router.send_multipart(frames, zmq::DONTWAIT) {
+                    tracing::debug!("reply not sent (peer gone?): {e}");
+                }
+            }
+        }
+        if r_in {
+            while let Ok(mut frames) = router.recv_multipart(zmq::DONTWAIT) {
+                // [identity, (empty delimiter), body]: REQ peers send the delimiter, DEALERs may not.
+                let Some(body) = frames.pop() else { continue };
+                if frames.is_empty() {
+                    tracing::warn!("request without a routing identity dropped");
+                    continue;
+                }
+                if frames.len() > 2 || (frames.len() == 2 && !frames[1].is_empty()) {
+                    tracing::warn!(
+                        "request with {} frames dropped: one body frame expected",
+                        frames.len() + 1
+                    );
+                    continue;
+                }
+                match tx.try_send(Job {
+                    route: frames,
+                    body,
+                }) {
+                    Ok(()) => {}
+                    Err(TrySendError::Full(_)) => {
+                        dropped_busy += 1;
+                        if dropped_busy.is_power_of_two() {
+                            tracing::warn!(
+                                "request queue full: {dropped_busy} requests dropped so far"
+                            );
+                        }
+                    }
+                    Err(TrySendError::Disconnected(_)) => return,
+                }
+            }
+        }
+    }
+    drop(tx);
+    // Deliver the replies of requests still being handled.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        match replies.poll(zmq::POLLIN, POLL_MS) {
+            Ok(n) if n > 0 => {
+                while let Ok(frames) = replies.recv_multipart(zmq::DONTWAIT) {
+                    let _ = router.send_multipart(frames, zmq::DONTWAIT);
+                }
+            }
+            _ => break,
+        }
+    }
+}
+
+fn worker_loop(push: zmq::Socket, rx: Receiver<Job>, handler: ReplyHandler, stop: Arc<AtomicBool>) {
+    loop {
+        let job = match rx.recv_timeout(Duration::from_millis(POLL_MS as u64)) {
+            Ok(job) => job,
+            Err(RecvTimeoutError::Timeout) => {
+                if stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
+        let reply = handler(&job.body);
+        let mut frames = job.route;
+        frames.push(reply);
+        if let Err(e) = push.send_multipart(frames, 0) {
+            tracing::error!("worker could not hand back a reply: {e}");
+        }
+    }
+}
+
+/// A REQ client: one request in flight, a deadline per request, a fresh socket after a timeout.
+pub struct ReqClient {
+    ctx: zmq::Context,
+    endpoint: String,
+    sock: Option<zmq::Socket>,
+}
+
+impl ReqClient {
+    pub fn new(ctx: &zmq::Context, endpoint: &str) -> Self {
+        ReqClient {
+            ctx: ctx.clone(),
+            endpoint: endpoint.to_string(),
+            sock: None,
+        }
+    }
+
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    fn socket(&mut self) -> Result<&zmq::Socket, TransportError> {
+        if self.sock.is_none() {
+            let ep = self.endpoint.as_str();
+            let s = self.ctx.socket(zmq::REQ).map_err(zerr(ep))?;
+            s.set_linger(0).map_err(zerr(ep))?;
+            s.set_reconnect_ivl_max(5000).map_err(zerr(ep))?;
+            s.set_tcp_keepalive(1).map_err(zerr(ep))?;
+            if ep.contains('[') {
+                s.set_ipv6(true).map_err(zerr(ep))?;
+            }
+            s.connect(ep).map_err(zerr(ep))?;
+            self.sock = Some(s);
+        }
+        Ok(self.sock.as_ref().expect("socket just created"))
+    }
+
+    /// Send one request and wait up to `timeout` for its reply.
+    pub fn request(&mut self, body: &[u8], timeout: Duration) -> Result<Vec<u8>, TransportError> {
+        let endpoint = self.endpoint.clone();
+        let result = (|| {
+            let s = self.socket()?;
+            s.set_sndtimeo(timeout.as_millis().min(i32::MAX as u128) as i32)
+                .map_err(zerr(&endpoint))?;
+            s.send(body, 0).map_err(|e| match e {
+                zmq::Error::EAGAIN => TransportError::Timeout {
+                    endpoint: endpoint.clone(),
+                    timeout,
+                },
+                e => zerr(&endpoint)(e),
+            })?;
+            let deadline = Instant::now() + timeout;
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(TransportError::Timeout {
+                        endpoint: endpoint.clone(),
+                        timeout,
+                    });
+                }
+                match s.poll(zmq::POLLIN, left.as_millis().max(1) as i64) {
+                    Ok(0) => continue,
+                    Ok(_) => {
+                        let mut frames = s.recv_multipart(0).map_err(zerr(&endpoint))?;
+                        return Ok(frames.pop().unwrap_or_default());
+                    }
+                    Err(zmq::Error::EINTR) => continue,
+                    Err(e) => return Err(zerr(&endpoint)(e)),
+                }
+            }
+        })();
+        if result.is_err() {
+            self.sock = None;
+        }
+        result
+    }
+}
+
+/// The master's PUB socket, owned by one thread and fed through a channel.
+pub struct Publisher {
+    tx: Option<Sender<Vec<Vec<u8>>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Publisher {
+    pub fn start(
+        ctx: &zmq::Context,
+        bind: &str,
+        hwm: i32,
+        ipv6: bool,
+    ) -> Result<Self, TransportError> {
+        let s = ctx.socket(zmq::PUB).map_err(zerr(bind))?;
+        s.set_sndhwm(hwm).map_err(zerr(bind))?;
+        s.set_rcvhwm(hwm).map_err(zerr(bind))?;
+        s.set_backlog(1000).map_err(zerr(bind))?;
+        s.set_linger(1000).map_err(zerr(bind))?;
+        s.set_tcp_keepalive(1).map_err(zerr(bind))?;
+        // Subscription messages are tiny; anything large on a PUB socket is hostile.
+        s.set_maxmsgsize(64 * 1024).map_err(zerr(bind))?;
+        if ipv6 {
+            s.set_ipv6(true).map_err(zerr(bind))?;
+        }
+        s.bind(bind).map_err(zerr(bind))?;
+        let (tx, rx) = crossbeam_channel::unbounded::<Vec<Vec<u8>>>();
+        let thread = std::thread::Builder::new()
+            .name("publisher".into())
+            .spawn(move || {
+                for frames in rx {
+                    if let Err(e) = s.send_multipart(frames, 0) {
+                        tracing::error!("publish failed: {e}");
+                    }
+                }
+            })
+            .expect("spawn publisher thread");
+        Ok(Publisher {
+            tx: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// Queue one message (one or more frames) for every subscriber.
+    pub fn send(&self, frames: Vec<Vec<u8>>) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(frames);
+        }
+    }
+}
+
+impl Drop for Publisher {
+    fn drop(&mut self) {
+        self.tx.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A minion's SUB socket; every message received is handed to `on_message` on the socket's thread.
+pub struct Subscriber {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Subscriber {
+    pub fn start<F>(
+        ctx: &zmq::Context,
+        endpoint: &str,
+        subscriptions: &[Vec<u8>],
+        identity: Option<&[u8]>,
+        reconnect_ivl_ms: i32,
+        reconnect_ivl_max_ms: i32,
+        mut on_message: F,
+    ) -> Result<Self, TransportError>
+    where
+        F: FnMut(Vec<Vec<u8>>) + Send + 'static,
+    {
+        let s = ctx.socket(zmq::SUB).map_err(zerr(endpoint))?;
+        s.set_linger(1).map_err(zerr(endpoint))?;
+        s.set_tcp_keepalive(1).map_err(zerr(endpoint))?;
+        s.set_reconnect_ivl(reconnect_ivl_ms)
+            .map_err(zerr(endpoint))?;
+        s.set_reconnect_ivl_max(reconnect_ivl_max_ms)
+            .map_err(zerr(endpoint))?;
+        s.set_rcvhwm(0).map_err(zerr(endpoint))?;
+        if let Some(id) = identity {
+            s.set_identity(id).map_err(zerr(endpoint))?;
+        }
+        if endpoint.contains('[') {
+            s.set_ipv6(true).map_err(zerr(endpoint))?;
+        }
+        for sub in subscriptions {
+            s.set_subscribe(sub).map_err(zerr(endpoint))?;
+        }
+        s.connect(endpoint).map_err(zerr(endpoint))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = stop.clone();
+        let ep = endpoint.to_string();
+        let thread = std::thread::Builder::new()
+            .name("subscriber".into())
+            .spawn(move || {
+                while !stop2.load(Ordering::SeqCst) {
+                    match s.poll(zmq::POLLIN, POLL_MS) {
+                        Ok(0) => {}
+                        Ok(_) => {
+                            while let Ok(frames) = s.recv_multipart(zmq::DONTWAIT) {
+                                on_message(frames);
+                            }
+                        }
+                        Err(zmq::Error::EINTR) => {}
+                        Err(e) => {
+                            tracing::error!("subscriber on {ep} failed: {e}");
+                            return;
+                        }
+                    }
+                }
+            })
+            .expect("spawn subscriber thread");
+        Ok(Subscriber {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Subscriber {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn free_port() -> u16 {
+        for p in 21000..32000u16 {
+            if std::net::TcpListener::bind(("127.0.0.1", p)).is_ok() {
+                return p;
+            }
+        }
+        panic!("no free port");
+    }
+
+    #[test]
+    fn request_reply_and_timeout() {
+        let ctx = zmq::Context::new();
+        let port = free_port();
+        let ep = format!("tcp://127.0.0.1:{port}");
+        let handler: ReplyHandler = Arc::new(|body: &[u8]| {
+            if body == b"slow" {
+                std::thread::sleep(Duration::from_millis(600));
+            }
+            let mut r = b"re:".to_vec();
+            r.extend_from_slice(body);
+            r
+        });
+        let server = RequestServer::start(
+            &ctx,
+            ServerOptions {
+                bind: ep.clone(),
+                workers: 2,
+                max_message_size: 1024,
+                queue_len: 16,
+                ipv6: false,
+            },
+            handler,
+        )
+        .unwrap();
+        let mut c = ReqClient::new(&ctx, &ep);
+        assert_eq!(c.request(b"a", Duration::from_secs(5)).unwrap(), b"re:a");
+        let err = c.request(b"slow", Duration::from_millis(100)).unwrap_err();
+        assert!(matches!(err, TransportError::Timeout { .. }));
+        // After a timeout the client starts over on a fresh socket.
+        assert_eq!(c.request(b"b", Duration::from_secs(5)).unwrap(), b"re:b");
+        // A message over the size limit gets the peer disconnected, not an answer...
+        let mut big = ReqClient::new(&ctx, &ep);
+        assert!(big
+            .request(&vec![b'x'; 4096], Duration::from_millis(300))
+            .is_err());
+        // ...and the server goes on serving everyone else.
+        assert_eq!(c.request(b"c", Duration::from_secs(5)).unwrap(), b"re:c");
+        server.stop();
+    }
+
+    #[test]
+    fn publish_subscribe() {
+        let ctx = zmq::Context::new();
+        let port = free_port();
+        let ep = format!("tcp://127.0.0.1:{port}");
+        let publisher = Publisher::start(&ctx, &ep, 1000, false).unwrap();
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let _sub = Subscriber::start(&ctx, &ep, &[b"".to_vec()], None, 100, 1000, move |f| {
+            let _ = tx.send(f);
+        })
+        .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            publisher.send(vec![b"hello".to_vec()]);
+            if let Ok(f) = rx.recv_timeout(Duration::from_millis(100)) {
+                assert_eq!(f, vec![b"hello".to_vec()]);
+                break;
+            }
+            assert!(Instant::now() < deadline, "nothing received");
+        }
+    }
+}
