@@ -134,10 +134,13 @@ fn hostile_requests_are_refused_and_the_master_keeps_serving() {
     assert!(!st.master_root().join("pki/evil").exists());
     assert!(!st.master_root().join("evil").exists());
 
-    // A 100 MB frame: the peer is cut off, nobody else notices.
+    // A 100 MB frame is refused with a reason; one over twice the limit cuts the peer off
+    // before it is held in memory. Nobody else notices either.
     let huge = vec![0x90u8; 100 * 1024 * 1024];
-    assert!(req(&ctx, port, &huge, 2000).is_none());
-    drop(huge);
+    assert_eq!(req(&ctx, port, &huge, 30000).unwrap(), bad_load);
+    let huger = vec![0x90u8; 140 * 1024 * 1024];
+    assert!(req(&ctx, port, &huger, 3000).is_none());
+    drop((huge, huger));
 
     // Truncated ZMTP: half a greeting, then a hang-up.
     {
@@ -164,6 +167,7 @@ fn hostile_requests_are_refused_and_the_master_keeps_serving() {
     // Each refusal was logged with its reason.
     let log = st.master_log();
     for reason in [
+        "over brine_max_request_size",
         "undecodable payload",
         "payload is not a map",
         "unknown enc",
@@ -177,6 +181,97 @@ fn hostile_requests_are_refused_and_the_master_keeps_serving() {
     ] {
         assert!(log.contains(reason), "no log line for {reason:?}\n{log}");
     }
+}
+
+#[test]
+fn wheel_and_runner_functions() {
+    let mut st = Stack::new("auto_accept: True\nbrine_store_events: True\n");
+    st.start_master();
+    st.start_minion("m1", "");
+    st.wait_answering(&["m1"]);
+    let ctx = zmq::Context::new();
+    let key = std::fs::read_to_string(st.master_root().join("cache/.root_key")).unwrap();
+    let wheel = |fun: &str, extra: Vec<(&str, Value)>| {
+        let mut l = vec![
+            ("cmd", Value::from("wheel")),
+            ("fun", Value::from(fun)),
+            ("key", Value::from(key.trim())),
+            ("user", Value::from("root")),
+        ];
+        l.extend(extra);
+        let r = loads(&req(&ctx, st.ret_port, &clear(map(l)), 10000).unwrap()).unwrap();
+        let data = get(&r, "data")
+            .unwrap_or_else(|| panic!("{fun}: {r}"))
+            .clone();
+        assert_eq!(get_str(&data, "fun"), Some(format!("wheel.{fun}").as_str()));
+        brine_protocol::payload::to_json(get(&data, "return").unwrap())
+    };
+    let all = wheel("key.list_all", vec![]);
+    assert_eq!(all["minions"], json!(["m1"]));
+    assert_eq!(all["local"], json!(["master.pem", "master.pub"]));
+    let finger = wheel("key.finger", vec![("match", Value::from("m1"))]);
+    let f = finger["minions"]["m1"].as_str().unwrap();
+    assert_eq!(f.len(), 95, "sha256 with colons: {f}");
+    let out = st.tool("salt-key", &["-f", "m1", "--out", "json"]);
+    let cli: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cli["minions"]["m1"], json!(f));
+    assert_eq!(wheel("minions.connected", vec![]), json!(["m1"]));
+    let values = wheel("config.values", vec![]);
+    assert_eq!(values["ret_port"], json!(st.ret_port));
+    assert!(values.get("external_auth").is_none());
+    assert!(wheel("nope.nope", vec![])
+        .as_str()
+        .unwrap()
+        .contains("is not available"));
+    // A wheel call with a wrong root key is refused.
+    let bad = clear(map(vec![
+        ("cmd", Value::from("wheel")),
+        ("fun", Value::from("key.list_all")),
+        ("key", Value::from("wrong")),
+    ]));
+    let r = loads(&req(&ctx, st.ret_port, &bad, 10000).unwrap()).unwrap();
+    assert!(get(&r, "error").is_some(), "{r}");
+
+    let run = |args: &[&str]| -> serde_json::Value {
+        let mut a = vec!["--out", "json"];
+        a.extend_from_slice(args);
+        let o = st.tool("salt-run", &a);
+        serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("salt-run {args:?}: {e}: {}", stdout(&o)))
+    };
+    assert_eq!(run(&["manage.present"]), json!(["m1"]));
+    assert_eq!(run(&["manage.up"]), json!(["m1"]));
+    assert_eq!(run(&["manage.down"]), json!([]));
+    let versions = run(&["manage.versions"]);
+    assert_eq!(versions["Up to date"]["m1"], json!("3007.15"));
+    assert_eq!(versions["Master"], json!("3007.15"));
+    let a = st.tool("salt", &["--async", "m1", "test.sleep", "3"]);
+    let jid = stdout(&a).trim().rsplit(' ').next().unwrap().to_string();
+    let active = run(&["jobs.active"]);
+    assert_eq!(active[&jid]["Function"], json!("test.sleep"), "{active}");
+    assert!(active[&jid]["Running"][0]["m1"].is_number(), "{active}");
+    let job = run(&["jobs.list_job", &jid]);
+    assert_eq!(job["Minions"], json!(["m1"]));
+    // brine_store_events: the bus is recorded in salt_events.
+    use brine_master::jobstore::JobStore;
+    let store =
+        brine_master::jobstore::SqliteStore::open(&st.master_root().join("cache/jobs.sqlite"))
+            .unwrap();
+    let events = store.recent_events(10_000).unwrap();
+    assert!(
+        events
+            .iter()
+            .any(|(t, _)| t == &format!("salt/job/{jid}/new")),
+        "{events:?}"
+    );
+    assert!(events.iter().any(|(t, _)| t == "salt/auth"));
+    let unknown = st.tool("salt-run", &["no.such"]);
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(
+        stdout(&unknown).contains("'no.such' is not available."),
+        "{}",
+        stdout(&unknown)
+    );
 }
 
 #[test]

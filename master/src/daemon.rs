@@ -15,8 +15,18 @@ use crate::keys::KeyStore;
 use crate::master::Master;
 use crate::secrets::Secrets;
 
-/// Largest request accepted on the ret port (a bigger frame disconnects the peer).
-pub const MAX_REQUEST_SIZE: i64 = 64 * 1024 * 1024;
+/// Default largest request handled on the ret port.
+pub const MAX_REQUEST_SIZE: usize = 64 * 1024 * 1024;
+
+/// `brine_max_request_size` from the config, or the default.
+pub fn max_request_size(cfg: &MasterConfig) -> usize {
+    cfg.raw
+        .values
+        .get("brine_max_request_size")
+        .and_then(|v| v.as_u64())
+        .map(|v| v as usize)
+        .unwrap_or(MAX_REQUEST_SIZE)
+}
 
 /// Where the embedded job store lives: `brine_job_store: {path: ...}` or `cachedir/jobs.sqlite`.
 pub fn job_store_path(cfg: &MasterConfig) -> std::path::PathBuf {
@@ -83,7 +93,7 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
         ServerOptions {
             bind: ret_ep.clone(),
             workers,
-            max_message_size: MAX_REQUEST_SIZE,
+            max_message_size: (max_request_size(&master.cfg) as i64).saturating_mul(2),
             queue_len: 100_000,
             ipv6: master.cfg.ipv6,
         },
@@ -99,6 +109,14 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
     );
     let maint = tokio::spawn(maintenance(master.clone()));
     let keywatch = tokio::spawn(watch_key_events(master.clone()));
+    let recorder = master
+        .cfg
+        .raw
+        .values
+        .get("brine_store_events")
+        .and_then(|v| v.as_bool())
+        .unwrap_or(false)
+        .then(|| tokio::spawn(record_events(master.clone())));
 
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
@@ -108,6 +126,9 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
     tracing::warn!("salt-master shutting down");
     maint.abort();
     keywatch.abort();
+    if let Some(r) = recorder {
+        r.abort();
+    }
     tokio::task::spawn_blocking(move || server.stop()).await?;
     for f in [
         brine_transport::eventbus::PUB_SOCK,
@@ -191,6 +212,30 @@ async fn watch_key_events(master: Arc<Master>) {
             && !master.keys.exists(crate::keys::KeyState::Accepted, id)
         {
             master.keys_removed(&[id.to_string()], true);
+        }
+    }
+}
+
+/// `brine_store_events: True`: every bus event goes to the job store's `salt_events` table, as
+/// Salt's SQL event returners write it.
+async fn record_events(master: Arc<Master>) {
+    let mut rx = master.bus.subscribe();
+    loop {
+        match rx.recv().await {
+            Ok(ev) => {
+                let m = master.clone();
+                let res = tokio::task::spawn_blocking(move || {
+                    m.store.save_event(&ev.tag, &ev.data, &m.cfg.id)
+                })
+                .await;
+                if let Ok(Err(e)) = res {
+                    tracing::error!("event not stored: {e}");
+                }
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!("{n} events not stored: the store is too slow")
+            }
+            Err(_) => return,
         }
     }
 }

@@ -41,6 +41,10 @@ pub trait JobStore: Send + Sync {
     fn list_jobs(&self, limit: usize) -> Result<Vec<(String, Value)>>;
     /// Remove jobs whose jid is older than `cutoff_jid` (jids sort by time). Returns how many.
     fn clean_before(&self, cutoff_jid: &str) -> Result<usize>;
+    /// Record one bus event (`salt_events`).
+    fn save_event(&self, tag: &str, data: &Value, master_id: &str) -> Result<()>;
+    /// The newest `limit` recorded events, oldest first: (tag, data).
+    fn recent_events(&self, limit: usize) -> Result<Vec<(String, Value)>>;
 }
 
 pub struct SqliteStore {
@@ -225,6 +229,30 @@ impl JobStore for SqliteStore {
         tx.commit()?;
         Ok(n)
     }
+
+    fn save_event(&self, tag: &str, data: &Value, master_id: &str) -> Result<()> {
+        self.conn().execute(
+            "INSERT INTO salt_events (tag, data, master_id) VALUES (?1, ?2, ?3)",
+            params![tag, json_text(data)?, master_id],
+        )?;
+        Ok(())
+    }
+
+    fn recent_events(&self, limit: usize) -> Result<Vec<(String, Value)>> {
+        let conn = self.conn();
+        let mut st = conn.prepare_cached(
+            "SELECT tag, data FROM (SELECT id, tag, data FROM salt_events ORDER BY id DESC LIMIT ?1)
+             ORDER BY id",
+        )?;
+        let rows = st
+            .query_map(params![limit as i64], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+            })?
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        rows.into_iter()
+            .map(|(t, d)| Ok((t, from_text(&d)?)))
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -263,6 +291,12 @@ mod tests {
         let jobs = s.list_jobs(0).unwrap();
         assert_eq!(jobs[0].0, "20260102000000000001", "newest first");
         assert_eq!(s.clean_before("20260102000000000000").unwrap(), 1);
+        s.save_event("a/b", &map(vec![("x", Value::from(1))]), "m_master")
+            .unwrap();
+        s.save_event("c/d", &map(vec![]), "m_master").unwrap();
+        let ev = s.recent_events(1).unwrap();
+        assert_eq!(ev.len(), 1);
+        assert_eq!(ev[0].0, "c/d");
         assert!(s.get_load("20260101000000000001").unwrap().is_none());
         assert!(s.get_returns("20260101000000000001").unwrap().is_empty());
     }

@@ -76,6 +76,12 @@ pub fn int_value(v: Option<&Value>) -> Option<i64> {
 }
 
 impl Master {
+    /// Largest request handled (`brine_max_request_size`, default 64 MiB). libzmq cuts off
+    /// peers sending more than twice this, before the bytes are held in memory.
+    pub fn max_request_size(&self) -> usize {
+        crate::daemon::max_request_size(&self.cfg)
+    }
+
     pub fn arc(&self) -> Option<Arc<Master>> {
         self.self_ref.get().and_then(std::sync::Weak::upgrade)
     }
@@ -92,6 +98,13 @@ impl Master {
     }
 
     fn dispatch(&self, body: &[u8]) -> Result<Vec<u8>, Refused> {
+        if body.len() > self.max_request_size() {
+            return refuse(format!(
+                "request of {} bytes is over brine_max_request_size ({} bytes)",
+                body.len(),
+                self.max_request_size()
+            ));
+        }
         let env = match loads(body) {
             Ok(v) => v,
             Err(e) => return refuse(format!("undecodable payload ({} bytes): {e}", body.len())),
