@@ -62,6 +62,7 @@ pub struct Stack {
     pub ret_port: u16,
     pub publish_port: u16,
     master: Option<Child>,
+    api: Option<Child>,
     minions: BTreeMap<String, Child>,
 }
 
@@ -87,6 +88,7 @@ impl Stack {
             ret_port,
             publish_port,
             master: None,
+            api: None,
             minions: BTreeMap::new(),
         }
     }
@@ -115,6 +117,34 @@ impl Stack {
             sock.exists() && std::net::TcpStream::connect(("127.0.0.1", self.ret_port)).is_ok()
         })
         .unwrap_or_else(|| panic!("master did not start\n{}", self.logs()));
+    }
+
+    /// Start salt-api on `port` (the master config must carry the rest_cherrypy block).
+    pub fn start_api(&mut self, port: u16) {
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("api.stderr"))
+            .unwrap();
+        let child = Command::new(bin("salt-api"))
+            .arg("-c")
+            .arg(self.master_conf_dir())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start salt-api");
+        self.api = Some(child);
+        wait_until(Duration::from_secs(30), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        })
+        .unwrap_or_else(|| panic!("salt-api did not start\n{}", self.logs()));
+    }
+
+    /// Stop salt-api (SIGTERM, as a service manager would).
+    pub fn stop_api(&mut self) {
+        if let Some(c) = self.api.take() {
+            terminate(c);
+        }
     }
 
     pub fn stop_master(&mut self) {
@@ -234,6 +264,7 @@ impl Stack {
     pub fn logs(&self) -> String {
         let mut s = String::new();
         let mut files = vec![
+            self.dir.path().join("api.stderr"),
             self.dir.path().join("master.stderr"),
             self.master_root().join("master.log"),
         ];
@@ -267,6 +298,7 @@ impl Drop for Stack {
         if std::thread::panicking() {
             eprintln!("{}", self.logs());
         }
+        self.stop_api();
         for (_, c) in std::mem::take(&mut self.minions) {
             terminate(c);
         }

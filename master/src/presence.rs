@@ -5,6 +5,15 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Remote addresses of established TCP connections whose local port is `port`.
 pub fn publish_peers(port: u16) -> Vec<String> {
+    let mut out = publish_connections(port);
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The peer address of every established TCP connection whose local port is `port` (one per
+/// connected minion).
+pub fn publish_connections(port: u16) -> Vec<String> {
     let mut out = Vec::new();
     for (file, v6) in [("/proc/net/tcp", false), ("/proc/net/tcp6", true)] {
         let Ok(text) = std::fs::read_to_string(file) else {
@@ -12,8 +21,6 @@ pub fn publish_peers(port: u16) -> Vec<String> {
         };
         out.extend(parse_proc_net_tcp(&text, port, v6));
     }
-    out.sort();
-    out.dedup();
     out
 }
 

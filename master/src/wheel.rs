@@ -32,6 +32,7 @@ pub const FUNCTIONS: &[&str] = &[
     "key.accept",
     "key.delete",
     "key.finger",
+    "key.gen_accept",
     "key.list",
     "key.list_all",
     "key.name_match",
@@ -278,6 +279,44 @@ impl Master {
                 }
                 Ok(Value::Map(out))
             }
+            "key.gen_accept" => {
+                // A new key pair for a minion, accepted at once (the private half goes back to
+                // the caller, e.g. salt-api's POST /keys tarball).
+                let id = a
+                    .get_str(0, "id_")
+                    .or_else(|| a.get_str(0, "id"))
+                    .ok_or_else(|| format!("{fun} requires an 'id_' argument"))?;
+                if let Some(why) = crate::keys::invalid_id_reason(&id) {
+                    return Err(format!("invalid minion id {id:?}: {why}"));
+                }
+                let bits = a
+                    .get(1, "keysize")
+                    .and_then(|v| crate::master::int_value(Some(v)))
+                    .unwrap_or(2048);
+                if !(2048..=4096).contains(&bits) {
+                    return Err(format!("keysize {bits}: use 2048 to 4096 bits"));
+                }
+                let force = a.get_bool(2, "force");
+                if !force && self.keys.state_of(&id).is_some() {
+                    return Err(format!(
+                        "a key for {id} already exists; pass force=True to replace it"
+                    ));
+                }
+                let key = brine_protocol::crypt::PrivateKey::generate(bits as usize)
+                    .map_err(|e| e.to_string())?;
+                let public = key.public().to_pem();
+                for state in KeyState::ALL {
+                    let _ = self.keys.remove(state, &id);
+                }
+                self.keys
+                    .write(KeyState::Accepted, &id, &public)
+                    .map_err(|e| e.to_string())?;
+                self.key_event("accept", &id);
+                Ok(map(vec![
+                    ("priv", Value::from(key.to_pem())),
+                    ("pub", Value::from(public)),
+                ]))
+            }
             "minions.connected" => Ok(ids(self.connected_ids())),
             "config.values" => {
                 let mut v = from_json(&serde_json::Value::Object(self.cfg.raw.values.clone()));
@@ -331,7 +370,10 @@ impl Master {
             return Master::auth_error("AuthenticationError");
         };
         let fun = get_str(&load, "fun").unwrap_or("").to_string();
-        let jid = gen_jid();
+        let jid = match get_str(&load, "jid") {
+            Some(j) if brine_protocol::jid::is_jid(j) => j.to_string(),
+            _ => gen_jid(),
+        };
         let tag = format!("salt/wheel/{jid}");
         let base = |extra: Vec<(&str, Value)>| {
             let mut v = vec![

@@ -1,0 +1,7 @@
+//! Authentication and authorisation: eauth backends, the ACL, tokens.
+
+pub mod acl;
+pub mod eauth;
+mod file_backend;
+mod pycompat;
+pub mod tokens;

@@ -1,0 +1,455 @@
+//! The few Python behaviours Salt's ACL code leans on: `re.match`, `fnmatch.fnmatch`,
+//! `salt.utils.stringutils.expr_match`, `str()`/`repr()` of JSON-like values and truthiness.
+
+use regex::Regex;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{OnceLock, RwLock};
+
+/// Compiled `re.match` patterns; `None` marks a pattern Python would also reject (or Rust cannot run).
+/// Event filtering calls the matcher for every event and subscriber, so compiling once matters.
+fn regex_cache() -> &'static RwLock<HashMap<String, Option<Regex>>> {
+    static CACHE: OnceLock<RwLock<HashMap<String, Option<Regex>>>> = OnceLock::new();
+    CACHE.get_or_init(|| RwLock::new(HashMap::new()))
+}
+
+const REGEX_CACHE_MAX: usize = 4096;
+
+/// Python regex syntax to the `regex` crate's, for the parts that differ and matter here.
+fn translate(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len() + 4);
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                // Python's `\Z` is the absolute end of the string, `\z` in the regex crate.
+                Some('Z') => out.push_str("\\z"),
+                Some(n) => {
+                    out.push('\\');
+                    out.push(n);
+                }
+                None => out.push('\\'),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn compile_anchored(pattern: &str) -> Option<Regex> {
+    let translated = translate(pattern);
+    // Check the pattern on its own first: wrapping it in a group could make an unbalanced one valid.
+    Regex::new(&translated).ok()?;
+    Regex::new(&format!("\\A(?:{translated})")).ok()
+}
+
+/// The compiled form of a Python `re.match` pattern, or `None` if it is not a valid pattern.
+fn cached(pattern: &str) -> Option<Regex> {
+    if let Ok(cache) = regex_cache().read() {
+        if let Some(entry) = cache.get(pattern) {
+            return entry.clone();
+        }
+    }
+    let compiled = compile_anchored(pattern);
+    if let Ok(mut cache) = regex_cache().write() {
+        if cache.len() >= REGEX_CACHE_MAX {
+            cache.clear();
+        }
+        cache.insert(pattern.to_string(), compiled.clone());
+    }
+    compiled
+}
+
+/// Python's `re.match(pattern, text)`: anchored at the start only. An invalid pattern matches nothing
+/// (Salt logs "Invalid regular expression" and denies).
+pub(crate) fn re_match(pattern: &str, text: &str) -> bool {
+    cached(pattern).is_some_and(|r| r.is_match(text))
+}
+
+/// Whether `pattern` is a regular expression at all (Python would not raise on it).
+pub(crate) fn re_valid(pattern: &str) -> bool {
+    cached(pattern).is_some()
+}
+
+/// Salt's `expr_match(line, expr)`: `fnmatch(line, expr)` or `re.match("\A" + expr + "\Z", line)`.
+/// Note the argument order: `expr` is the pattern.
+pub(crate) fn expr_match(line: &str, expr: &str) -> bool {
+    fnmatch(line, expr) || re_match(&format!("\\A{expr}\\Z"), line)
+}
+
+#[derive(Debug)]
+enum Glob {
+    Star,
+    Any,
+    Literal(char),
+    /// A bracket set: negated, single characters and inclusive ranges.
+    Set(bool, Vec<(char, char)>),
+}
+
+/// Python's `fnmatch.translate`, as tokens (POSIX: case-sensitive, `*`/`?` match newlines too).
+fn glob_tokens(pat: &str) -> Vec<Glob> {
+    let p: Vec<char> = pat.chars().collect();
+    let n = p.len();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < n {
+        let c = p[i];
+        i += 1;
+        match c {
+            '*' => {
+                if !matches!(out.last(), Some(Glob::Star)) {
+                    out.push(Glob::Star);
+                }
+            }
+            '?' => out.push(Glob::Any),
+            '[' => {
+                let mut j = i;
+                if j < n && p[j] == '!' {
+                    j += 1;
+                }
+                if j < n && p[j] == ']' {
+                    j += 1;
+                }
+                while j < n && p[j] != ']' {
+                    j += 1;
+                }
+                if j >= n {
+                    out.push(Glob::Literal('['));
+                    continue;
+                }
+                let stuff = &p[i..j];
+                i = j + 1;
+                let (negated, body) = match stuff.first() {
+                    Some('!') => (true, &stuff[1..]),
+                    _ => (false, stuff),
+                };
+                let mut items = Vec::new();
+                let mut k = 0;
+                while k < body.len() {
+                    if k + 2 < body.len() && body[k + 1] == '-' {
+                        // Python drops empty ranges such as `z-a`.
+                        if body[k] <= body[k + 2] {
+                            items.push((body[k], body[k + 2]));
+                        }
+                        k += 3;
+                    } else {
+                        items.push((body[k], body[k]));
+                        k += 1;
+                    }
+                }
+                out.push(Glob::Set(negated, items));
+            }
+            other => out.push(Glob::Literal(other)),
+        }
+    }
+    out
+}
+
+fn glob_one(tok: &Glob, c: char) -> bool {
+    match tok {
+        Glob::Any => true,
+        Glob::Literal(l) => *l == c,
+        Glob::Set(negated, items) => {
+            let inside = items.iter().any(|(lo, hi)| *lo <= c && c <= *hi);
+            // An empty set never matches; a negated empty set (`[!]`-like) matches any character.
+            inside != *negated
+        }
+        Glob::Star => false,
+    }
+}
+
+/// Python's `fnmatch.fnmatch(name, pat)` on POSIX.
+pub(crate) fn fnmatch(name: &str, pat: &str) -> bool {
+    let toks = glob_tokens(pat);
+    let s: Vec<char> = name.chars().collect();
+    let (mut ti, mut si) = (0usize, 0usize);
+    let mut backtrack: Option<(usize, usize)> = None;
+    while si < s.len() {
+        if ti < toks.len() {
+            if let Glob::Star = toks[ti] {
+                backtrack = Some((ti, si));
+                ti += 1;
+                continue;
+            }
+            if glob_one(&toks[ti], s[si]) {
+                ti += 1;
+                si += 1;
+                continue;
+            }
+        }
+        match backtrack {
+            Some((star_t, star_s)) => {
+                ti = star_t + 1;
+                si = star_s + 1;
+                backtrack = Some((star_t, star_s + 1));
+            }
+            None => return false,
+        }
+    }
+    toks[ti..].iter().all(|t| matches!(t, Glob::Star))
+}
+
+/// Python truthiness of a config value.
+pub(crate) fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(m) => !m.is_empty(),
+    }
+}
+
+/// Python's `int(value)` for the values a YAML config can hold.
+pub(crate) fn py_int(v: &Value) -> Option<i64> {
+    match v {
+        Value::Bool(b) => Some(i64::from(*b)),
+        Value::Number(n) => n.as_i64().or_else(|| {
+            n.as_f64()
+                .filter(|f| f.is_finite())
+                .map(|f| f.trunc() as i64)
+        }),
+        Value::String(s) => {
+            let t = s.trim().replace('_', "");
+            t.parse::<i64>().ok()
+        }
+        _ => None,
+    }
+}
+
+/// Python's `str(value)`.
+pub(crate) fn py_str(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => py_repr(other),
+    }
+}
+
+/// Python's `repr(value)` for the JSON-like types (`None`, `True`, `1.0`, `'a'`, `[..]`, `{..}`).
+pub(crate) fn py_repr(v: &Value) -> String {
+    let mut out = String::new();
+    write_repr(&mut out, v);
+    out
+}
+
+fn write_repr(out: &mut String, v: &Value) {
+    match v {
+        Value::Null => out.push_str("None"),
+        Value::Bool(true) => out.push_str("True"),
+        Value::Bool(false) => out.push_str("False"),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                out.push_str(&i.to_string());
+            } else if let Some(u) = n.as_u64() {
+                out.push_str(&u.to_string());
+            } else {
+                out.push_str(&py_float(n.as_f64().unwrap_or(f64::NAN)));
+            }
+        }
+        Value::String(s) => write_str_repr(out, s),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_repr(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (k, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_str_repr(out, k);
+                out.push_str(": ");
+                write_repr(out, item);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// Python's float repr: shortest round-trip digits, scientific below 1e-4 and from 1e16.
+pub(crate) fn py_float(f: f64) -> String {
+    if f.is_nan() {
+        return "nan".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() {
+            "-0.0".into()
+        } else {
+            "0.0".into()
+        };
+    }
+    // `{:e}` gives the shortest round-trip digits as `d.ddde<exp>`.
+    let sci = format!("{f:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let negative = mantissa.starts_with('-');
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let sign = if negative { "-" } else { "" };
+    if (-4..16).contains(&exp) {
+        let point = exp + 1; // position of the decimal point within `digits`
+        let body = if point <= 0 {
+            format!("0.{}{}", "0".repeat((-point) as usize), digits)
+        } else if point as usize >= digits.len() {
+            format!("{}{}.0", digits, "0".repeat(point as usize - digits.len()))
+        } else {
+            let (a, b) = digits.split_at(point as usize);
+            format!("{a}.{b}")
+        };
+        format!("{sign}{body}")
+    } else {
+        let (first, rest) = digits.split_at(1);
+        let mant = if rest.is_empty() {
+            first.to_string()
+        } else {
+            format!("{first}.{rest}")
+        };
+        let esign = if exp < 0 { '-' } else { '+' };
+        format!("{sign}{mant}e{esign}{:02}", exp.abs())
+    }
+}
+
+fn printable(c: char) -> bool {
+    let u = c as u32;
+    if u < 0x20 || u == 0x7f {
+        return false;
+    }
+    if u < 0x7f {
+        return true;
+    }
+    // Non-ASCII characters Python's str.isprintable() rejects: controls, format characters,
+    // separators other than the ASCII space, surrogates, private use and noncharacters.
+    !matches!(u,
+        0x80..=0xa0 | 0xad | 0x600..=0x605 | 0x61c | 0x6dd | 0x70f | 0x1680 | 0x180e
+        | 0x2000..=0x200f | 0x2028..=0x202f | 0x205f..=0x2064 | 0x2066..=0x206f | 0x3000
+        | 0xd800..=0xf8ff | 0xfeff | 0xfff9..=0xfffb | 0xfffe | 0xffff
+        | 0xf0000..=0x10ffff)
+}
+
+fn write_str_repr(out: &mut String, s: &str) {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if printable(c) => out.push(c),
+            c => {
+                let u = c as u32;
+                if u < 0x100 {
+                    out.push_str(&format!("\\x{u:02x}"));
+                } else if u < 0x10000 {
+                    out.push_str(&format!("\\u{u:04x}"));
+                } else {
+                    out.push_str(&format!("\\U{u:08x}"));
+                }
+            }
+        }
+    }
+    out.push(quote);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn re_match_is_anchored_at_the_start_only() {
+        assert!(re_match("test.*", "test.ping"));
+        assert!(re_match("test.ping", "test.pingX"));
+        assert!(!re_match("ping", "test.ping"));
+        assert!(re_match(".*", "anything"));
+        assert!(re_match("a|b", "bcd"));
+        assert!(!re_match("test.ping$", "test.pingX"));
+        assert!(re_match("test\\.ping\\Z", "test.ping"));
+        assert!(!re_match("test\\.ping\\Z", "test.pings"));
+    }
+
+    #[test]
+    fn invalid_patterns_match_nothing() {
+        assert!(!re_match("*", "test.ping"));
+        assert!(!re_match("a)(b", "a"));
+        assert!(!re_match("(", "("));
+        assert!(!re_valid("*"));
+        assert!(re_valid("test.*"));
+    }
+
+    #[test]
+    fn fnmatch_follows_python() {
+        assert!(fnmatch("web1", "web*"));
+        assert!(fnmatch("web1", "web?"));
+        assert!(!fnmatch("web12", "web?"));
+        assert!(fnmatch("web1", "web[0-9]"));
+        assert!(!fnmatch("weba", "web[0-9]"));
+        assert!(fnmatch("weba", "web[!0-9]"));
+        assert!(fnmatch("a]", "a[]]"));
+        assert!(fnmatch("[x", "[x"));
+        assert!(fnmatch("", "*"));
+        assert!(fnmatch("abcabd", "*ab?"));
+        assert!(!fnmatch("Web1", "web*"));
+        assert!(fnmatch("a-", "a[a-]"));
+        assert!(!fnmatch("b", "[z-a]"));
+    }
+
+    #[test]
+    fn expr_match_uses_the_second_argument_as_the_pattern() {
+        // Salt calls expr_match(config_key, username): the username is the pattern.
+        assert!(!expr_match("web*", "web1"));
+        assert!(expr_match("web1", "web*"));
+        assert!(expr_match("bob", "bob"));
+        assert!(expr_match("bob", "b.b"));
+        assert!(!expr_match("bobby", "bob"));
+        assert!(!expr_match("bob", "a)(b"));
+    }
+
+    #[test]
+    fn python_str_and_repr() {
+        assert_eq!(py_str(&json!("hello world")), "hello world");
+        assert_eq!(py_str(&json!(5)), "5");
+        assert_eq!(py_str(&json!(1.0)), "1.0");
+        assert_eq!(py_str(&json!(0.1)), "0.1");
+        assert_eq!(py_str(&json!(1e16)), "1e+16");
+        assert_eq!(py_str(&json!(1.5e-5)), "1.5e-05");
+        assert_eq!(py_str(&json!(123456.789)), "123456.789");
+        assert_eq!(py_str(&json!(true)), "True");
+        assert_eq!(py_str(&json!(null)), "None");
+        assert_eq!(py_str(&json!(["a", 1, null])), "['a', 1, None]");
+        assert_eq!(py_str(&json!({"k": "it's"})), "{'k': \"it's\"}");
+        assert_eq!(py_repr(&json!("a\nb\u{1}")), "'a\\nb\\x01'");
+        assert_eq!(py_repr(&json!({"m1": ["test.*"]})), "{'m1': ['test.*']}");
+        assert_eq!(py_repr(&json!("é")), "'é'");
+    }
+
+    #[test]
+    fn python_int_and_truthiness() {
+        assert_eq!(py_int(&json!(2)), Some(2));
+        assert_eq!(py_int(&json!("3")), Some(3));
+        assert_eq!(py_int(&json!(2.9)), Some(2));
+        assert_eq!(py_int(&json!("x")), None);
+        assert!(truthy(&json!(true)));
+        assert!(truthy(&json!("yes")));
+        assert!(!truthy(&json!(0)));
+        assert!(!truthy(&json!(null)));
+    }
+}

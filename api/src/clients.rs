@@ -1,0 +1,707 @@
+//! The lowstate clients: `local`, `local_async`, `local_batch`, `local_subset`, `runner`,
+//! `runner_async`, `wheel`, `wheel_async`. Each chunk is authorised against the caller's eauth
+//! ACL here, then sent to the master as a clear command with the root key, and (for the
+//! synchronous clients) answered from the master's event bus.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use brine_protocol::payload::{from_json, get, get_str, map, to_json, Value};
+use serde_json::{json, Map, Value as Json};
+use tokio::sync::broadcast;
+use tokio::time::Instant;
+
+use crate::auth::acl;
+use crate::error::ApiError;
+use crate::link::BusEvent;
+use crate::state::{AppState, Caller};
+
+/// Every client Salt's rest_cherrypy knows (`GET /` lists them).
+pub const CLIENTS: &[&str] = &[
+    "local",
+    "local_async",
+    "local_batch",
+    "local_subset",
+    "runner",
+    "runner_async",
+    "ssh",
+    "wheel",
+    "wheel_async",
+];
+
+/// Keys of a lowstate chunk that are not arguments of a runner or wheel function: everything
+/// else at the top level is a keyword argument, as with Salt.
+const CONTROL_KEYS: &[&str] = &[
+    "client",
+    "fun",
+    "arg",
+    "kwarg",
+    "token",
+    "username",
+    "password",
+    "eauth",
+    "full_return",
+    "print_event",
+];
+
+fn text(low: &Map<String, Json>, k: &str) -> Option<String> {
+    match low.get(k)? {
+        Json::String(s) => Some(s.clone()),
+        Json::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn seconds(low: &Map<String, Json>, k: &str) -> Option<u64> {
+    match low.get(k)? {
+        Json::Number(n) => n.as_f64().map(|f| f.max(0.0).ceil() as u64),
+        Json::String(s) => s
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .map(|f| f.max(0.0).ceil() as u64),
+        _ => None,
+    }
+}
+
+fn arg_list(low: &Map<String, Json>) -> Vec<Json> {
+    match low.get("arg") {
+        None | Some(Json::Null) => vec![],
+        Some(Json::Array(a)) => a.clone(),
+        Some(other) => vec![other.clone()],
+    }
+}
+
+fn kwarg_map(low: &Map<String, Json>) -> Map<String, Json> {
+    match low.get("kwarg") {
+        Some(Json::Object(m)) => m.clone(),
+        _ => Map::new(),
+    }
+}
+
+/// `arg` plus `kwarg` packed as Salt's trailing `{"__kwarg__": true, ...}` map.
+fn packed_args(low: &Map<String, Json>) -> Json {
+    let mut args = arg_list(low);
+    let kw = kwarg_map(low);
+    if !kw.is_empty() {
+        let mut m = Map::new();
+        m.insert("__kwarg__".into(), Json::Bool(true));
+        m.extend(kw);
+        args.push(Json::Object(m));
+    }
+    Json::Array(args)
+}
+
+/// Is this client enabled by `netapi_enable_clients`?
+pub fn check_enabled(state: &AppState, client: Option<&str>) -> Result<String, ApiError> {
+    let name = client.unwrap_or("None");
+    if !CLIENTS.contains(&name) {
+        return Err(ApiError::bad_request(format!(
+            "Invalid client specified: '{name}'"
+        )));
+    }
+    if !state.cfg.netapi_enable_clients.iter().any(|c| c == name) {
+        return Err(ApiError::bad_request(format!(
+            "Client disabled: '{name}'. Add to 'netapi_enable_clients' master config option to enable."
+        )));
+    }
+    if name == "ssh" {
+        return Err(ApiError::bad_request(
+            "The ssh client is not supported by Brine's salt-api",
+        ));
+    }
+    Ok(name.to_string())
+}
+
+/// Run one lowstate chunk; the elements it adds to the `return` list (one, except
+/// `local_batch`, which adds one per minion).
+pub async fn run(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    low: Map<String, Json>,
+) -> Result<Vec<Json>, ApiError> {
+    let client = check_enabled(state, low.get("client").and_then(Json::as_str))?;
+    match client.as_str() {
+        "local" => local(state, caller, &low).await.map(|v| vec![v]),
+        "local_async" => local_async(state, caller, &low).await.map(|v| vec![v]),
+        "local_batch" => local_batch(state, caller, &low).await,
+        "local_subset" => local_subset(state, caller, &low).await.map(|v| vec![v]),
+        "runner" | "runner_async" => runner(state, caller, &low, client == "runner_async")
+            .await
+            .map(|v| vec![v]),
+        "wheel" | "wheel_async" => wheel(state, caller, &low, client == "wheel_async")
+            .await
+            .map(|v| vec![v]),
+        other => Err(ApiError::bad_request(format!(
+            "Invalid client specified: '{other}'"
+        ))),
+    }
+}
+
+/// A validated local call, ready to publish.
+struct LocalCall {
+    tgt: Json,
+    tgt_type: String,
+    fun: Json,
+    arg: Json,
+}
+
+fn local_call(low: &Map<String, Json>) -> Result<LocalCall, ApiError> {
+    let fun = match low.get("fun") {
+        Some(f @ Json::String(s)) if !s.is_empty() => f.clone(),
+        Some(f @ Json::Array(a)) if !a.is_empty() && a.iter().all(Json::is_string) => f.clone(),
+        _ => {
+            return Err(ApiError::bad_request(
+                "A local call needs 'fun': the function to run (e.g. test.ping)",
+            ))
+        }
+    };
+    let tgt = match low.get("tgt") {
+        Some(t @ Json::String(s)) if !s.is_empty() => t.clone(),
+        Some(t @ Json::Array(_)) => t.clone(),
+        _ => {
+            return Err(ApiError::bad_request(
+                "A local call needs 'tgt': the minions to target (e.g. '*')",
+            ))
+        }
+    };
+    let tgt_type = text(low, "tgt_type")
+        .or_else(|| text(low, "expr_form"))
+        .unwrap_or_else(|| "glob".into());
+    Ok(LocalCall {
+        tgt,
+        tgt_type,
+        arg: packed_args(low),
+        fun,
+    })
+}
+
+/// The caller's ACL allows this local call on the minions the target designates.
+fn allowed_local(state: &AppState, caller: &Caller, call: &LocalCall, tgt: &Value) -> bool {
+    let minions = state.minions.expand(tgt, &call.tgt_type);
+    let view = &state.minions;
+    let expand = |expr: &str| view.expand_compound(expr);
+    acl::check_local(&caller.acl, &call.fun, &call.arg, &minions, &expand)
+}
+
+/// Check the ACL, publish, and give back (jid, minions), or `None` when nothing matched.
+async fn publish(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    low: &Map<String, Json>,
+    call: &LocalCall,
+    client: &str,
+) -> Result<Option<(String, Vec<String>)>, ApiError> {
+    let tgt = from_json(&call.tgt);
+    if !allowed_local(state, caller, call, &tgt) {
+        return Err(ApiError::unauthorized("Authorization error occurred."));
+    }
+    let mut kwargs = vec![("client", Value::from(client))];
+    if let Some(m) = low.get("metadata") {
+        kwargs.push(("metadata", from_json(m)));
+    }
+    let mut load = vec![
+        ("cmd", Value::from("publish")),
+        ("tgt", tgt),
+        ("fun", from_json(&call.fun)),
+        ("arg", from_json(&call.arg)),
+        ("tgt_type", Value::from(call.tgt_type.clone())),
+        ("ret", Value::from(text(low, "ret").unwrap_or_default())),
+        ("jid", Value::from(text(low, "jid").unwrap_or_default())),
+        ("kwargs", map(kwargs)),
+        ("key", Value::from(state.master.root_key())),
+        ("user", Value::from(caller.name.clone())),
+    ];
+    if let Some(to) = seconds(low, "timeout") {
+        load.push(("to", Value::from(to)));
+    }
+    let reply = state
+        .master
+        .clear(map(load), Duration::from_secs(30))
+        .await?;
+    if let Some(e) = get(&reply, "error") {
+        let msg = get_str(e, "message").unwrap_or("the master refused the job");
+        return Err(ApiError::unauthorized(msg.to_string()));
+    }
+    let inner = get(&reply, "load").cloned().unwrap_or(Value::Nil);
+    let Some(jid) = get_str(&inner, "jid").map(str::to_string) else {
+        return Ok(None);
+    };
+    let minions: Vec<String> = match get(&inner, "minions") {
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(|v| match v {
+                Value::String(s) => s.as_str().map(str::to_string),
+                _ => None,
+            })
+            .collect(),
+        _ => vec![],
+    };
+    state.metrics.jobs_published.fetch_add(1, Ordering::Relaxed);
+    Ok(Some((jid, minions)))
+}
+
+/// Wait for the returns of a job, with Salt's find_job rounds for minions still running.
+/// On the deadline, whatever arrived is the answer: never a hang.
+async fn gather(
+    state: &Arc<AppState>,
+    rx: &mut broadcast::Receiver<Arc<BusEvent>>,
+    jid: &str,
+    minions: &[String],
+    timeout: Duration,
+    gather_timeout: Duration,
+) -> Vec<(String, Json)> {
+    let expected: BTreeSet<&str> = minions.iter().map(String::as_str).collect();
+    let prefix = format!("salt/job/{jid}/ret/");
+    let mut got: Vec<(String, Json)> = Vec::new();
+    let mut deadline = Instant::now() + timeout;
+    // Never wait forever, whatever the minions claim.
+    let hard_stop = Instant::now() + timeout * 4 + gather_timeout * 4;
+    let mut find_job: Option<(String, Instant, BTreeSet<String>, bool)> = None;
+    while got.len() < expected.len() {
+        let now = Instant::now();
+        if now >= hard_stop {
+            break;
+        }
+        if let Some((_, fj_deadline, waiting, running)) = &find_job {
+            if waiting.is_empty() || now >= *fj_deadline {
+                if *running {
+                    deadline = now + timeout;
+                    find_job = None;
+                    continue;
+                }
+                break;
+            }
+        } else if now >= deadline {
+            let missing: Vec<String> = expected
+                .iter()
+                .filter(|m| !got.iter().any(|(g, _)| g == *m))
+                .map(|m| m.to_string())
+                .collect();
+            let load = map(vec![
+                ("cmd", Value::from("publish")),
+                (
+                    "tgt",
+                    Value::Array(missing.iter().cloned().map(Value::from).collect()),
+                ),
+                ("fun", Value::from("saltutil.find_job")),
+                ("arg", Value::Array(vec![Value::from(jid)])),
+                ("tgt_type", Value::from("list")),
+                ("ret", Value::from("")),
+                ("jid", Value::from("")),
+                ("kwargs", map(vec![("delimiter", Value::from(":"))])),
+                ("key", Value::from(state.master.root_key())),
+                ("user", Value::from("root")),
+            ]);
+            let fj = state
+                .master
+                .clear(load, Duration::from_secs(10))
+                .await
+                .ok()
+                .and_then(|r| {
+                    get(&r, "load")
+                        .and_then(|l| get_str(l, "jid"))
+                        .map(str::to_string)
+                });
+            match fj {
+                Some(fjid) => {
+                    find_job = Some((
+                        fjid,
+                        Instant::now() + gather_timeout,
+                        missing.into_iter().collect(),
+                        false,
+                    ))
+                }
+                None => break,
+            }
+            continue;
+        }
+        let until = find_job.as_ref().map(|f| f.1).unwrap_or(deadline);
+        let ev = match tokio::time::timeout_at(until, rx.recv()).await {
+            Ok(Ok(ev)) => ev,
+            Ok(Err(broadcast::error::RecvError::Lagged(n))) => {
+                tracing::warn!("a waiting request missed {n} events");
+                continue;
+            }
+            Ok(Err(broadcast::error::RecvError::Closed)) => break,
+            Err(_) => continue,
+        };
+        if let Some(id) = ev.tag.strip_prefix(&prefix) {
+            if expected.contains(id) && !got.iter().any(|(g, _)| g == id) {
+                state
+                    .metrics
+                    .returns_received
+                    .fetch_add(1, Ordering::Relaxed);
+                got.push((id.to_string(), ev.data.clone()));
+            }
+        } else if let Some((fjid, _, waiting, running)) = &mut find_job {
+            if let Some(id) = ev.tag.strip_prefix(&format!("salt/job/{fjid}/ret/")) {
+                waiting.remove(id);
+                if matches!(ev.data.get("return"), Some(Json::Object(m)) if !m.is_empty()) {
+                    *running = true;
+                }
+            }
+        }
+    }
+    got
+}
+
+fn timeouts(state: &AppState, low: &Map<String, Json>) -> (Duration, Duration) {
+    (
+        Duration::from_secs(seconds(low, "timeout").unwrap_or(state.cfg.timeout).max(1)),
+        Duration::from_secs(
+            seconds(low, "gather_job_timeout")
+                .unwrap_or(state.cfg.gather_job_timeout)
+                .max(1),
+        ),
+    )
+}
+
+fn full_return(low: &Map<String, Json>) -> bool {
+    matches!(low.get("full_return"), Some(Json::Bool(true)))
+        || matches!(
+            low.get("full_return").and_then(Json::as_str),
+            Some("true" | "True")
+        )
+}
+
+fn shape_returns(got: Vec<(String, Json)>, jid: &str, full: bool) -> Json {
+    let mut out = Map::new();
+    for (id, data) in got {
+        let ret = data.get("return").cloned().unwrap_or(Json::Null);
+        if full {
+            out.insert(
+                id,
+                json!({"ret": ret, "retcode": data.get("retcode").cloned().unwrap_or(json!(0)), "jid": jid}),
+            );
+        } else {
+            out.insert(id, ret);
+        }
+    }
+    Json::Object(out)
+}
+
+async fn local(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    low: &Map<String, Json>,
+) -> Result<Json, ApiError> {
+    let call = local_call(low)?;
+    let mut rx = state.bus.subscribe();
+    let Some((jid, minions)) = publish(state, caller, low, &call, "local").await? else {
+        return Ok(json!({}));
+    };
+    let (timeout, gather_timeout) = timeouts(state, low);
+    let got = gather(state, &mut rx, &jid, &minions, timeout, gather_timeout).await;
+    Ok(shape_returns(got, &jid, full_return(low)))
+}
+
+pub async fn local_async(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    low: &Map<String, Json>,
+) -> Result<Json, ApiError> {
+    let call = local_call(low)?;
+    Ok(
+        match publish(state, caller, low, &call, "local_async").await? {
+            Some((jid, minions)) => json!({"jid": jid, "minions": minions}),
+            None => json!({}),
+        },
+    )
+}
+
+/// `batch`: a count or a percentage of the targeted minions, run one batch after another.
+async fn local_batch(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    low: &Map<String, Json>,
+) -> Result<Vec<Json>, ApiError> {
+    let call = local_call(low)?;
+    let all = state.minions.expand(&from_json(&call.tgt), &call.tgt_type);
+    let spec = text(low, "batch").unwrap_or_else(|| "10%".into());
+    let size = batch_size(&spec, all.len()).ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "Invalid batch {spec:?}: give a number of minions or a percentage such as 25%"
+        ))
+    })?;
+    if !allowed_local(state, caller, &call, &from_json(&call.tgt)) {
+        return Err(ApiError::unauthorized("Authorization error occurred."));
+    }
+    let (timeout, gather_timeout) = timeouts(state, low);
+    let mut out = Vec::new();
+    for chunk in all.chunks(size.max(1)) {
+        let sub = LocalCall {
+            tgt: Json::Array(chunk.iter().cloned().map(Json::String).collect()),
+            tgt_type: "list".into(),
+            fun: call.fun.clone(),
+            arg: call.arg.clone(),
+        };
+        let mut rx = state.bus.subscribe();
+        let Some((jid, minions)) = publish(state, caller, low, &sub, "local_batch").await? else {
+            continue;
+        };
+        let got = gather(state, &mut rx, &jid, &minions, timeout, gather_timeout).await;
+        for (id, data) in got {
+            let mut m = Map::new();
+            m.insert(id, data.get("return").cloned().unwrap_or(Json::Null));
+            out.push(Json::Object(m));
+        }
+    }
+    Ok(out)
+}
+
+pub fn batch_size(spec: &str, total: usize) -> Option<usize> {
+    let s = spec.trim();
+    if let Some(p) = s.strip_suffix('%') {
+        let pct: f64 = p.trim().parse().ok()?;
+        if !(pct > 0.0 && pct <= 100.0) {
+            return None;
+        }
+        return Some(((total as f64 * pct / 100.0).ceil() as usize).max(1));
+    }
+    let n: usize = s.parse().ok()?;
+    (n > 0).then_some(n)
+}
+
+/// `subset` (or `sub`): run on N randomly chosen targeted minions that have the function.
+async fn local_subset(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    low: &Map<String, Json>,
+) -> Result<Json, ApiError> {
+    let call = local_call(low)?;
+    let n = seconds(low, "subset")
+        .or_else(|| seconds(low, "sub"))
+        .unwrap_or(3)
+        .max(1) as usize;
+    let Some(fun) = call.fun.as_str().map(str::to_string) else {
+        return Err(ApiError::bad_request(
+            "local_subset runs one function, not a list",
+        ));
+    };
+    // Which targeted minions have the function?
+    let probe = LocalCall {
+        tgt: call.tgt.clone(),
+        tgt_type: call.tgt_type.clone(),
+        fun: json!("sys.list_functions"),
+        arg: json!([fun.split('.').next().unwrap_or("")]),
+    };
+    let (timeout, gather_timeout) = timeouts(state, low);
+    let mut rx = state.bus.subscribe();
+    let Some((jid, minions)) = publish(state, caller, low, &probe, "local_subset").await? else {
+        return Ok(json!({}));
+    };
+    let got = gather(state, &mut rx, &jid, &minions, timeout, gather_timeout).await;
+    let mut have: Vec<String> = got
+        .into_iter()
+        .filter(|(_, d)| {
+            d.get("return")
+                .and_then(Json::as_array)
+                .is_some_and(|fs| fs.iter().any(|f| f == &json!(fun)))
+        })
+        .map(|(id, _)| id)
+        .collect();
+    if have.is_empty() {
+        return Ok(json!({}));
+    }
+    use rand::seq::SliceRandom;
+    have.shuffle(&mut rand::thread_rng());
+    have.truncate(n);
+    let sub = LocalCall {
+        tgt: Json::Array(have.into_iter().map(Json::String).collect()),
+        tgt_type: "list".into(),
+        fun: call.fun.clone(),
+        arg: call.arg.clone(),
+    };
+    let mut rx = state.bus.subscribe();
+    let Some((jid, minions)) = publish(state, caller, low, &sub, "local_subset").await? else {
+        return Ok(json!({}));
+    };
+    let got = gather(state, &mut rx, &jid, &minions, timeout, gather_timeout).await;
+    Ok(shape_returns(got, &jid, full_return(low)))
+}
+
+/// Function arguments of a runner/wheel chunk: `arg`, `kwarg`, and the other top-level keys.
+fn function_args(low: &Map<String, Json>) -> (Json, Json) {
+    let mut kw = kwarg_map(low);
+    for (k, v) in low {
+        if !CONTROL_KEYS.contains(&k.as_str()) {
+            kw.insert(k.clone(), v.clone());
+        }
+    }
+    (Json::Array(arg_list(low)), Json::Object(kw))
+}
+
+fn runner_denied(caller: &Caller) -> ApiError {
+    let kind = if caller.claims.is_some() {
+        "token"
+    } else {
+        "eauth"
+    };
+    ApiError::unauthorized(format!(
+        "Authentication failure of type \"{kind}\" occurred for user {}.",
+        caller.name
+    ))
+}
+
+async fn runner(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    low: &Map<String, Json>,
+    asynchronous: bool,
+) -> Result<Json, ApiError> {
+    let client = if asynchronous {
+        "runner_async"
+    } else {
+        "runner"
+    };
+    let Some(fun) = text(low, "fun").filter(|f| !f.is_empty()) else {
+        return Err(ApiError::bad_request(format!(
+            "{client} takes at least 1 argument (0 given)"
+        )));
+    };
+    let (arg, kwarg) = function_args(low);
+    if !acl::check_runner(&caller.acl, &fun, &arg, &kwarg) {
+        return Err(runner_denied(caller));
+    }
+    let mut rx = state.bus.subscribe();
+    let load = map(vec![
+        ("cmd", Value::from("runner")),
+        ("fun", Value::from(fun.clone())),
+        (
+            "kwarg",
+            map(vec![("arg", from_json(&arg)), ("kwarg", from_json(&kwarg))]),
+        ),
+        ("client", Value::from(client)),
+        ("key", Value::from(state.master.root_key())),
+        ("user", Value::from(caller.name.clone())),
+    ]);
+    let reply = state.master.clear(load, Duration::from_secs(30)).await?;
+    if let Some(e) = get(&reply, "error") {
+        return Err(ApiError::unauthorized(
+            get_str(e, "message")
+                .unwrap_or("runner refused")
+                .to_string(),
+        ));
+    }
+    let (Some(jid), Some(tag)) = (get_str(&reply, "jid"), get_str(&reply, "tag")) else {
+        return Err(ApiError::unavailable(format!(
+            "the master did not start the runner: {reply}"
+        )));
+    };
+    if asynchronous {
+        return Ok(json!({"tag": tag, "jid": jid}));
+    }
+    let want = format!("salt/run/{jid}/ret");
+    let wait = Duration::from_secs(
+        seconds(low, "timeout")
+            .unwrap_or(state.api.rest_timeout)
+            .max(1),
+    );
+    let deadline = Instant::now() + wait;
+    loop {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Ok(ev)) if ev.tag == want => {
+                if full_return(low) {
+                    return Ok(json!({"data": ev.data, "tag": ev.tag}));
+                }
+                let ret = ev.data.get("return").cloned().unwrap_or(Json::Null);
+                if ev.data.get("success") == Some(&Json::Bool(false)) {
+                    if let Some(msg) = ret.as_str().filter(|m| m.ends_with("is not available.")) {
+                        return Err(ApiError::bad_request(msg.to_string()));
+                    }
+                }
+                return Ok(ret);
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(broadcast::error::RecvError::Lagged(_))) => {}
+            Ok(Err(_)) => return Err(ApiError::unavailable("the master's event bus went away")),
+            Err(_) => {
+                return Err(ApiError::timeout(format!(
+                    "runner {fun} did not answer within {}s (jid {jid})",
+                    wait.as_secs()
+                )))
+            }
+        }
+    }
+}
+
+async fn wheel(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    low: &Map<String, Json>,
+    asynchronous: bool,
+) -> Result<Json, ApiError> {
+    let client = if asynchronous { "wheel_async" } else { "wheel" };
+    let Some(fun) = text(low, "fun").filter(|f| !f.is_empty()) else {
+        return Err(ApiError::bad_request(format!(
+            "{client} takes at least 1 argument (0 given)"
+        )));
+    };
+    let (arg, kwarg) = function_args(low);
+    if !acl::check_wheel(&caller.acl, &fun, &arg, &kwarg) {
+        return Err(runner_denied(caller));
+    }
+    let jid = brine_protocol::jid::gen_jid();
+    let mut load = vec![
+        (Value::from("cmd"), Value::from("wheel")),
+        (Value::from("fun"), Value::from(fun.clone())),
+        (Value::from("jid"), Value::from(jid.clone())),
+        (Value::from("arg"), from_json(&arg)),
+        (Value::from("key"), Value::from(state.master.root_key())),
+        (Value::from("user"), Value::from(caller.name.clone())),
+        (Value::from("client"), Value::from(client)),
+    ];
+    if let Json::Object(kw) = &kwarg {
+        for (k, v) in kw {
+            load.push((Value::from(k.as_str()), from_json(v)));
+        }
+    }
+    let load = Value::Map(load);
+    if asynchronous {
+        let st = state.clone();
+        tokio::spawn(async move {
+            if let Err(e) = st.master.clear(load, Duration::from_secs(300)).await {
+                tracing::warn!("wheel_async call failed: {}", e.message);
+            }
+        });
+        return Ok(json!({"tag": format!("salt/wheel/{jid}"), "jid": jid}));
+    }
+    let reply = state.master.clear(load, Duration::from_secs(300)).await?;
+    if let Some(e) = get(&reply, "error") {
+        return Err(ApiError::unauthorized(
+            get_str(e, "message").unwrap_or("wheel refused").to_string(),
+        ));
+    }
+    Ok(to_json(&reply))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_sizes() {
+        assert_eq!(batch_size("2", 10), Some(2));
+        assert_eq!(batch_size("50%", 3), Some(2));
+        assert_eq!(batch_size("10%", 3), Some(1));
+        assert_eq!(batch_size("0", 3), None);
+        assert_eq!(batch_size("x", 3), None);
+        assert_eq!(batch_size("150%", 3), None);
+    }
+
+    #[test]
+    fn args_are_packed_like_salt() {
+        let low: Map<String, Json> =
+            serde_json::from_value(json!({"arg": "x", "kwarg": {"k": 1}})).unwrap();
+        assert_eq!(packed_args(&low), json!(["x", {"__kwarg__": true, "k": 1}]));
+        let low: Map<String, Json> = serde_json::from_value(
+            json!({"fun": "jobs.lookup_jid", "jid": "1", "client": "runner", "token": "t"}),
+        )
+        .unwrap();
+        let (_, kw) = function_args(&low);
+        assert_eq!(kw, json!({"jid": "1"}));
+    }
+}

@@ -1,0 +1,186 @@
+//! salt-api's settings: the `rest_cherrypy` block of the master config (or `rest_tornado` as
+//! a fallback), with Salt's defaults, plus the master options the API uses.
+
+use std::path::PathBuf;
+
+use brine_protocol::config::MasterConfig;
+use serde_json::Value;
+
+#[derive(Debug, Clone)]
+pub struct ApiConfig {
+    pub port: u16,
+    pub host: String,
+    pub disable_ssl: bool,
+    pub ssl_crt: Option<PathBuf>,
+    pub ssl_key: Option<PathBuf>,
+    pub debug: bool,
+    pub root_prefix: String,
+    pub static_dir: Option<PathBuf>,
+    pub static_path: String,
+    pub app: Option<PathBuf>,
+    pub app_path: String,
+    pub webhook_url: String,
+    pub webhook_disable_auth: bool,
+    pub collect_stats: bool,
+    pub stats_disable_auth: bool,
+    pub expire_responses: bool,
+    pub max_request_body_size: usize,
+    /// Requests served at once; beyond this the API answers 503 (Brine).
+    pub max_concurrent_requests: usize,
+    /// Events kept for `Last-Event-ID` resumption (Brine).
+    pub event_replay: usize,
+    /// Seconds a synchronous runner call waits (`rest_timeout`).
+    pub rest_timeout: u64,
+    pub enable_sessions: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiConfigError {
+    #[error("{file}: no rest_cherrypy (or rest_tornado) block with a port: salt-api has nothing to serve")]
+    NoApi { file: String },
+    #[error("{file}: key '{section}.{key}': {msg}")]
+    Bad {
+        file: String,
+        section: &'static str,
+        key: String,
+        msg: String,
+    },
+}
+
+fn as_bool(v: &Value) -> Option<bool> {
+    match v {
+        Value::Bool(b) => Some(*b),
+        Value::String(s) => match s.to_ascii_lowercase().as_str() {
+            "true" | "yes" | "on" | "1" => Some(true),
+            "false" | "no" | "off" | "0" => Some(false),
+            _ => None,
+        },
+        Value::Number(n) => n.as_i64().map(|i| i != 0),
+        _ => None,
+    }
+}
+
+fn as_u64(v: &Value) -> Option<u64> {
+    match v {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+impl ApiConfig {
+    pub fn from_master(cfg: &MasterConfig) -> Result<ApiConfig, ApiConfigError> {
+        let (section, block) = if cfg.rest_cherrypy.get("port").is_some() {
+            ("rest_cherrypy", &cfg.rest_cherrypy)
+        } else if cfg.rest_tornado.get("port").is_some() {
+            ("rest_tornado", &cfg.rest_tornado)
+        } else {
+            let file = cfg
+                .raw
+                .sources
+                .get("rest_cherrypy")
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "master config".into());
+            return Err(ApiConfigError::NoApi { file });
+        };
+        let file = cfg
+            .raw
+            .sources
+            .get(section)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "master config".into());
+        let bad = |key: &str, msg: &str| ApiConfigError::Bad {
+            file: file.clone(),
+            section,
+            key: key.to_string(),
+            msg: msg.to_string(),
+        };
+        let get = |k: &str| block.get(k).filter(|v| !v.is_null());
+        let boolean = |k: &str, default: bool| -> Result<bool, ApiConfigError> {
+            match get(k) {
+                None => Ok(default),
+                Some(v) => as_bool(v).ok_or_else(|| bad(k, "expected a boolean")),
+            }
+        };
+        let string = |k: &str, default: &str| -> Result<String, ApiConfigError> {
+            match get(k) {
+                None => Ok(default.to_string()),
+                Some(Value::String(s)) => Ok(s.clone()),
+                Some(Value::Number(n)) => Ok(n.to_string()),
+                Some(_) => Err(bad(k, "expected a string")),
+            }
+        };
+        let number = |k: &str, default: u64| -> Result<u64, ApiConfigError> {
+            match get(k) {
+                None => Ok(default),
+                Some(v) => as_u64(v).ok_or_else(|| bad(k, "expected a non-negative integer")),
+            }
+        };
+        let port = number("port", 0)?;
+        if port == 0 || port > 65535 {
+            return Err(bad("port", "expected a port number (1-65535)"));
+        }
+        let path = |k: &str| -> Result<Option<PathBuf>, ApiConfigError> {
+            Ok(match get(k) {
+                None => None,
+                Some(Value::String(s)) if s.is_empty() => None,
+                Some(Value::String(s)) => Some(PathBuf::from(s)),
+                Some(_) => return Err(bad(k, "expected a path")),
+            })
+        };
+        let host_key = if section == "rest_tornado" {
+            "address"
+        } else {
+            "host"
+        };
+        let mut root_prefix = string("root_prefix", "/")?;
+        if !root_prefix.starts_with('/') {
+            root_prefix.insert(0, '/');
+        }
+        let root_prefix = root_prefix.trim_end_matches('/').to_string();
+        let norm = |p: String| {
+            let p = if p.starts_with('/') {
+                p
+            } else {
+                format!("/{p}")
+            };
+            p.trim_end_matches('/').to_string()
+        };
+        let rest_timeout = cfg
+            .raw
+            .values
+            .get("rest_timeout")
+            .and_then(as_u64)
+            .unwrap_or(300);
+        let api = ApiConfig {
+            port: port as u16,
+            host: string(host_key, "0.0.0.0")?,
+            disable_ssl: boolean("disable_ssl", false)?,
+            ssl_crt: path("ssl_crt")?,
+            ssl_key: path("ssl_key")?,
+            debug: boolean("debug", false)?,
+            root_prefix,
+            static_dir: path("static")?,
+            static_path: norm(string("static_path", "/static")?),
+            app: path("app")?,
+            app_path: norm(string("app_path", "/app")?),
+            webhook_url: norm(string("webhook_url", "/hook")?),
+            webhook_disable_auth: boolean("webhook_disable_auth", false)?,
+            collect_stats: boolean("collect_stats", false)?,
+            stats_disable_auth: boolean("stats_disable_auth", false)?,
+            expire_responses: boolean("expire_responses", true)?,
+            max_request_body_size: number("max_request_body_size", 1_048_576)? as usize,
+            max_concurrent_requests: number("brine_max_concurrent_requests", 1024)?.max(1) as usize,
+            event_replay: number("brine_event_replay", 1000)? as usize,
+            rest_timeout,
+            enable_sessions: boolean("enable_sessions", true)?,
+        };
+        if !api.disable_ssl && (api.ssl_crt.is_none() || api.ssl_key.is_none()) {
+            return Err(bad(
+                "ssl_crt",
+                "ssl_crt and ssl_key are required unless disable_ssl is True",
+            ));
+        }
+        Ok(api)
+    }
+}

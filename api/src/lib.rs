@@ -1,0 +1,16 @@
+//! Brine's salt-api: the REST gateway, compatible with Salt's rest_cherrypy, with SSE,
+//! WebSocket and hooks, in front of a Salt-compatible master on the same host.
+
+pub mod auth;
+pub mod body;
+pub mod clients;
+pub mod config;
+pub mod daemon;
+pub mod error;
+pub mod link;
+pub mod metrics;
+pub mod negotiate;
+pub mod routes;
+pub mod server;
+pub mod state;
+pub mod stream;

@@ -1,0 +1,206 @@
+//! The API's two links to the master it runs next to: clear requests on the ret port (with the
+//! root key), and the event bus (`master_event_pub.ipc`), read once and fanned out in-process
+//! with a bounded replay buffer for SSE clients that reconnect.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use brine_protocol::event::{unpack_body, PubDecoder};
+use brine_protocol::payload::{dumps, loads, map, Value};
+use brine_transport::{tcp_endpoint, ReqClient};
+use tokio::io::AsyncReadExt;
+use tokio::sync::broadcast;
+
+use crate::error::ApiError;
+
+/// Clear requests to the master, over a small pool of REQ sockets (one request in flight each).
+pub struct MasterLink {
+    ctx: zmq::Context,
+    endpoint: String,
+    pool: Mutex<Vec<ReqClient>>,
+    root_key_path: PathBuf,
+    root_key: Mutex<String>,
+}
+
+impl MasterLink {
+    pub fn new(host: &str, port: u16, cachedir: &std::path::Path) -> MasterLink {
+        let path = cachedir.join(".root_key");
+        let key = std::fs::read_to_string(&path)
+            .map(|k| k.trim().to_string())
+            .unwrap_or_default();
+        MasterLink {
+            ctx: zmq::Context::new(),
+            endpoint: tcp_endpoint(host, port),
+            pool: Mutex::new(Vec::new()),
+            root_key_path: path,
+            root_key: Mutex::new(key),
+        }
+    }
+
+    /// The master's root key (re-read when the master created a new one).
+    pub fn root_key(&self) -> String {
+        let mut k = self.root_key.lock().expect("root key lock");
+        if let Ok(text) = std::fs::read_to_string(&self.root_key_path) {
+            let t = text.trim();
+            if !t.is_empty() && t != *k {
+                *k = t.to_string();
+            }
+        }
+        k.clone()
+    }
+
+    /// Send one clear load; the decoded reply. A master that does not answer is a 503.
+    pub async fn clear(
+        self: &Arc<Self>,
+        load: Value,
+        timeout: Duration,
+    ) -> Result<Value, ApiError> {
+        let me = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut client = me
+                .pool
+                .lock()
+                .expect("pool lock")
+                .pop()
+                .unwrap_or_else(|| ReqClient::new(&me.ctx, &me.endpoint));
+            let env = map(vec![
+                ("enc", Value::from("clear")),
+                ("load", load),
+                ("version", Value::from(3)),
+            ]);
+            let res = client.request(&dumps(&env), timeout);
+            match res {
+                Ok(bytes) => {
+                    me.pool.lock().expect("pool lock").push(client);
+                    loads(&bytes).map_err(|e| {
+                        ApiError::unavailable(format!("undecodable answer from the master: {e}"))
+                    })
+                }
+                Err(e) => Err(ApiError::unavailable(format!(
+                    "Salt Master is not available: {e}"
+                ))),
+            }
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("request task failed: {e}")))?
+    }
+}
+
+/// One bus event as the API hands it around, with its position in the stream.
+#[derive(Debug)]
+pub struct BusEvent {
+    pub id: u64,
+    pub tag: String,
+    pub data: serde_json::Value,
+}
+
+/// The master's event bus, read by one task and fanned out.
+pub struct Bus {
+    tx: broadcast::Sender<Arc<BusEvent>>,
+    replay: Mutex<VecDeque<Arc<BusEvent>>>,
+    replay_len: usize,
+    next_id: Mutex<u64>,
+    connected: std::sync::atomic::AtomicBool,
+}
+
+impl Bus {
+    /// Connect to `sock_dir/master_event_pub.ipc` and keep reading it (reconnecting when the
+    /// master restarts).
+    pub fn start(sock_dir: PathBuf, replay_len: usize) -> Arc<Bus> {
+        let (tx, _) = broadcast::channel(16384);
+        let bus = Arc::new(Bus {
+            tx,
+            replay: Mutex::new(VecDeque::with_capacity(replay_len)),
+            replay_len,
+            next_id: Mutex::new(0),
+            connected: std::sync::atomic::AtomicBool::new(false),
+        });
+        let b = bus.clone();
+        tokio::spawn(async move { b.run(sock_dir).await });
+        bus
+    }
+
+    pub fn is_connected(&self) -> bool {
+        self.connected.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<BusEvent>> {
+        self.tx.subscribe()
+    }
+
+    /// Events after `last_id` still held in the replay buffer (for `Last-Event-ID`).
+    pub fn replay_after(&self, last_id: u64) -> Vec<Arc<BusEvent>> {
+        self.replay
+            .lock()
+            .expect("replay lock")
+            .iter()
+            .filter(|e| e.id > last_id)
+            .cloned()
+            .collect()
+    }
+
+    async fn run(self: Arc<Self>, sock_dir: PathBuf) {
+        let path = sock_dir.join(brine_transport::eventbus::PUB_SOCK);
+        loop {
+            match tokio::net::UnixStream::connect(&path).await {
+                Ok(mut stream) => {
+                    self.connected
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                    tracing::info!("reading the master's events from {}", path.display());
+                    let mut dec = PubDecoder::new(brine_transport::eventbus::MAX_EVENT_FRAME);
+                    let mut buf = vec![0u8; 64 * 1024];
+                    loop {
+                        let n = match stream.read(&mut buf).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => n,
+                        };
+                        dec.push(&buf[..n]);
+                        loop {
+                            match dec.next_body() {
+                                Ok(Some(body)) => self.publish(&body),
+                                Ok(None) => break,
+                                Err(e) => {
+                                    tracing::warn!("bad frame on the master's bus: {e}");
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    self.connected
+                        .store(false, std::sync::atomic::Ordering::Relaxed);
+                    tracing::warn!("lost the master's event bus; reconnecting");
+                }
+                Err(e) => {
+                    tracing::debug!("master event bus {}: {e}", path.display());
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    fn publish(&self, body: &[u8]) {
+        let Ok((tag, data)) = unpack_body(body) else {
+            return;
+        };
+        let mut next = self.next_id.lock().expect("id lock");
+        *next += 1;
+        let ev = Arc::new(BusEvent {
+            id: *next,
+            tag,
+            data: brine_protocol::payload::to_json(&data),
+        });
+        {
+            let mut r = self.replay.lock().expect("replay lock");
+            if r.len() == self.replay_len {
+                r.pop_front();
+            }
+            if self.replay_len > 0 {
+                r.push_back(ev.clone());
+            }
+        }
+        drop(next);
+        let _ = self.tx.send(ev);
+    }
+}

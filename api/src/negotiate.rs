@@ -1,0 +1,382 @@
+//! Response content negotiation and serialisation, as rest_cherrypy does it: the `Accept` header
+//! chooses between JSON (the default) and YAML; JSON is written the way Python's `json.dumps`
+//! writes it (`", "` and `": "` separators, non-ASCII left as UTF-8, Python float spelling), YAML
+//! in block style that YAML 1.1 readers (PyYAML) read back unchanged.
+
+mod yaml;
+
+use std::io;
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{ApiError, UNSERIALIZABLE};
+
+/// Content-Type of JSON answers (exactly this, no charset, like Salt).
+pub const JSON: &str = "application/json";
+/// Content-Type of YAML answers.
+pub const YAML: &str = "application/x-yaml";
+
+/// The two response formats salt-api emits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// `application/json`
+    Json,
+    /// `application/x-yaml`
+    Yaml,
+}
+
+impl Format {
+    /// The Content-Type this format is sent with.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Json => JSON,
+            Format::Yaml => YAML,
+        }
+    }
+}
+
+/// One media range of an `Accept` header.
+struct MediaRange<'a> {
+    /// Media type without parameters, e.g. `application/json` or `*/*`.
+    value: &'a str,
+    /// The element as written (trimmed): CherryPy breaks ties between equal q-values on it.
+    text: &'a str,
+    q: f64,
+}
+
+/// Choose the response format from the `Accept` header as CherryPy's `accept()` does: ranges are
+/// tried by descending q-value (ties: the element text compared in reverse order, CherryPy's
+/// quirk, so `application/json, application/x-yaml` gives YAML); `*/*` and `application/*` give
+/// JSON; q=0 ranges are skipped. No header or an empty one gives JSON. Nothing acceptable (e.g.
+/// `text/yaml`, `text/plain`) → 406; a q-value that is not a number → 400, as CherryPy.
+pub fn choose(accept: Option<&str>) -> Result<Format, ApiError> {
+    let Some(header) = accept.filter(|h| !h.trim().is_empty()) else {
+        return Ok(Format::Json);
+    };
+    let mut ranges = Vec::new();
+    for element in header.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let mut parts = element.split(';');
+        let value = parts.next().unwrap_or_default().trim();
+        let mut q = 1.0;
+        for param in parts {
+            let Some((name, raw)) = param.split_once('=') else {
+                continue;
+            };
+            if name.trim().eq_ignore_ascii_case("q") {
+                q = raw
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|q| q.is_finite())
+                    .ok_or_else(|| {
+                        ApiError::bad_request(format!("Malformed HTTP header: `{element}`"))
+                    })?;
+                break;
+            }
+        }
+        ranges.push(MediaRange {
+            value,
+            text: element,
+            q,
+        });
+    }
+    ranges.sort_by(|a, b| b.q.total_cmp(&a.q).then_with(|| b.text.cmp(a.text)));
+    for range in ranges.iter().filter(|r| r.q > 0.0) {
+        let value = range.value.to_ascii_lowercase();
+        match value.as_str() {
+            "*/*" | "application/*" | JSON => return Ok(Format::Json),
+            YAML => return Ok(Format::Yaml),
+            _ => {}
+        }
+    }
+    Err(ApiError::not_acceptable(format!(
+        "Your client sent this Accept header: {header}. But this resource only emits these media \
+         types: {JSON}, {YAML}."
+    )))
+}
+
+/// Serialise `body` in `format` with the given status and the exact Content-Type. A body that
+/// cannot be serialised becomes Salt's 500 "Could not serialize the return data from Salt.".
+pub fn respond(format: Format, status: StatusCode, body: &Value) -> Response {
+    match serialize(format, body) {
+        Ok(bytes) => (
+            status,
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(format.content_type()),
+            )],
+            bytes,
+        )
+            .into_response(),
+        // Unreachable for a serde_json::Value written to memory; answer as Salt would anyway.
+        Err(error) => (error.status, error.message).into_response(),
+    }
+}
+
+/// Re-render an [`ApiError`] response (one made by `ApiError::into_response`) in `format`; any
+/// other response is returned unchanged. For a layer that knows the negotiated format.
+pub fn rerender(response: Response, format: Format) -> Response {
+    match response.extensions().get::<ApiError>() {
+        Some(error) if format != Format::Json => error.clone().into_response_with(format),
+        _ => response,
+    }
+}
+
+/// The bytes of `body` in `format`.
+pub fn serialize(format: Format, body: &Value) -> Result<Vec<u8>, ApiError> {
+    let failed = |_| ApiError::internal(UNSERIALIZABLE);
+    match format {
+        Format::Json => to_python_json(body).map_err(failed),
+        Format::Yaml => Ok(yaml::to_string(body).into_bytes()),
+    }
+}
+
+/// JSON as Python's `json.dumps(obj, ensure_ascii=False)` writes it.
+pub fn to_python_json(body: &Value) -> io::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(128);
+    let mut serializer = serde_json::Serializer::with_formatter(&mut out, PythonFormatter);
+    body.serialize(&mut serializer).map_err(io::Error::other)?;
+    Ok(out)
+}
+
+/// serde_json formatter with Python's default separators and float repr.
+struct PythonFormatter;
+
+impl serde_json::ser::Formatter for PythonFormatter {
+    fn begin_array_value<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            w.write_all(b", ")
+        }
+    }
+
+    fn begin_object_key<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            w.write_all(b", ")
+        }
+    }
+
+    fn begin_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        w.write_all(b": ")
+    }
+
+    fn write_f64<W: ?Sized + io::Write>(&mut self, w: &mut W, value: f64) -> io::Result<()> {
+        w.write_all(python_float_repr(value).as_bytes())
+    }
+
+    fn write_f32<W: ?Sized + io::Write>(&mut self, w: &mut W, value: f32) -> io::Result<()> {
+        w.write_all(python_float_repr(f64::from(value)).as_bytes())
+    }
+}
+
+/// Python's `repr(float)`: shortest round-trip digits, positional notation when the decimal
+/// exponent is in -5 < e < 16, otherwise `d.ddde+XX`; integral values keep a `.0`.
+fn python_float_repr(value: f64) -> String {
+    if !value.is_finite() {
+        // Never reached through serde_json::Value; Python would write these names.
+        return if value.is_nan() {
+            "NaN".into()
+        } else if value > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        };
+    }
+    // Rust's `{:e}` gives the shortest round-trip digits: "-1.2345e6".
+    let sci = format!("{value:e}");
+    let (mantissa, exponent) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", mantissa),
+    };
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    if !(-5 < exponent && exponent < 16) {
+        let (first, rest) = digits.split_at(1);
+        let fraction = if rest.is_empty() {
+            String::new()
+        } else {
+            format!(".{rest}")
+        };
+        let exp_sign = if exponent < 0 { '-' } else { '+' };
+        return format!("{sign}{first}{fraction}e{exp_sign}{:02}", exponent.abs());
+    }
+    let point = exponent + 1; // digits before the decimal point
+    if point <= 0 {
+        let zeros = "0".repeat(point.unsigned_abs() as usize);
+        format!("{sign}0.{zeros}{digits}")
+    } else {
+        let point = point as usize;
+        if digits.len() <= point {
+            format!("{sign}{digits}{}.0", "0".repeat(point - digits.len()))
+        } else {
+            format!("{sign}{}.{}", &digits[..point], &digits[point..])
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::to_bytes;
+    use serde_json::json;
+
+    async fn body_text(response: Response) -> String {
+        let bytes = to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("body");
+        String::from_utf8(bytes.to_vec()).expect("utf-8")
+    }
+
+    #[test]
+    fn no_accept_or_wildcards_give_json() {
+        for accept in [
+            None,
+            Some(""),
+            Some("*/*"),
+            Some("application/*"),
+            Some("application/json"),
+        ] {
+            assert_eq!(
+                choose(accept).expect("acceptable"),
+                Format::Json,
+                "{accept:?}"
+            );
+        }
+        assert_eq!(
+            choose(Some("application/x-yaml")).expect("yaml"),
+            Format::Yaml
+        );
+        assert_eq!(
+            choose(Some("Application/X-YAML")).expect("case"),
+            Format::Yaml
+        );
+    }
+
+    #[test]
+    fn q_values_order_the_choice() {
+        let yaml = "application/json;q=0.5, application/x-yaml";
+        assert_eq!(choose(Some(yaml)).expect("yaml"), Format::Yaml);
+        let json = "application/x-yaml;q=0.2, application/json;q=0.9";
+        assert_eq!(choose(Some(json)).expect("json"), Format::Json);
+        let browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+        assert_eq!(choose(Some(browser)).expect("browser"), Format::Json);
+        let refused = "application/json;q=0, application/x-yaml;q=0.1";
+        assert_eq!(choose(Some(refused)).expect("yaml"), Format::Yaml);
+        // Equal q-values: CherryPy sorts the element texts in reverse, so YAML wins here.
+        let tie = "application/json, application/x-yaml";
+        assert_eq!(choose(Some(tie)).expect("tie"), Format::Yaml);
+        let params = "application/json; charset=utf-8; q=0.7, application/x-yaml; q=0.6";
+        assert_eq!(choose(Some(params)).expect("params"), Format::Json);
+    }
+
+    #[test]
+    fn unacceptable_types_give_406_with_salt_message() {
+        for accept in [
+            "text/yaml",
+            "text/plain",
+            "text/html",
+            "application/xml",
+            "*/*;q=0",
+        ] {
+            let error = choose(Some(accept)).expect_err(accept);
+            assert_eq!(error.status, StatusCode::NOT_ACCEPTABLE);
+            assert_eq!(
+                error.message,
+                format!(
+                    "Your client sent this Accept header: {accept}. But this resource only emits \
+                     these media types: application/json, application/x-yaml."
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn malformed_q_value_is_a_400() {
+        let error = choose(Some("application/json;q=high")).expect_err("bad q");
+        assert_eq!(error.status, StatusCode::BAD_REQUEST);
+        assert_eq!(
+            error.message,
+            "Malformed HTTP header: `application/json;q=high`"
+        );
+    }
+
+    #[tokio::test]
+    async fn json_uses_python_separators_and_exact_content_type() {
+        let response = respond(
+            Format::Json,
+            StatusCode::OK,
+            &json!({"return": [{"m1": true}]}),
+        );
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(response.headers()["content-type"], "application/json");
+        assert_eq!(body_text(response).await, r#"{"return": [{"m1": true}]}"#);
+
+        let nested = json!({"a": [1, "x", null, {}], "b": {"c": [], "d": "é\n\""}});
+        let bytes = to_python_json(&nested).expect("json");
+        assert_eq!(
+            String::from_utf8(bytes).expect("utf-8"),
+            r#"{"a": [1, "x", null, {}], "b": {"c": [], "d": "é\n\""}}"#
+        );
+    }
+
+    #[test]
+    fn floats_are_spelled_as_python_does() {
+        let cases = [
+            (1795386146.02, "1795386146.02"),
+            (100.0, "100.0"),
+            (0.5, "0.5"),
+            (-2.25, "-2.25"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (1e15, "1000000000000000.0"),
+            (1e16, "1e+16"),
+            (1.5e300, "1.5e+300"),
+            (-1.25e-7, "-1.25e-07"),
+            (0.0, "0.0"),
+        ];
+        for (value, text) in cases {
+            assert_eq!(python_float_repr(value), text, "{value}");
+        }
+    }
+
+    #[tokio::test]
+    async fn yaml_is_block_style_with_its_content_type() {
+        let body = json!({"return": [{"m1": true, "m2": [1, 2]}]});
+        let response = respond(Format::Yaml, StatusCode::ACCEPTED, &body);
+        assert_eq!(response.status(), StatusCode::ACCEPTED);
+        assert_eq!(response.headers()["content-type"], "application/x-yaml");
+        assert_eq!(
+            body_text(response).await,
+            "return:\n- m1: true\n  m2:\n  - 1\n  - 2\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn rerender_turns_error_responses_into_yaml_only() {
+        let error = ApiError::invalid_json().into_response();
+        let yaml = rerender(error, Format::Yaml);
+        assert_eq!(yaml.headers()["content-type"], "application/x-yaml");
+        assert!(body_text(yaml)
+            .await
+            .contains("return: Invalid JSON document"));
+
+        let ok = respond(Format::Json, StatusCode::OK, &json!({"return": 1}));
+        let unchanged = rerender(ok, Format::Yaml);
+        assert_eq!(unchanged.headers()["content-type"], "application/json");
+    }
+}
