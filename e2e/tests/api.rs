@@ -978,3 +978,29 @@ rest_cherrypy:
     );
     assert!(t0.elapsed() < Duration::from_secs(15));
 }
+
+#[test]
+fn api_concurrency_limit_answers_503() {
+    let api = api_stack("  brine_max_concurrent_requests: 1\n");
+    let tok = api.login("alice", "x", "auto");
+    let url = api.url("/");
+    let tok2 = tok.clone();
+    let slow = std::thread::spawn(move || {
+        Client::new()
+            .post(url)
+            .header("X-Auth-Token", tok2)
+            .json(&json!({"client": "local", "tgt": "web1", "fun": "test.sleep", "arg": [3]}))
+            .timeout(Duration::from_secs(30))
+            .send()
+            .unwrap()
+            .status()
+            .as_u16()
+    });
+    std::thread::sleep(Duration::from_millis(800));
+    let r = api.http.get(api.url("/")).send().unwrap();
+    let s = r.status().as_u16();
+    assert_error(s, &r.json().unwrap(), 503);
+    assert_eq!(slow.join().unwrap(), 200);
+    let r = api.http.get(api.url("/")).send().unwrap();
+    assert_eq!(r.status(), 200);
+}
