@@ -132,6 +132,33 @@ fn hostile_requests_are_refused_and_the_master_keeps_serving() {
         assert_eq!(get(&inner, "ret"), Some(&Value::from(false)), "{id:?}");
     }
     assert!(!st.master_root().join("pki/evil").exists());
+
+    // An accepted id signing in with another key is refused, and that key recorded as denied.
+    let other = brine_protocol::crypt::PrivateKey::generate(2048)
+        .unwrap()
+        .public()
+        .to_pem();
+    let body = clear(map(vec![
+        ("cmd", Value::from("_auth")),
+        ("id", Value::from("m1")),
+        ("nonce", Value::from("0123456789abcdef0123456789abcdef")),
+        ("enc_algo", Value::from("OAEP-SHA1")),
+        ("sig_algo", Value::from("PKCS1v15-SHA1")),
+        ("pub", Value::from(other.clone())),
+    ]));
+    let r = loads(&req(&ctx, port, &body, 5000).unwrap()).unwrap();
+    let inner = match get(&r, "load").unwrap() {
+        Value::Binary(b) => loads(b).unwrap(),
+        other => panic!("unsigned reply {other}"),
+    };
+    assert_eq!(get(&inner, "ret"), Some(&Value::from(false)));
+    let denied = std::fs::read_to_string(st.master_root().join("pki/minions_denied/m1")).unwrap();
+    assert_eq!(denied, other);
+    // The real m1 keeps its accepted key.
+    assert_eq!(
+        std::fs::read_to_string(st.master_root().join("pki/minions/m1")).unwrap(),
+        pub_text.trim()
+    );
     assert!(!st.master_root().join("evil").exists());
 
     // A 100 MB frame is refused with a reason; one over twice the limit cuts the peer off
