@@ -645,15 +645,21 @@ async fn wheel(
         return Err(runner_denied(caller));
     }
     let jid = brine_protocol::jid::gen_jid();
+    // Salt's master passes every other key of a wheel load to the function as a keyword
+    // argument, so the caller and the jid travel as Salt's internal `__user__` and `__jid__`
+    // (which it drops; Salt's master then records its own user and jid), and `arg` only when
+    // there are positional arguments.
     let mut load = vec![
         (Value::from("cmd"), Value::from("wheel")),
         (Value::from("fun"), Value::from(fun.clone())),
-        (Value::from("jid"), Value::from(jid.clone())),
-        (Value::from("arg"), from_json(&arg)),
+        (Value::from("__jid__"), Value::from(jid.clone())),
         (Value::from("key"), Value::from(state.master.root_key())),
-        (Value::from("user"), Value::from(caller.name.clone())),
+        (Value::from("__user__"), Value::from(caller.name.clone())),
         (Value::from("client"), Value::from(client)),
     ];
+    if arg.as_array().is_some_and(|a| !a.is_empty()) {
+        load.push((Value::from("arg"), from_json(&arg)));
+    }
     if let Json::Object(kw) = &kwarg {
         for (k, v) in kw {
             load.push((Value::from(k.as_str()), from_json(v)));

@@ -2,6 +2,8 @@
 //! directory, on ports outside the ephemeral range, stopped when the test ends. When a test
 //! fails, the logs of every process are printed.
 
+pub mod real;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::net::TcpListener;

@@ -43,6 +43,20 @@ pub struct Master {
     pub self_ref: std::sync::OnceLock<std::sync::Weak<Master>>,
 }
 
+/// Log a request Brine does not handle once per command name (a peer retrying, or a minion
+/// running the same function again, does not flood the log). At most 256 names are remembered.
+fn log_unsupported_once(kind: &str, cmd: &str, from: &str) {
+    static SEEN: std::sync::Mutex<std::collections::BTreeSet<String>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    let key = format!("{kind} {cmd}");
+    if seen.len() < 256 && seen.insert(key) {
+        tracing::info!(
+            "unsupported {kind} command {cmd:?} from {from}: answered {{}} as Salt's master does (logged once)"
+        );
+    }
+}
+
 /// A refused request: the reason is logged, the peer gets Salt's `"bad load"`.
 #[derive(Debug)]
 pub struct Refused(pub String);
@@ -146,7 +160,7 @@ impl Master {
             "runner" => self.clear_runner(load.clone()),
             "wheel" => self.clear_wheel(load.clone()),
             other => {
-                tracing::info!("unsupported clear command {other:?}: answered {{}}");
+                log_unsupported_once("clear", other, "a local client");
                 Value::Map(vec![])
             }
         };
@@ -659,8 +673,9 @@ impl Master {
             "_mine" | "_mine_delete" | "_mine_flush" => Value::from(true),
             "_mine_get" => Value::Map(vec![]),
             other => {
-                tracing::info!("unsupported aes command {other:?} from {id}: answered False");
-                Value::from(false)
+                // Salt's master answers an unknown aes command with an empty dict.
+                log_unsupported_once("aes", other, id);
+                Value::Map(vec![])
             }
         };
         Ok(dumps(&Value::Binary(session.dumps(&ret, nonce.as_deref()))))

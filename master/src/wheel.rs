@@ -25,6 +25,8 @@ pub const NON_ARG_KEYS: &[&str] = &[
     "__kwarg__",
     "print_event",
     "full_return",
+    "__jid__",
+    "__user__",
 ];
 
 pub const FUNCTIONS: &[&str] = &[
@@ -369,8 +371,14 @@ impl Master {
             tracing::warn!("wheel call refused: bad root key");
             return Master::auth_error("AuthenticationError");
         };
+        // Salt's internal `__user__`/`__jid__` (which Salt's master drops before calling the
+        // function; salt-api sends them) name the caller and the jid when `user`/`jid` are absent.
+        let user = match (get(&load, "user"), get_str(&load, "__user__")) {
+            (None, Some(u)) => u.to_string(),
+            _ => user,
+        };
         let fun = get_str(&load, "fun").unwrap_or("").to_string();
-        let jid = match get_str(&load, "jid") {
+        let jid = match get_str(&load, "jid").or_else(|| get_str(&load, "__jid__")) {
             Some(j) if brine_protocol::jid::is_jid(j) => j.to_string(),
             _ => gen_jid(),
         };

@@ -1,0 +1,439 @@
+//! docker-compose.yml and deploy/compose/: the file is a valid Compose Specification
+//! document, every service command uses only flags its binary accepts, and the config files
+//! the services read exist and load with Brine's own config loaders.
+//!
+//! The schema check runs the venv of scripts/test (BRINE_TEST_VENV: jsonschema_rs and the
+//! Compose Specification schema from the docker-compose 1.29.2 wheel on PyPI); without it
+//! that test says so and returns. The other checks need only the built binaries.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use brine_api::config::ApiConfig;
+use brine_e2e::bin;
+use brine_protocol::config::{MasterConfig, MinionConfig};
+use serde_yaml::Value as Yaml;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
+}
+
+/// The venv made by scripts/test, or None (with a note) when the test runs outside it.
+fn test_venv(test: &str) -> Option<PathBuf> {
+    match std::env::var_os("BRINE_TEST_VENV") {
+        Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
+        _ => {
+            eprintln!(
+                "{test}: skipped, it needs the Python venv of scripts/test (BRINE_TEST_VENV is not set)"
+            );
+            None
+        }
+    }
+}
+
+/// docker-compose.yml with YAML merge keys (`<<: *brine`) applied, as Compose reads it.
+fn compose() -> Yaml {
+    let path = repo().join("docker-compose.yml");
+    let text = std::fs::read_to_string(&path).expect("docker-compose.yml");
+    let mut doc: Yaml = serde_yaml::from_str(&text).expect("docker-compose.yml is YAML");
+    doc.apply_merge().expect("merge keys");
+    doc
+}
+
+fn services(doc: &Yaml) -> Vec<(String, Yaml)> {
+    doc["services"]
+        .as_mapping()
+        .expect("services")
+        .iter()
+        .map(|(k, v)| (k.as_str().expect("service name").to_string(), v.clone()))
+        .collect()
+}
+
+/// A service's `command:` as a list of words (the short string form is split on spaces).
+fn command(svc: &Yaml) -> Vec<String> {
+    match &svc["command"] {
+        Yaml::Sequence(s) => s
+            .iter()
+            .map(|w| match w {
+                Yaml::String(s) => s.clone(),
+                other => serde_yaml::to_string(other).unwrap().trim().to_string(),
+            })
+            .collect(),
+        Yaml::String(s) => s.split_whitespace().map(str::to_string).collect(),
+        other => panic!("command is not a list or a string: {other:?}"),
+    }
+}
+
+/// The options a binary lists in `--help` (clap format): name -> whether it takes a value.
+struct Help {
+    flags: BTreeMap<String, bool>,
+    positionals: bool,
+}
+
+fn help(name: &str) -> Help {
+    let out = Command::new(bin(name))
+        .arg("--help")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run --help");
+    assert!(out.status.success(), "{name} --help failed");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let usage = text
+        .lines()
+        .find(|l| l.starts_with("Usage:"))
+        .unwrap_or_else(|| panic!("{name} --help has no Usage line:\n{text}"));
+    let positionals = usage.split_whitespace().skip(2).any(|w| w != "[OPTIONS]");
+    let mut flags = BTreeMap::new();
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if !words.first().is_some_and(|w| w.starts_with('-')) {
+            continue;
+        }
+        let mut names = Vec::new();
+        let mut takes_value = false;
+        for w in words {
+            if w.starts_with('-') {
+                names.push(w.trim_end_matches(',').to_string());
+            } else if w.starts_with('<') {
+                takes_value = true;
+            } else {
+                break;
+            }
+        }
+        for n in names {
+            flags.insert(n, takes_value);
+        }
+    }
+    assert!(
+        flags.contains_key("--help"),
+        "{name}: no options parsed:\n{text}"
+    );
+    Help { flags, positionals }
+}
+
+/// Check `args` against the binary's options; returns the flags' values by every name of
+/// the flag given (e.g. "-c").
+fn check_args(service: &str, name: &str, args: &[String]) -> BTreeMap<String, String> {
+    let h = help(name);
+    let mut values = BTreeMap::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        i += 1;
+        if let Some(long) = a.strip_prefix("--") {
+            let (flag, inline) = match long.split_once('=') {
+                Some((f, v)) => (format!("--{f}"), Some(v.to_string())),
+                None => (a.clone(), None),
+            };
+            let takes = *h.flags.get(&flag).unwrap_or_else(|| {
+                panic!("service {service}: {name} has no option {flag} (see {name} --help)")
+            });
+            match (takes, inline) {
+                (true, Some(v)) => {
+                    values.insert(flag, v);
+                }
+                (true, None) => {
+                    let v = args.get(i).unwrap_or_else(|| {
+                        panic!("service {service}: {name} {flag} needs a value")
+                    });
+                    i += 1;
+                    values.insert(flag, v.clone());
+                }
+                (false, Some(_)) => panic!("service {service}: {name} {flag} takes no value"),
+                (false, None) => {
+                    values.insert(flag, String::new());
+                }
+            }
+        } else if a.starts_with('-') && a.len() > 1 {
+            let flag = a[..2].to_string();
+            let takes = *h.flags.get(&flag).unwrap_or_else(|| {
+                panic!("service {service}: {name} has no option {flag} (see {name} --help)")
+            });
+            if takes {
+                let v = if a.len() > 2 {
+                    a[2..].to_string()
+                } else {
+                    let v = args.get(i).unwrap_or_else(|| {
+                        panic!("service {service}: {name} {flag} needs a value")
+                    });
+                    i += 1;
+                    v.clone()
+                };
+                values.insert(flag, v);
+            } else {
+                // Bundled short switches (-dl would need each to be a switch).
+                for c in a[1..].chars() {
+                    let f = format!("-{c}");
+                    assert_eq!(
+                        h.flags.get(&f),
+                        Some(&false),
+                        "service {service}: {name} has no switch {f}"
+                    );
+                    values.insert(f, String::new());
+                }
+            }
+        } else {
+            assert!(
+                h.positionals,
+                "service {service}: {name} takes no positional argument, got {a:?}"
+            );
+        }
+    }
+    values
+}
+
+/// Bind mounts of a service: container path -> host path (relative to the compose file).
+/// Named volumes: container path -> volume name.
+fn mounts(svc: &Yaml) -> (BTreeMap<PathBuf, PathBuf>, BTreeMap<PathBuf, String>) {
+    let mut binds = BTreeMap::new();
+    let mut named = BTreeMap::new();
+    for v in svc["volumes"].as_sequence().cloned().unwrap_or_default() {
+        let (source, target) = match &v {
+            Yaml::String(s) => {
+                let parts: Vec<&str> = s.split(':').collect();
+                assert!(parts.len() >= 2, "volume {s:?} has no target");
+                (parts[0].to_string(), parts[1].to_string())
+            }
+            Yaml::Mapping(_) => (
+                v["source"].as_str().expect("volume source").to_string(),
+                v["target"].as_str().expect("volume target").to_string(),
+            ),
+            other => panic!("volume entry {other:?}"),
+        };
+        if source.starts_with('.') || source.starts_with('/') {
+            binds.insert(PathBuf::from(target), repo().join(source));
+        } else {
+            named.insert(PathBuf::from(target), source);
+        }
+    }
+    (binds, named)
+}
+
+/// Where a container path comes from on the host, through the service's bind mounts.
+fn host_path(binds: &BTreeMap<PathBuf, PathBuf>, container: &Path) -> Option<PathBuf> {
+    binds
+        .iter()
+        .filter(|(target, _)| container.starts_with(target))
+        .max_by_key(|(target, _)| target.components().count())
+        .map(|(target, source)| source.join(container.strip_prefix(target).unwrap()))
+}
+
+/// The named volume holding a container path, if any.
+fn volume_of(named: &BTreeMap<PathBuf, String>, container: &Path) -> Option<String> {
+    named
+        .iter()
+        .filter(|(target, _)| container.starts_with(target))
+        .max_by_key(|(target, _)| target.components().count())
+        .map(|(_, name)| name.clone())
+}
+
+/// The container ports a service publishes.
+fn published(svc: &Yaml) -> BTreeSet<u16> {
+    svc["ports"]
+        .as_sequence()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|p| {
+            let s = p.as_str().expect("port as a string");
+            s.rsplit(':')
+                .next()
+                .and_then(|c| c.split('/').next())
+                .and_then(|c| c.parse().ok())
+                .unwrap_or_else(|| panic!("port {s:?}"))
+        })
+        .collect()
+}
+
+#[test]
+fn compose_services_use_real_flags_and_loadable_configs() {
+    let doc = compose();
+    let dockerfile = std::fs::read_to_string(repo().join("Dockerfile")).expect("Dockerfile");
+    let services = services(&doc);
+    let names: BTreeSet<String> = services.iter().map(|(n, _)| n.clone()).collect();
+    let mut masters: BTreeMap<String, MasterConfig> = BTreeMap::new();
+    let mut seen_bins = BTreeSet::new();
+    let mut minions = Vec::new();
+
+    for (service, svc) in &services {
+        let cmd = command(svc);
+        let name = Path::new(&cmd[0])
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        assert!(
+            dockerfile.contains(&format!("target/release/{name}")),
+            "service {service} runs {name}, which the Dockerfile does not install"
+        );
+        let values = check_args(service, &name, &cmd[1..]);
+        let conf_dir = values
+            .get("-c")
+            .or_else(|| values.get("--config-dir"))
+            .cloned()
+            .unwrap_or_else(|| "/etc/salt".to_string());
+        let (binds, named) = mounts(svc);
+        let dir = host_path(&binds, Path::new(&conf_dir)).unwrap_or_else(|| {
+            panic!("service {service}: its config dir {conf_dir} is not a bind mount")
+        });
+        seen_bins.insert(name.clone());
+        match name.as_str() {
+            "salt-master" | "salt-api" => {
+                assert!(dir.join("master").is_file(), "{}/master", dir.display());
+                let cfg = MasterConfig::load(&dir)
+                    .unwrap_or_else(|e| panic!("service {service}: {}: {e}", dir.display()));
+                // Files the config names must be mounted too.
+                if let Some(f) = cfg.external_auth["file"]["^filename"].as_str() {
+                    let host = host_path(&binds, Path::new(f)).unwrap_or_else(|| {
+                        panic!("service {service}: eauth file {f} is not mounted")
+                    });
+                    assert!(
+                        host.is_file(),
+                        "service {service}: {} is missing",
+                        host.display()
+                    );
+                }
+                if name == "salt-api" {
+                    let api = ApiConfig::from_master(&cfg)
+                        .unwrap_or_else(|e| panic!("service {service}: {e}"));
+                    assert!(
+                        published(svc).contains(&api.port),
+                        "service {service}: salt-api listens on {} but publishes {:?}",
+                        api.port,
+                        published(svc)
+                    );
+                    assert_eq!(
+                        api.host, "0.0.0.0",
+                        "salt-api must listen beyond the container"
+                    );
+                } else {
+                    let ports = published(svc);
+                    assert!(ports.contains(&cfg.ret_port) && ports.contains(&cfg.publish_port));
+                    assert_eq!(
+                        cfg.interface, "0.0.0.0",
+                        "the master must listen beyond the container"
+                    );
+                }
+                // pki_dir, cachedir and sock_dir live in named volumes (shared with salt-api).
+                let vols: Vec<String> = [&cfg.pki_dir, &cfg.cachedir, &cfg.sock_dir]
+                    .iter()
+                    .map(|p| {
+                        volume_of(&named, p).unwrap_or_else(|| {
+                            panic!("service {service}: {} is not on a volume", p.display())
+                        })
+                    })
+                    .collect();
+                masters.insert(format!("{service}:{}", vols.join(",")), cfg);
+            }
+            "salt-minion" => {
+                assert!(dir.join("minion").is_file(), "{}/minion", dir.display());
+                let raw = brine_protocol::config::load_raw(&dir, "minion").unwrap();
+                assert!(
+                    raw.values.contains_key("id"),
+                    "service {service}: the minion config must set its id"
+                );
+                let cfg = MinionConfig::load(&dir)
+                    .unwrap_or_else(|e| panic!("service {service}: {}: {e}", dir.display()));
+                assert!(
+                    volume_of(&named, &cfg.pki_dir).is_some(),
+                    "service {service}: the minion's keys are not on a volume"
+                );
+                minions.push((service.clone(), cfg));
+            }
+            other => panic!("service {service}: unexpected binary {other}"),
+        }
+    }
+    for b in ["salt-master", "salt-api", "salt-minion"] {
+        assert!(seen_bins.contains(b), "no service runs {b}");
+    }
+
+    // salt-api runs next to the master: same config values and the same volumes.
+    let shared: BTreeSet<String> = masters
+        .keys()
+        .map(|k| k.split_once(':').unwrap().1.to_string())
+        .collect();
+    assert_eq!(
+        shared.len(),
+        1,
+        "master and api must share the pki, cache and sock volumes: {:?}",
+        masters.keys()
+    );
+    let master = masters
+        .iter()
+        .find(|(k, _)| k.starts_with("master:"))
+        .map(|(_, c)| c)
+        .expect("a service named master running salt-master");
+
+    // Each minion finds the master service on its ret port, with its own id.
+    let mut ids = BTreeSet::new();
+    for (service, cfg) in &minions {
+        assert!(
+            cfg.master.iter().all(|m| names.contains(m)),
+            "service {service}: master {:?} is not a compose service",
+            cfg.master
+        );
+        assert_eq!(cfg.master_port, master.ret_port, "service {service}");
+        assert!(ids.insert(cfg.id.clone()), "two minions are {}", cfg.id);
+    }
+    assert_eq!(minions.len(), 2, "two minions");
+}
+
+#[test]
+fn compose_file_matches_compose_spec_schema() {
+    let Some(venv) = test_venv("compose_file_matches_compose_spec_schema") else {
+        return;
+    };
+    let schema = venv.join("share/compose-spec.json");
+    assert!(
+        schema.is_file(),
+        "{} is missing: rerun scripts/test to rebuild the venv",
+        schema.display()
+    );
+    // Validate the real file, and a copy with an unknown service key, which must fail (so a
+    // validator that accepts anything cannot pass this test).
+    let script = r#"
+import copy, json, sys
+import jsonschema_rs, yaml
+
+schema = json.load(open(sys.argv[1]))
+assert "services" in schema["properties"], "not the Compose Specification schema"
+jsonschema_rs.meta.validate(schema)
+doc = yaml.safe_load(open(sys.argv[2]))
+validator = jsonschema_rs.validator_for(schema)
+errors = ["/".join(map(str, e.instance_path)) + ": " + e.message for e in validator.iter_errors(doc)]
+bad = copy.deepcopy(doc)
+first = next(iter(bad["services"]))
+bad["services"][first]["no_such_key"] = 1
+if validator.is_valid(bad):
+    errors.append("the validator accepted an unknown service key")
+for e in errors:
+    print(e)
+print("compose: %d services, %d errors" % (len(doc["services"]), len(errors)))
+sys.exit(1 if errors else 0)
+"#;
+    let out = Command::new(venv.join("bin/python"))
+        .arg("-c")
+        .arg(script)
+        .arg(&schema)
+        .arg(repo().join("docker-compose.yml"))
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("LANG", "C.UTF-8")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the venv's python");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "docker-compose.yml does not match the Compose Specification:\n{text}"
+    );
+    assert!(text.contains("0 errors"), "{text}");
+}
