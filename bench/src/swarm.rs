@@ -102,9 +102,11 @@ pub async fn run(
         _ = stop => {}
         _ = limit => {}
     }
+    // Summarise before the minions wind down, so the gauges show the running swarm.
+    shared.stats.mark(total, shared.started);
+    let summary = shared.stats.summary(total, shared.started.elapsed());
     let _ = tx.send(true);
     launcher.abort();
     progress.abort();
-    shared.stats.mark(total, shared.started);
-    Ok(shared.stats.summary(total, shared.started.elapsed()))
+    Ok(summary)
 }

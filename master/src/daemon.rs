@@ -37,8 +37,51 @@ pub fn job_store_path(cfg: &MasterConfig) -> std::path::PathBuf {
         .unwrap_or_else(|| cfg.cachedir.join("jobs.sqlite"))
 }
 
+/// Salt's `max_open_files` default.
+pub const MAX_OPEN_FILES: u64 = 100_000;
+
+/// Like Salt's master: raise the soft `RLIMIT_NOFILE` to `max_open_files` (default 100000),
+/// capped by the hard limit. Every minion holds two connections to the master, so the usual
+/// soft limit of 1024 would stop a master near 500 minions. Returns (soft, hard) afterwards.
+#[allow(unsafe_code)]
+pub fn raise_open_files(cfg: &MasterConfig) -> std::io::Result<(u64, u64)> {
+    let want = cfg
+        .raw
+        .values
+        .get("max_open_files")
+        .and_then(|v| v.as_u64())
+        .unwrap_or(MAX_OPEN_FILES);
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read or write the rlimit struct passed by pointer,
+    // a valid, initialised local that outlives both calls.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let target = want.min(lim.rlim_max);
+        if lim.rlim_cur < target {
+            let raised = libc::rlimit {
+                rlim_cur: target,
+                rlim_max: lim.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            lim = raised;
+        }
+    }
+    Ok((lim.rlim_cur, lim.rlim_max))
+}
+
 /// Build a master from its config and start serving. Returns when SIGTERM or SIGINT arrives.
 pub fn run(cfg: MasterConfig) -> anyhow::Result<()> {
+    match raise_open_files(&cfg) {
+        Ok((soft, hard)) => tracing::info!("max open files: {soft} (hard limit {hard})"),
+        Err(e) => tracing::warn!("cannot raise the open-file limit: {e}"),
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("master-rt")

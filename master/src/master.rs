@@ -445,9 +445,11 @@ impl Master {
             }
         }
         let ks = &self.keys;
-        let write = |state: KeyState| {
-            if let Err(e) = ks.write(state, id, pub_text) {
+        let write = |state: KeyState| match ks.write(state, id, pub_text) {
+            Ok(()) => true,
+            Err(e) => {
                 tracing::error!("cannot write key of {id}: {e}");
+                false
             }
         };
         if !self.cfg.open_mode {
@@ -505,13 +507,16 @@ impl Master {
                 }
             }
         }
-        // Accept.
+        // Accept. A key that cannot be stored is not accepted: the minion's requests would be
+        // refused afterwards.
         let stored = ks.read(KeyState::Accepted, id);
         if stored.as_deref().map(|s| KeyStore::same_key(s, pub_text)) != Some(true) {
             if stored.is_some() && !self.cfg.open_mode {
                 return answer(Value::from(false));
             }
-            write(KeyState::Accepted);
+            if !write(KeyState::Accepted) {
+                return answer(Value::from(false));
+            }
         }
         let minion_pub = match PublicKey::from_pem(pub_text) {
             Ok(k) => k,

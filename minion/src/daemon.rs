@@ -417,36 +417,47 @@ pub async fn run(minion: Arc<Minion>, ctx: zmq::Context) -> i32 {
         };
         // One frame, or [topic, payload] with zmq_filtering: the payload is the last frame.
         let Some(frame) = frames.last() else { continue };
+        // Decrypt; if the AES key changed (master restart, key rotation), sign in again once
+        // and decrypt the same publish with the new key.
         let mut load = None;
-        for attempt in 0..2 {
-            let Some(creds) = minion.channel.creds() else {
-                // Not signed in (a rotation left us pending): try once, drop the publish.
-                let m = minion.clone();
-                if tokio::task::spawn_blocking(move || {
-                    m.channel
-                        .sign_in(Duration::from_secs(m.cfg.auth_timeout.max(1)))
-                })
-                .await
-                .map(|r| r.is_ok())
-                .unwrap_or(false)
-                {
+        let mut signed_in_again = false;
+        loop {
+            let creds = match minion.channel.creds() {
+                Some(c) => c,
+                None => {
+                    if signed_in_again {
+                        break;
+                    }
+                    signed_in_again = true;
+                    let m = minion.clone();
+                    let ok = tokio::task::spawn_blocking(move || {
+                        m.channel
+                            .sign_in(Duration::from_secs(m.cfg.auth_timeout.max(1)))
+                    })
+                    .await
+                    .map(|r| r.is_ok())
+                    .unwrap_or(false);
+                    if !ok {
+                        // Not accepted (e.g. our key was deleted): the publish is not for us.
+                        break;
+                    }
                     serials = SerialGuard::default();
                     continue;
                 }
-                break;
             };
             match minion.open_publish(&creds, frame, &mut serials) {
                 Ok(l) => {
                     load = l;
                     break;
                 }
-                Err(()) if attempt == 0 => {
-                    // The AES key changed: sign in again, then try the same publish once more.
+                Err(()) if !signed_in_again => {
                     tracing::info!("publish does not decrypt; signing in again");
                     minion.channel.reset();
-                    serials = SerialGuard::default();
                 }
-                Err(()) => tracing::warn!("publish does not decrypt even after signing in again"),
+                Err(()) => {
+                    tracing::warn!("publish does not decrypt even after signing in again");
+                    break;
+                }
             }
         }
         let Some(load) = load else { continue };

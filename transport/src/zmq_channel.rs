@@ -211,7 +211,13 @@ fn router_loop(
 }
 
 fn worker_loop(push: zmq::Socket, rx: Receiver<Job>, handler: ReplyHandler, stop: Arc<AtomicBool>) {
+    // A reply that cannot be handed back within a second (the router is gone) is dropped
+    // rather than blocking the worker for ever.
+    let _ = push.set_sndtimeo(1000);
     loop {
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
         let job = match rx.recv_timeout(Duration::from_millis(POLL_MS as u64)) {
             Ok(job) => job,
             Err(RecvTimeoutError::Timeout) => {
