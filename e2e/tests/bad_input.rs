@@ -259,6 +259,22 @@ fn wheel_and_runner_functions() {
     let r = loads(&req(&ctx, st.ret_port, &bad, 10000).unwrap()).unwrap();
     assert!(get(&r, "error").is_some(), "{r}");
 
+    // Jobs published at the same time from several clients all reach the minion (publish
+    // serials must leave the master in order, or minions drop the late ones as replays).
+    let answers: Vec<serde_json::Value> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..12)
+            .map(|_| s.spawn(|| st.salt_json(&["-t", "10", "m1", "test.ping"]).0))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for a in &answers {
+        assert_eq!(
+            a,
+            &json!({"m1": true}),
+            "a concurrent job got lost: {answers:?}"
+        );
+    }
+
     let run = |args: &[&str]| -> serde_json::Value {
         let mut a = vec!["--out", "json"];
         a.extend_from_slice(args);

@@ -132,14 +132,22 @@ fn raise_nofile() -> String {
             return limit.to_string();
         }
     }
+    nofile_limit().map_or_else(
+        || "unknown".into(),
+        |n| format!("{n} (could not be raised)"),
+    )
+}
+
+/// The soft open-files limit of this process, from /proc/self/limits.
+fn nofile_limit() -> Option<u64> {
     std::fs::read_to_string("/proc/self/limits")
         .ok()
         .and_then(|t| {
             t.lines()
                 .find(|l| l.starts_with("Max open files"))
-                .and_then(|l| l.split_whitespace().nth(3).map(str::to_string))
+                .and_then(|l| l.split_whitespace().nth(3))
+                .and_then(|v| v.parse().ok())
         })
-        .unwrap_or_else(|| "unknown".into())
 }
 
 fn command_line() -> String {
@@ -205,6 +213,7 @@ fn run(cli: &Cli) -> anyhow::Result<PathBuf> {
         }
     };
     let nofile = raise_nofile();
+    let load_start = report::loadavg();
     let mut kinds = vec![Kind::Brine];
     if let Some(v) = &cli.salt_venv {
         anyhow::ensure!(
@@ -259,6 +268,10 @@ fn run(cli: &Cli) -> anyhow::Result<PathBuf> {
         }
     }
     rep.took = t_start.elapsed().as_secs_f64();
+    rep.machine.push((
+        "Load average (1/5/15 min) at start → end".into(),
+        format!("{load_start} → {}", report::loadavg()),
+    ));
     let svg_path = out.with_file_name(format!(
         "{}-fanout.svg",
         out.file_stem()
@@ -776,7 +789,23 @@ fn fan_out(cli: &Cli, kind: Kind, st: &mut Stack, rep: &mut Report) -> anyhow::R
         limit: Duration::from_secs(cli.swarm_limit),
     };
     let mut results = vec![];
+    let nofile = nofile_limit().unwrap_or(u64::MAX);
     for &n in &cli.swarm {
+        // brine-swarm holds two connections per minion in one process (so does a one-process
+        // master): a size beyond the open-files limit fails for that reason alone.
+        let sockets = 2 * n as u64 + 200;
+        if sockets > nofile {
+            rep.note(
+                "W4",
+                format!(
+                    "{}: {n} minions not attempted: brine-swarm needs about {sockets} open files \
+                     (two connections per minion, in one process) and this machine's open-files \
+                     limit is {nofile} and cannot be raised here.",
+                    kind.name()
+                ),
+            );
+            break;
+        }
         log(format!("W4 fan-out: {n} minions"));
         let r = swarm::measure(st, &opts, n, cli.runs)?;
         for f in &r.runs {

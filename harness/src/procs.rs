@@ -107,6 +107,11 @@ impl Drop for Proc {
                 signal(*p, "-KILL");
             }
         }
+        // SIGKILL is delivered asynchronously: wait until the processes are really gone.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline && pids[1..].iter().any(|p| alive(*p)) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 }
 
@@ -339,6 +344,13 @@ mod tests {
         assert!(wait_until(Duration::from_secs(5), || tree(pid).len() >= 2));
         let pids = tree(pid);
         drop(p);
-        assert!(pids.iter().all(|p| !alive(*p)), "{pids:?} still alive");
+        let states: Vec<String> = pids
+            .iter()
+            .map(|p| fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default())
+            .collect();
+        assert!(
+            pids.iter().all(|p| !alive(*p)),
+            "{pids:?} still alive: {states:?}"
+        );
     }
 }

@@ -41,6 +41,9 @@ pub struct Master {
     pub started: Instant,
     /// A handle on the `Arc` this master lives in, for work that outlives a request.
     pub self_ref: std::sync::OnceLock<std::sync::Weak<Master>>,
+    /// Held from taking a publish serial to queueing the frame: minions drop a publish whose
+    /// serial is not above the last one they saw, so serials must go out in order.
+    pub publish_order: std::sync::Mutex<()>,
 }
 
 /// Log a request Brine does not handle once per command name (a peer retrying, or a minion
@@ -341,6 +344,7 @@ impl Master {
 
     /// Encrypt, sign and send one publish load to the minions.
     pub fn send_publish(&self, mut pub_load: Value, tgt_type: &str, minions: &[String]) {
+        let _in_order = self.publish_order.lock().unwrap_or_else(|e| e.into_inner());
         set(
             &mut pub_load,
             "serial",
