@@ -648,13 +648,24 @@ async fn runner_call(
     fun: &str,
     kw: Vec<(&'static str, Json)>,
 ) -> Result<Json, ApiError> {
+    // As with Salt, the runner client must be enabled for /jobs.
+    call_client(st, caller, "runner", fun, kw).await
+}
+
+/// One lowstate chunk for an endpoint that wraps a client (`/jobs`, `/keys`); its first element.
+async fn call_client(
+    st: &Shared,
+    caller: &Caller,
+    client: &'static str,
+    fun: &str,
+    kw: Vec<(&'static str, Json)>,
+) -> Result<Json, ApiError> {
     let mut low = Map::new();
-    low.insert("client".into(), json!("runner"));
+    low.insert("client".into(), json!(client));
     low.insert("fun".into(), json!(fun));
     for (k, v) in kw {
         low.insert(k.into(), v);
     }
-    // As with Salt, the runner client must be enabled for /jobs.
     let out = clients::run(st, caller, low).await?;
     Ok(out.into_iter().next().unwrap_or(Json::Null))
 }
@@ -705,14 +716,7 @@ async fn wheel_call(
     fun: &str,
     kw: Vec<(&'static str, Json)>,
 ) -> Result<Json, ApiError> {
-    let mut low = Map::new();
-    low.insert("client".into(), json!("wheel"));
-    low.insert("fun".into(), json!(fun));
-    for (k, v) in kw {
-        low.insert(k.into(), v);
-    }
-    let out = clients::run(st, caller, low).await?;
-    let full = out.into_iter().next().unwrap_or(Json::Null);
+    let full = call_client(st, caller, "wheel", fun, kw).await?;
     let data = full.get("data").cloned().unwrap_or(Json::Null);
     if data.get("success") == Some(&Json::Bool(false)) {
         return Err(ApiError::bad_request(
