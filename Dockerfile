@@ -5,10 +5,11 @@
 
 # --- Build: the release binaries on Debian bookworm.
 FROM rust:1.95-bookworm AS build
-# PAM headers for salt-api's pam eauth backend (libzmq and SQLite are built from source by
-# their crates with the image's C/C++ toolchain).
+# PAM headers for salt-api's pam eauth backend and OpenSSL's for the RSA private-key
+# operations (libzmq and SQLite are built from source by their crates with the image's C/C++
+# toolchain).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libpam0g-dev \
+ && apt-get install -y --no-install-recommends libpam0g-dev libssl-dev pkg-config \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -21,10 +22,10 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
        target/release/salt-call /out/
 
 # --- Runtime: the binaries and the shared libraries they link (libpam for salt-api,
-# libstdc++ for the bundled libzmq).
+# libcrypto for RSA, libstdc++ for the bundled libzmq).
 FROM debian:bookworm-slim
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libpam0g libstdc++6 \
+ && apt-get install -y --no-install-recommends libpam0g libssl3 libstdc++6 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/ /usr/local/bin/
 RUN mkdir -p /etc/salt /var/lib/brine/pki /var/cache/brine /var/run/brine /var/log/brine

@@ -128,7 +128,7 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
         rt: tokio::runtime::Handle::current(),
         started: Instant::now(),
         self_ref: std::sync::OnceLock::new(),
-        publish_order: std::sync::Mutex::new(()),
+        publish_order: Default::default(),
     });
     let _ = master.self_ref.set(Arc::downgrade(&master));
     let m = master.clone();

@@ -41,9 +41,63 @@ pub struct Master {
     pub started: Instant,
     /// A handle on the `Arc` this master lives in, for work that outlives a request.
     pub self_ref: std::sync::OnceLock<std::sync::Weak<Master>>,
-    /// Held from taking a publish serial to queueing the frame: minions drop a publish whose
-    /// serial is not above the last one they saw, so serials must go out in order.
-    pub publish_order: std::sync::Mutex<()>,
+    /// Publishes leave in the order of their serials: minions drop a publish whose serial is
+    /// not above the last one they saw.
+    pub publish_order: PublishOrder,
+}
+
+/// Tickets that let several workers encrypt and sign publishes at the same time (the RSA
+/// signature is most of a publish's cost) while the frames still leave in serial order.
+#[derive(Default)]
+pub struct PublishOrder {
+    /// (next ticket to hand out, ticket whose frame may be queued now)
+    state: std::sync::Mutex<(u64, u64)>,
+    turn: std::sync::Condvar,
+}
+
+/// One publish's place in line. Dropping it (after queueing the frame, or on unwind) lets
+/// the next one go, after waiting for its own turn so the line never stalls.
+pub struct PublishTurn<'a> {
+    order: &'a PublishOrder,
+    ticket: u64,
+}
+
+impl PublishOrder {
+    /// Take the next ticket and run `f` (which takes the serial) while no other ticket can
+    /// be taken, so serials and tickets follow the same order.
+    pub fn enter<T>(&self, f: impl FnOnce() -> T) -> (PublishTurn<'_>, T) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let ticket = st.0;
+        st.0 += 1;
+        let out = f();
+        (
+            PublishTurn {
+                order: self,
+                ticket,
+            },
+            out,
+        )
+    }
+}
+
+impl PublishTurn<'_> {
+    /// Block until every earlier ticket is done.
+    pub fn wait(&self) {
+        let mut st = self.order.state.lock().unwrap_or_else(|e| e.into_inner());
+        while st.1 != self.ticket {
+            st = self.order.turn.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+impl Drop for PublishTurn<'_> {
+    fn drop(&mut self) {
+        self.wait();
+        let mut st = self.order.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.1 += 1;
+        drop(st);
+        self.order.turn.notify_all();
+    }
 }
 
 /// Log a request Brine does not handle once per command name (a peer retrying, or a minion
@@ -344,13 +398,11 @@ impl Master {
 
     /// Encrypt, sign and send one publish load to the minions.
     pub fn send_publish(&self, mut pub_load: Value, tgt_type: &str, minions: &[String]) {
-        let _in_order = self.publish_order.lock().unwrap_or_else(|e| e.into_inner());
-        set(
-            &mut pub_load,
-            "serial",
-            Value::from(self.secrets.next_serial()),
-        );
-        let ct = self.secrets.aes().dumps(&pub_load, None);
+        let (turn, (serial, aes)) = self
+            .publish_order
+            .enter(|| (self.secrets.next_serial(), self.secrets.aes()));
+        set(&mut pub_load, "serial", Value::from(serial));
+        let ct = aes.dumps(&pub_load, None);
         let mut env = vec![
             (Value::from("enc"), Value::from("aes")),
             (Value::from("load"), Value::Binary(ct.clone())),
@@ -365,6 +417,7 @@ impl Master {
             ));
         }
         let frame = dumps(&Value::Map(env));
+        turn.wait();
         if !self.cfg.zmq_filtering {
             self.publisher.send(vec![frame]);
         } else if matches!(tgt_type, "glob" | "pcre" | "list") {
@@ -935,4 +988,47 @@ pub fn minion_publish_load(load: &Value) -> Value {
         }
     }
     Value::Map(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PublishOrder;
+    use std::sync::{Arc, Mutex};
+
+    /// Workers finish their (simulated) signing in any order; frames still leave in ticket
+    /// order, and a worker that panics mid-publish does not stall the ones behind it.
+    #[test]
+    fn publishes_leave_in_ticket_order() {
+        let order = Arc::new(PublishOrder::default());
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let serial = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let handles: Vec<_> = (0..8u64)
+            .map(|i| {
+                let (order, sent, serial) = (order.clone(), sent.clone(), serial.clone());
+                std::thread::spawn(move || {
+                    for j in 0..25u64 {
+                        let (turn, s) = order
+                            .enter(|| serial.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1);
+                        // Later tickets often finish their work first.
+                        std::thread::sleep(std::time::Duration::from_micros(
+                            (i * 37 + j * 11) % 300,
+                        ));
+                        if i == 3 && j == 7 {
+                            panic!("worker dies holding a turn");
+                        }
+                        turn.wait();
+                        sent.lock().unwrap().push(s);
+                    }
+                })
+            })
+            .collect();
+        let panicked = handles.into_iter().filter_map(|h| h.join().err()).count();
+        assert_eq!(panicked, 1);
+        let sent = sent.lock().unwrap();
+        assert_eq!(sent.len(), 8 * 25 - (25 - 7));
+        assert!(
+            sent.windows(2).all(|w| w[0] < w[1]),
+            "out of order: {sent:?}"
+        );
+    }
 }
