@@ -129,6 +129,7 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
         started: Instant::now(),
         self_ref: std::sync::OnceLock::new(),
         publish_order: Default::default(),
+        verified: Default::default(),
     });
     let _ = master.self_ref.set(Arc::downgrade(&master));
     let m = master.clone();

@@ -1,6 +1,6 @@
 //! The master's state and its request handlers: everything that arrives on the ret port.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -44,6 +44,54 @@ pub struct Master {
     /// Publishes leave in the order of their serials: minions drop a publish whose serial is
     /// not above the last one they saw.
     pub publish_order: PublishOrder,
+    /// Minion keys and request tokens already verified (see [`VerifiedTokens`]).
+    pub verified: VerifiedTokens,
+}
+
+/// The `tok` a minion puts in every aes request is its X9.31 signature of `salt`, the same
+/// bytes every time for one key. Remembering the (accepted key text, tok) pair that last
+/// verified for each minion saves parsing the key and an RSA operation per request; the key
+/// file is still read every time, so a deleted, rejected or replaced key takes effect at once.
+#[derive(Default)]
+pub struct VerifiedTokens {
+    map: std::sync::Mutex<HashMap<String, Arc<VerifiedKey>>>,
+}
+
+pub struct VerifiedKey {
+    pub_text: String,
+    tok: Vec<u8>,
+    pub key: PublicKey,
+}
+
+impl VerifiedTokens {
+    /// Forget everything beyond this many minions (ids of deleted keys would pile up).
+    const MAX: usize = 1 << 17;
+
+    /// The minion's public key if `tok` verifies with `pub_text`.
+    fn check(&self, id: &str, pub_text: &str, tok: &[u8]) -> Result<Arc<VerifiedKey>, String> {
+        if let Some(hit) = self.map.lock().unwrap_or_else(|e| e.into_inner()).get(id) {
+            if hit.pub_text == pub_text && hit.tok == tok {
+                return Ok(hit.clone());
+            }
+        }
+        let key = PublicKey::from_pem(pub_text)
+            .map_err(|e| format!("accepted key of {id} unreadable: {e}"))?;
+        match key.x931_decrypt(tok) {
+            Ok(t) if t == b"salt" => {}
+            _ => return Err(format!("aes request from {id}: tok does not verify")),
+        }
+        let entry = Arc::new(VerifiedKey {
+            pub_text: pub_text.to_string(),
+            tok: tok.to_vec(),
+            key,
+        });
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= Self::MAX {
+            map.clear();
+        }
+        map.insert(id.to_string(), entry.clone());
+        Ok(entry)
+    }
 }
 
 /// Tickets that let several workers encrypt and sign publishes at the same time (the RSA
@@ -698,14 +746,14 @@ impl Master {
         let Some(pub_text) = self.keys.read(KeyState::Accepted, id) else {
             return refuse(format!("aes request from {id}, whose key is not accepted"));
         };
-        let minion_pub = match PublicKey::from_pem(&pub_text) {
-            Ok(k) => k,
-            Err(e) => return refuse(format!("accepted key of {id} unreadable: {e}")),
+        let Some(tok) = bytes_value(&tok) else {
+            return refuse(format!("aes request from {id}: tok does not verify"));
         };
-        match bytes_value(&tok).map(|t| minion_pub.x931_decrypt(t)) {
-            Some(Ok(t)) if t == b"salt" => {}
-            _ => return refuse(format!("aes request from {id}: tok does not verify")),
-        }
+        let verified = match self.verified.check(id, &pub_text, tok) {
+            Ok(v) => v,
+            Err(why) => return refuse(why),
+        };
+        let minion_pub = &verified.key;
         let cmd = get_str(&inner, "cmd").unwrap_or("").to_string();
         let ret = match cmd.as_str() {
             "_return" => self.on_return(inner),
@@ -992,7 +1040,33 @@ pub fn minion_publish_load(load: &Value) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use super::PublishOrder;
+    use super::{PublishOrder, VerifiedTokens};
+    use brine_protocol::crypt::PrivateKey;
+
+    #[test]
+    fn request_tokens_are_verified_against_the_current_key() {
+        let cache = VerifiedTokens::default();
+        let (k1, k2) = (
+            PrivateKey::generate(1024).unwrap(),
+            PrivateKey::generate(1024).unwrap(),
+        );
+        let (p1, p2) = (k1.public().to_pem(), k2.public().to_pem());
+        let (t1, t2) = (
+            k1.x931_encrypt(b"salt").unwrap(),
+            k2.x931_encrypt(b"salt").unwrap(),
+        );
+        assert!(cache.check("m1", &p1, &t1).is_ok());
+        // Cached: the same pair again.
+        assert!(cache.check("m1", &p1, &t1).is_ok());
+        // Another key's token never passes, cached pair or not.
+        assert!(cache.check("m1", &p1, &t2).is_err());
+        // The accepted key was replaced: the old token no longer verifies.
+        assert!(cache.check("m1", &p2, &t1).is_err());
+        assert!(cache.check("m1", &p2, &t2).is_ok());
+        let forged = k1.x931_encrypt(b"pepper").unwrap();
+        assert!(cache.check("m2", &p1, &forged).is_err());
+        assert!(cache.check("m2", "not a key", &t1).is_err());
+    }
     use std::sync::{Arc, Mutex};
 
     /// Workers finish their (simulated) signing in any order; frames still leave in ticket

@@ -386,7 +386,6 @@ mod ossl {
     use openssl::hash::MessageDigest;
     use openssl::pkey::{PKey, Private};
     use openssl::rsa::{Padding, Rsa};
-    use openssl::sign::Signer;
     use rsa::pkcs1::EncodeRsaPrivateKey;
     use rsa::RsaPrivateKey;
 
@@ -394,6 +393,14 @@ mod ossl {
 
     /// OpenSSL's `RSA_X931_PADDING`.
     const X931_PADDING: i32 = 5;
+    /// DER DigestInfo headers of PKCS#1 v1.5 signatures (RFC 8017, section 9.2).
+    const SHA1_INFO: [u8; 15] = [
+        0x30, 0x21, 0x30, 0x09, 0x06, 0x05, 0x2b, 0x0e, 0x03, 0x02, 0x1a, 0x05, 0x00, 0x04, 0x14,
+    ];
+    const SHA224_INFO: [u8; 19] = [
+        0x30, 0x2d, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x04,
+        0x05, 0x00, 0x04, 0x1c,
+    ];
 
     #[derive(Clone)]
     pub(super) struct Key {
@@ -411,18 +418,26 @@ mod ossl {
             Some(Self { rsa, pkey })
         }
 
-        fn digest(algo: SigAlgo) -> MessageDigest {
-            match algo {
-                SigAlgo::Pkcs1v15Sha1 => MessageDigest::sha1(),
-                SigAlgo::Pkcs1v15Sha224 => MessageDigest::sha224(),
-            }
-        }
-
+        /// PKCS#1 v1.5 signature: the DigestInfo of the digest, type-1 padded, through the
+        /// raw private-key operation (no per-call algorithm fetch, unlike the EVP signer).
         pub(super) fn sign(&self, data: &[u8], algo: SigAlgo) -> Option<Vec<u8>> {
-            let mut signer = Signer::new(Self::digest(algo), &self.pkey).ok()?;
-            signer.set_rsa_padding(Padding::PKCS1).ok()?;
-            signer.update(data).ok()?;
-            signer.sign_to_vec().ok()
+            use sha1::Sha1;
+            use sha2::{Digest, Sha224};
+            let mut info = match algo {
+                SigAlgo::Pkcs1v15Sha1 => SHA1_INFO.to_vec(),
+                SigAlgo::Pkcs1v15Sha224 => SHA224_INFO.to_vec(),
+            };
+            match algo {
+                SigAlgo::Pkcs1v15Sha1 => info.extend_from_slice(&Sha1::digest(data)),
+                SigAlgo::Pkcs1v15Sha224 => info.extend_from_slice(&Sha224::digest(data)),
+            }
+            let mut out = vec![0u8; self.rsa.size() as usize];
+            let n = self
+                .rsa
+                .private_encrypt(&info, &mut out, Padding::PKCS1)
+                .ok()?;
+            out.truncate(n);
+            Some(out)
         }
 
         pub(super) fn decrypt(&self, data: &[u8], algo: EncAlgo) -> Result<Vec<u8>, CryptError> {
