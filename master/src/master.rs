@@ -769,7 +769,7 @@ impl Master {
                     id,
                     inner,
                     nonce.as_deref(),
-                    &minion_pub,
+                    minion_pub,
                     enc_algo,
                     sig_algo,
                 ));
