@@ -149,6 +149,18 @@ impl Stack {
         }
     }
 
+    pub fn master_pid(&self) -> Option<u32> {
+        self.master.as_ref().map(Child::id)
+    }
+
+    /// SIGKILL the master, as the kernel's OOM killer would.
+    pub fn kill_master(&mut self) {
+        if let Some(mut c) = self.master.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
     pub fn stop_master(&mut self) {
         if let Some(c) = self.master.take() {
             terminate(c);
@@ -327,6 +339,34 @@ pub fn terminate(mut c: Child) {
 }
 
 /// Poll `f` every 200 ms until it holds or `limit` passes.
+/// Live (not zombie) processes whose parent is `ppid`, with their command lines.
+pub fn children_of(ppid: u32) -> Vec<(u32, String)> {
+    let mut out = vec![];
+    for e in fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let stat = fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        // pid (comm) state ppid ...: comm may hold spaces, so split after the last ')'.
+        let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+        let mut f = rest.split_whitespace();
+        let (state, parent) = (f.next(), f.next().and_then(|p| p.parse::<u32>().ok()));
+        if parent == Some(ppid) && state != Some("Z") {
+            let cmd = fs::read(e.path().join("cmdline")).unwrap_or_default();
+            out.push((pid, String::from_utf8_lossy(&cmd).replace('\0', " ")));
+        }
+    }
+    out
+}
+
+/// Whether process `pid` is gone (or a zombie nobody reaped yet).
+pub fn process_gone(pid: u32) -> bool {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit_once(')')
+        .and_then(|(_, r)| r.split_whitespace().next())
+        .is_none_or(|state| state == "Z")
+}
+
 pub fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> Option<()> {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {

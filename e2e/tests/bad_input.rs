@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use brine_e2e::{bin, stderr, stdout, wait_until, Stack};
+use brine_e2e::{bin, children_of, process_gone, stderr, stdout, wait_until, Stack};
 use brine_protocol::payload::{dumps, get, get_str, loads, map, Value};
 use serde_json::json;
 
@@ -359,4 +359,31 @@ fn broken_config_files_give_one_line_errors() {
     let err = stderr(&out);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("master_port"), "{err}");
+}
+
+/// The publish port lives in a child process of the master; it never outlives the master,
+/// whether the master is stopped or killed, so a restart can bind the port again.
+#[test]
+fn publisher_process_goes_with_the_master() {
+    let mut st = Stack::new("");
+    for kill in [false, true] {
+        st.start_master();
+        let master = st.master_pid().unwrap();
+        let children = children_of(master);
+        assert_eq!(children.len(), 1, "one publisher process: {children:?}");
+        let (publisher, cmdline) = children[0].clone();
+        assert!(cmdline.contains("--brine-publisher-process"), "{cmdline}");
+        assert!(std::net::TcpStream::connect(("127.0.0.1", st.publish_port)).is_ok());
+        if kill {
+            st.kill_master();
+        } else {
+            st.stop_master();
+        }
+        wait_until(Duration::from_secs(10), || process_gone(publisher))
+            .unwrap_or_else(|| panic!("publisher {publisher} outlived the master (kill: {kill})"));
+    }
+    // Both times the port was free again for the next start; once more to be sure.
+    st.start_master();
+    assert!(std::net::TcpStream::connect(("127.0.0.1", st.publish_port)).is_ok());
+    st.stop_master();
 }

@@ -139,6 +139,14 @@ fn raise_nofile() -> String {
 }
 
 /// The soft open-files limit of this process, from /proc/self/limits.
+/// Minions one brine-swarm process can hold under an open-files limit of `nofile` (two
+/// connections each, and some room for everything else).
+fn per_swarm_process(nofile: u64) -> usize {
+    usize::try_from(nofile.saturating_sub(500) / 2)
+        .unwrap_or(usize::MAX)
+        .clamp(100, 1_000_000)
+}
+
 fn nofile_limit() -> Option<u64> {
     std::fs::read_to_string("/proc/self/limits")
         .ok()
@@ -781,26 +789,28 @@ fn fan_out(cli: &Cli, kind: Kind, st: &mut Stack, rep: &mut Report) -> anyhow::R
     };
     st.stop();
     clear_job_store(st)?;
+    let nofile = nofile_limit().unwrap_or(u64::MAX);
     let opts = swarm::SwarmOpts {
         binary,
         keys_dir: cli.swarm_keys_dir.clone(),
         key_bits: cli.swarm_key_bits,
         connect_rate: cli.swarm_rate,
+        per_process: per_swarm_process(nofile),
         limit: Duration::from_secs(cli.swarm_limit),
     };
     let mut results = vec![];
-    let nofile = nofile_limit().unwrap_or(u64::MAX);
     for &n in &cli.swarm {
-        // brine-swarm holds two connections per minion in one process (so does a one-process
-        // master): a size beyond the open-files limit fails for that reason alone.
-        let sockets = 2 * n as u64 + 200;
-        if sockets > nofile {
+        // Each minion holds one connection to each master port. Both masters keep the two
+        // ports in different processes, so one process needs about one open file per minion;
+        // beyond the open-files limit a size fails for that reason alone.
+        let files = n as u64 + 500;
+        if files > nofile {
             rep.note(
                 "W4",
                 format!(
-                    "{}: {n} minions not attempted: brine-swarm needs about {sockets} open files \
-                     (two connections per minion, in one process) and this machine's open-files \
-                     limit is {nofile} and cannot be raised here.",
+                    "{}: {n} minions not attempted: a master process needs about {files} open \
+                     files (one connection per minion on each port) and this machine's \
+                     open-files limit is {nofile} and cannot be raised here.",
                     kind.name()
                 ),
             );

@@ -1,4 +1,5 @@
-//! W4: fan-out. `brine-swarm` (N simulated minions in one process) signs in to a master; then
+//! W4: fan-out. `brine-swarm` (N simulated minions per process; as many processes as the
+//! open-files limit requires) signs in to a master; then
 //! one `local` test.ping to all of them through the API, timed from submission to the answer
 //! holding every return, with the master's CPU seconds and peak RSS (whole process tree).
 
@@ -20,6 +21,9 @@ pub struct SwarmOpts {
     pub keys_dir: Option<PathBuf>,
     pub key_bits: usize,
     pub connect_rate: f64,
+    /// Most minions one brine-swarm process simulates (two open files each); larger sizes
+    /// are split over several processes with consecutive id ranges.
+    pub per_process: usize,
     /// A size that takes longer than this (sign-in or one fan-out) is the last one tried.
     pub limit: Duration,
 }
@@ -115,46 +119,69 @@ pub fn measure(
         too_slow: false,
     };
     let sampler = RssSampler::start(master, Duration::from_millis(100));
-    let log = st.dir.join(format!("swarm-{minions}.log"));
-    let _ = fs::remove_file(&log);
-    let mut args: Vec<String> = vec![
-        "--master".into(),
-        "127.0.0.1".into(),
-        "--master-port".into(),
-        st.ret_port.to_string(),
-        "--count".into(),
-        minions.to_string(),
-        "--prefix".into(),
-        PREFIX.into(),
-        "--key-bits".into(),
-        opts.key_bits.to_string(),
-        "--connect-rate".into(),
-        opts.connect_rate.to_string(),
-        "--auto-accept-wait".into(),
-        "1".into(),
-        "--progress-secs".into(),
-        "1".into(),
-    ];
-    if let Some(k) = &opts.keys_dir {
-        args.push("--keys-dir".into());
-        args.push(k.to_string_lossy().to_string());
+    let procs = minions.div_ceil(opts.per_process.max(1)).max(1);
+    let mut swarms = vec![];
+    let mut logs = vec![];
+    for i in 0..procs {
+        let start = minions * i / procs;
+        let count = minions * (i + 1) / procs - start;
+        let log = if procs == 1 {
+            st.dir.join(format!("swarm-{minions}.log"))
+        } else {
+            st.dir.join(format!("swarm-{minions}-{i}.log"))
+        };
+        let _ = fs::remove_file(&log);
+        let mut args: Vec<String> = vec![
+            "--master".into(),
+            "127.0.0.1".into(),
+            "--master-port".into(),
+            st.ret_port.to_string(),
+            "--count".into(),
+            count.to_string(),
+            "--start-index".into(),
+            start.to_string(),
+            "--prefix".into(),
+            PREFIX.into(),
+            "--key-bits".into(),
+            opts.key_bits.to_string(),
+            "--connect-rate".into(),
+            (opts.connect_rate / procs as f64).to_string(),
+            "--auto-accept-wait".into(),
+            "1".into(),
+            "--progress-secs".into(),
+            "1".into(),
+        ];
+        if let Some(k) = &opts.keys_dir {
+            args.push("--keys-dir".into());
+            args.push(k.to_string_lossy().to_string());
+        }
+        swarms.push(spawn_logged("brine-swarm", &opts.binary, &args, &log)?);
+        logs.push(log);
     }
-    let mut swarm = spawn_logged("brine-swarm", &opts.binary, &args, &log)?;
+    let logs_shown = || {
+        logs.iter()
+            .map(|l| l.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let t0 = Instant::now();
     // Key generation (first use of a key cache) is not the master's time: the clock for the
     // sign-in limit starts when the first minion is launched.
     let mut launched_at: Option<Instant> = None;
     loop {
-        if let Some(status) = swarm.exited() {
+        if let Some(status) = swarms.iter_mut().find_map(|s| s.exited()) {
             res.failure = Some(format!(
-                "brine-swarm exited ({status}); log {}",
-                log.display()
+                "brine-swarm exited ({status}); logs {}",
+                logs_shown()
             ));
             break;
         }
-        let text = fs::read_to_string(&log).unwrap_or_default();
-        let ready = ready_count(&text).unwrap_or(0);
-        if launched_at.is_none() && text.contains("launched") {
+        let texts: Vec<String> = logs
+            .iter()
+            .map(|l| fs::read_to_string(l).unwrap_or_default())
+            .collect();
+        let ready: usize = texts.iter().map(|t| ready_count(t).unwrap_or(0)).sum();
+        if launched_at.is_none() && texts.iter().any(|t| t.contains("launched")) {
             launched_at = Some(Instant::now());
         }
         if ready >= minions {
@@ -230,12 +257,16 @@ pub fn measure(
         }
     }
     (res.peak_rss, res.peak_pss) = sampler.stop();
-    // Stopped, the swarm prints its summary: its own clock of "everyone signed in and ready".
-    drop(swarm);
+    // Stopped, each swarm process prints its summary: its own clock of "everyone signed in
+    // and ready"; the slowest process is the swarm's figure.
+    drop(swarms);
     if res.sign_in.is_some() {
-        let text = fs::read_to_string(&log).unwrap_or_default();
-        if let Some(s) = summary_ready_secs(&text) {
-            res.sign_in = Some(s);
+        let secs: Vec<f64> = logs
+            .iter()
+            .filter_map(|l| summary_ready_secs(&fs::read_to_string(l).unwrap_or_default()))
+            .collect();
+        if secs.len() == logs.len() {
+            res.sign_in = secs.into_iter().reduce(f64::max);
         }
     }
     Ok(res)

@@ -114,7 +114,21 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
     let cache = DataCache::open(&cfg.cachedir, cfg.minion_data_cache);
     let ctx = zmq::Context::new();
     let pub_ep = tcp_endpoint(&cfg.interface, cfg.publish_port);
-    let publisher = Publisher::start(&ctx, &pub_ep, cfg.pub_hwm, cfg.ipv6)?;
+    // The publish port lives in its own process (this binary, run with PUBLISHER_FLAG), as
+    // in Salt: every minion holds a connection to each port, and a process's open-files
+    // limit then covers one connection per minion instead of two.
+    let feed = format!("ipc://{}", cfg.sock_dir.join("publish_pull.ipc").display());
+    let mut cmd = std::process::Command::new(
+        std::env::current_exe().map_err(|e| anyhow::anyhow!("own executable: {e}"))?,
+    );
+    cmd.args([
+        PUBLISHER_FLAG,
+        &feed,
+        &pub_ep,
+        &cfg.pub_hwm.to_string(),
+        if cfg.ipv6 { "ipv6" } else { "ipv4" },
+    ]);
+    let publisher = Publisher::start_child(&ctx, cmd, &feed, &pub_ep)?;
     let ret_ep = tcp_endpoint(&cfg.interface, cfg.ret_port);
     let workers = cfg.worker_threads.max(1);
     let master = Arc::new(Master {
@@ -309,6 +323,29 @@ fn check_dropfile(master: &Master) {
 }
 
 /// Load the config, log, run. The one-line error for a broken config comes back as `Err`.
+/// First argument that makes `salt-master` the publisher process (see [`publisher_main`]).
+pub const PUBLISHER_FLAG: &str = "--brine-publisher-process";
+
+/// `salt-master --brine-publisher-process FEED BIND HWM ipv4|ipv6`: the master's publish
+/// socket, started by the master itself. Returns the exit code.
+pub fn publisher_main(args: &[String]) -> i32 {
+    let [feed, bind, hwm, family] = args else {
+        eprintln!("salt-master: {PUBLISHER_FLAG} FEED BIND HWM ipv4|ipv6");
+        return 2;
+    };
+    let Ok(hwm) = hwm.parse::<i32>() else {
+        eprintln!("salt-master: publisher: bad high-water mark {hwm:?}");
+        return 2;
+    };
+    match brine_transport::zmq_channel::run_publisher_child(feed, bind, hwm, family == "ipv6") {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("salt-master: publisher: {e}");
+            1
+        }
+    }
+}
+
 pub fn main_with(config_dir: &Path, log_level: Option<&str>) -> anyhow::Result<()> {
     let cfg = MasterConfig::load(config_dir)?;
     let console = log_level

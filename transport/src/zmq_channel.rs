@@ -26,6 +26,8 @@ pub enum TransportError {
     },
     #[error("no reply from {endpoint} within {timeout:?}")]
     Timeout { endpoint: String, timeout: Duration },
+    #[error("publisher process for {endpoint}: {why}")]
+    PublisherProcess { endpoint: String, why: String },
 }
 
 fn zerr(endpoint: &str) -> impl Fn(zmq::Error) -> TransportError + '_ {
@@ -314,45 +316,133 @@ impl ReqClient {
     }
 }
 
-/// The master's PUB socket, owned by one thread and fed through a channel.
+/// The master's PUB socket, owned by one thread and fed through a channel; or, with
+/// [`Publisher::start_child`], owned by a child process fed over IPC.
 pub struct Publisher {
     tx: Option<Sender<Vec<Vec<u8>>>>,
     thread: Option<JoinHandle<()>>,
+    child: Option<std::process::Child>,
+}
+
+/// A bound PUB socket with the master's options.
+fn pub_socket(
+    ctx: &zmq::Context,
+    bind: &str,
+    hwm: i32,
+    ipv6: bool,
+) -> Result<zmq::Socket, TransportError> {
+    let s = ctx.socket(zmq::PUB).map_err(zerr(bind))?;
+    s.set_sndhwm(hwm).map_err(zerr(bind))?;
+    s.set_rcvhwm(hwm).map_err(zerr(bind))?;
+    s.set_backlog(1000).map_err(zerr(bind))?;
+    s.set_linger(1000).map_err(zerr(bind))?;
+    s.set_tcp_keepalive(1).map_err(zerr(bind))?;
+    // Subscription messages are tiny; anything large on a PUB socket is hostile.
+    s.set_maxmsgsize(64 * 1024).map_err(zerr(bind))?;
+    if ipv6 {
+        s.set_ipv6(true).map_err(zerr(bind))?;
+    }
+    s.bind(bind).map_err(zerr(bind))?;
+    Ok(s)
+}
+
+/// A thread that sends every message of the channel on `s`.
+fn feed_thread(s: zmq::Socket) -> (Sender<Vec<Vec<u8>>>, JoinHandle<()>) {
+    let (tx, rx) = crossbeam_channel::unbounded::<Vec<Vec<u8>>>();
+    let thread = std::thread::Builder::new()
+        .name("publisher".into())
+        .spawn(move || {
+            for frames in rx {
+                if let Err(e) = s.send_multipart(frames, 0) {
+                    tracing::error!("publish failed: {e}");
+                }
+            }
+        })
+        .expect("spawn publisher thread");
+    (tx, thread)
 }
 
 impl Publisher {
+    /// The PUB socket in this process.
     pub fn start(
         ctx: &zmq::Context,
         bind: &str,
         hwm: i32,
         ipv6: bool,
     ) -> Result<Self, TransportError> {
-        let s = ctx.socket(zmq::PUB).map_err(zerr(bind))?;
-        s.set_sndhwm(hwm).map_err(zerr(bind))?;
-        s.set_rcvhwm(hwm).map_err(zerr(bind))?;
-        s.set_backlog(1000).map_err(zerr(bind))?;
-        s.set_linger(1000).map_err(zerr(bind))?;
-        s.set_tcp_keepalive(1).map_err(zerr(bind))?;
-        // Subscription messages are tiny; anything large on a PUB socket is hostile.
-        s.set_maxmsgsize(64 * 1024).map_err(zerr(bind))?;
-        if ipv6 {
-            s.set_ipv6(true).map_err(zerr(bind))?;
-        }
-        s.bind(bind).map_err(zerr(bind))?;
-        let (tx, rx) = crossbeam_channel::unbounded::<Vec<Vec<u8>>>();
-        let thread = std::thread::Builder::new()
-            .name("publisher".into())
-            .spawn(move || {
-                for frames in rx {
-                    if let Err(e) = s.send_multipart(frames, 0) {
-                        tracing::error!("publish failed: {e}");
-                    }
-                }
-            })
-            .expect("spawn publisher thread");
+        let (tx, thread) = feed_thread(pub_socket(ctx, bind, hwm, ipv6)?);
         Ok(Publisher {
             tx: Some(tx),
             thread: Some(thread),
+            child: None,
+        })
+    }
+
+    /// The PUB socket in a child process, as Salt's master has its publisher process: the
+    /// subscribers' connections then do not count against this process's open-files limit.
+    /// `cmd` must run [`run_publisher_child`] with the same `feed` (an `ipc://` endpoint);
+    /// it prints `ready` once both sockets are bound, and this waits for that line.
+    pub fn start_child(
+        ctx: &zmq::Context,
+        mut cmd: std::process::Command,
+        feed: &str,
+        bind: &str,
+    ) -> Result<Self, TransportError> {
+        use std::io::BufRead;
+        use std::process::Stdio;
+        let fail = |why: String| TransportError::PublisherProcess {
+            endpoint: bind.to_string(),
+            why,
+        };
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| fail(format!("cannot start: {e}")))?;
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (line_tx, line_rx) = bounded::<String>(1);
+        std::thread::spawn(move || {
+            // The first `ready` line, or what ended the output.
+            let mut lines = std::io::BufReader::new(stdout).lines();
+            let end = loop {
+                match lines.next() {
+                    Some(Ok(l)) if l.trim() == "ready" => break l,
+                    Some(Ok(_)) => continue,
+                    _ => break String::new(),
+                }
+            };
+            let _ = line_tx.send(end);
+        });
+        let stop = |mut child: std::process::Child| {
+            let _ = child.kill();
+            let _ = child.wait();
+        };
+        match line_rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(l) if l.trim() == "ready" => {}
+            Ok(_) => {
+                let status = child.wait().map(|s| s.to_string()).unwrap_or_default();
+                return Err(fail(format!("exited before binding ({status})")));
+            }
+            Err(_) => {
+                stop(child);
+                return Err(fail("not ready after 20 s".into()));
+            }
+        }
+        let s = ctx.socket(zmq::PUSH).map_err(zerr(feed))?;
+        // The PUB socket applies the high-water mark per subscriber; the feed never drops.
+        let setup = s
+            .set_sndhwm(0)
+            .and_then(|()| s.set_linger(1000))
+            .and_then(|()| s.connect(feed));
+        if let Err(e) = setup {
+            stop(child);
+            return Err(zerr(feed)(e));
+        }
+        let (tx, thread) = feed_thread(s);
+        Ok(Publisher {
+            tx: Some(tx),
+            thread: Some(thread),
+            child: Some(child),
         })
     }
 
@@ -362,6 +452,11 @@ impl Publisher {
             let _ = tx.send(frames);
         }
     }
+
+    /// The publisher process, when there is one.
+    pub fn child_pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
 }
 
 impl Drop for Publisher {
@@ -370,7 +465,92 @@ impl Drop for Publisher {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+        if let Some(mut child) = self.child.take() {
+            // SIGTERM: the child sends what it holds (linger) and exits.
+            if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+                // SAFETY: a signal to our own child, which has not been reaped yet.
+                #[allow(unsafe_code)]
+                unsafe {
+                    libc::kill(pid, libc::SIGTERM);
+                }
+            }
+            let deadline = Instant::now() + Duration::from_secs(3);
+            loop {
+                match child.try_wait() {
+                    Ok(Some(_)) | Err(_) => break,
+                    Ok(None) if Instant::now() > deadline => {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        break;
+                    }
+                    Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+                }
+            }
+        }
     }
+}
+
+static CHILD_STOP: AtomicBool = AtomicBool::new(false);
+
+/// The body of the publisher process (see [`Publisher::start_child`]): bind the PUB socket
+/// and the `feed` PULL socket, print `ready`, and forward every message until SIGTERM, or
+/// until the parent process is gone.
+pub fn run_publisher_child(
+    feed: &str,
+    bind: &str,
+    hwm: i32,
+    ipv6: bool,
+) -> Result<(), TransportError> {
+    extern "C" fn on_term(_: libc::c_int) {
+        CHILD_STOP.store(true, Ordering::SeqCst);
+    }
+    let parent = std::os::unix::process::parent_id();
+    // SAFETY: prctl and signal with constant arguments; the handler only stores an atomic.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+        libc::signal(libc::SIGTERM, on_term as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+    }
+    if std::os::unix::process::parent_id() != parent {
+        return Ok(());
+    }
+    let ctx = zmq::Context::new();
+    let publisher = pub_socket(&ctx, bind, hwm, ipv6)?;
+    if let Some(path) = feed.strip_prefix("ipc://") {
+        let _ = std::fs::remove_file(path);
+    }
+    let pull = ctx.socket(zmq::PULL).map_err(zerr(feed))?;
+    pull.set_rcvhwm(0).map_err(zerr(feed))?;
+    pull.set_linger(0).map_err(zerr(feed))?;
+    pull.bind(feed).map_err(zerr(feed))?;
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout();
+        let _ = writeln!(out, "ready");
+        let _ = out.flush();
+    }
+    while !CHILD_STOP.load(Ordering::SeqCst) && std::os::unix::process::parent_id() == parent {
+        match pull.poll(zmq::POLLIN, 1000) {
+            Ok(0) | Err(zmq::Error::EINTR) => continue,
+            Ok(_) => {
+                while let Ok(frames) = pull.recv_multipart(zmq::DONTWAIT) {
+                    if let Err(e) = publisher.send_multipart(frames, 0) {
+                        eprintln!("publisher: publish failed: {e}");
+                    }
+                }
+            }
+            Err(e) => return Err(zerr(feed)(e)),
+        }
+    }
+    // Whatever arrived before the stop still goes out (the PUB socket lingers).
+    while let Ok(frames) = pull.recv_multipart(zmq::DONTWAIT) {
+        let _ = publisher.send_multipart(frames, 0);
+    }
+    if let Some(path) = feed.strip_prefix("ipc://") {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
 }
 
 /// A minion's SUB socket; every message received is handed to `on_message` on the socket's thread.

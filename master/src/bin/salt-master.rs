@@ -17,6 +17,10 @@ struct Cli {
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some(brine_master::daemon::PUBLISHER_FLAG) {
+        std::process::exit(brine_master::daemon::publisher_main(&args[2..]));
+    }
     let cli = Cli::parse();
     if cli.daemon {
         eprintln!("salt-master: running in the foreground (-d is not supported by Brine)");
