@@ -387,3 +387,27 @@ fn publisher_process_goes_with_the_master() {
     assert!(std::net::TcpStream::connect(("127.0.0.1", st.publish_port)).is_ok());
     st.stop_master();
 }
+
+/// A publisher process that dies is started again by the master, and jobs reach the
+/// minions again.
+#[test]
+fn dead_publisher_process_is_restarted() {
+    let mut st = Stack::new("auto_accept: True\n");
+    st.start_master();
+    st.start_minion("p1", "");
+    st.wait_answering(&["p1"]);
+    let master = st.master_pid().unwrap();
+    let (old, _) = children_of(master)[0].clone();
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &old.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    wait_until(Duration::from_secs(15), || {
+        children_of(master).iter().any(|(pid, _)| *pid != old)
+    })
+    .unwrap_or_else(|| panic!("no new publisher process\n{}", st.logs()));
+    assert!(st.master_log().contains("restarted"), "{}", st.master_log());
+    st.wait_answering(&["p1"]);
+    st.stop_master();
+}

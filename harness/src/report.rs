@@ -87,7 +87,8 @@ pub const SECTIONS: &[(&str, &str, &str)] = &[
         "W7",
         "W7: footprint",
         "Time from starting the daemons (master, salt-api, two minions) to the first test.ping answered \
-         by both minions through the API (polled every 100 ms): once on a fresh install (keys \
+         by both minions through the API (polled every 100 ms; an attempt waits at most its 1 s \
+         timeout for a minion that missed the publish): once on a fresh install (keys \
          generated) and on restarts with keys in place. Idle memory a few seconds after that first \
          answer: RSS summed over each daemon's process tree, and PSS (shared pages split between the \
          processes sharing them, which is fairer to Salt's forked workers).",

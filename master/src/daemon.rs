@@ -118,17 +118,16 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
     // in Salt: every minion holds a connection to each port, and a process's open-files
     // limit then covers one connection per minion instead of two.
     let feed = format!("ipc://{}", cfg.sock_dir.join("publish_pull.ipc").display());
-    let mut cmd = std::process::Command::new(
-        std::env::current_exe().map_err(|e| anyhow::anyhow!("own executable: {e}"))?,
-    );
-    cmd.args([
+    let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("own executable: {e}"))?;
+    let args = [
         PUBLISHER_FLAG,
         &feed,
         &pub_ep,
         &cfg.pub_hwm.to_string(),
         if cfg.ipv6 { "ipv6" } else { "ipv4" },
-    ]);
-    let publisher = Publisher::start_child(&ctx, cmd, &feed, &pub_ep)?;
+    ]
+    .map(String::from);
+    let publisher = Publisher::start_child(&ctx, &exe, &args, &feed, &pub_ep)?;
     let ret_ep = tcp_endpoint(&cfg.interface, cfg.ret_port);
     let workers = cfg.worker_threads.max(1);
     let master = Arc::new(Master {
@@ -208,6 +207,9 @@ async fn maintenance(master: Arc<Master>) {
         // effect at once; the rest runs every loop_interval.
         tokio::time::sleep(Duration::from_secs(1)).await;
         check_dropfile(&master);
+        if let Some(what) = master.publisher.restart_if_exited() {
+            tracing::error!("{what}");
+        }
         if last.elapsed() < every {
             continue;
         }

@@ -493,6 +493,9 @@ pub async fn run(minion: Arc<Minion>, ctx: zmq::Context) -> i32 {
 
 /// Load the config, log, run. Returns the exit code.
 pub fn main_with(config_dir: &Path, log_level: Option<&str>) -> i32 {
+    // A minion makes a few private-key operations per sign-in: the `rsa` crate does them
+    // well enough, and OpenSSL's code then never takes room in the minion's memory.
+    brine_protocol::crypt::set_openssl(false);
     let cfg = match MinionConfig::load(config_dir) {
         Ok(c) => c,
         Err(e) => {

@@ -154,11 +154,28 @@ impl SigAlgo {
 /// crate on the same CPU and constant-time; they produce the same bytes (PKCS#1 v1.5 and
 /// X9.31 are deterministic; tests compare both backends). The `rsa` crate remains the
 /// fallback and does everything else (parsing, generation, public-key operations).
+///
+/// The OpenSSL copy of the key is made at the first private-key operation, and never in a
+/// process that called [`set_openssl(false)`](set_openssl): a minion makes a handful of these
+/// operations in its life and is smaller without OpenSSL's code in memory.
 #[derive(Clone)]
 pub struct PrivateKey {
     key: RsaPrivateKey,
     #[cfg(feature = "openssl")]
-    fast: Option<ossl::Key>,
+    fast: std::sync::OnceLock<Option<ossl::Key>>,
+}
+
+#[cfg(feature = "openssl")]
+static OPENSSL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Whether this process's private-key operations may use OpenSSL (default: yes, when the
+/// `openssl` feature is built in). Without it they run in the `rsa` crate, with the same
+/// results.
+pub fn set_openssl(enabled: bool) {
+    #[cfg(feature = "openssl")]
+    OPENSSL.store(enabled, std::sync::atomic::Ordering::Relaxed);
+    #[cfg(not(feature = "openssl"))]
+    let _ = enabled;
 }
 
 impl std::fmt::Debug for PrivateKey {
@@ -231,9 +248,18 @@ impl PrivateKey {
     fn wrap(key: RsaPrivateKey) -> Self {
         Self {
             #[cfg(feature = "openssl")]
-            fast: ossl::Key::new(&key),
+            fast: std::sync::OnceLock::new(),
             key,
         }
+    }
+
+    /// The OpenSSL copy of the key, made on first use; None when OpenSSL is off or refuses it.
+    #[cfg(feature = "openssl")]
+    fn fast(&self) -> Option<&ossl::Key> {
+        if !OPENSSL.load(std::sync::atomic::Ordering::Relaxed) {
+            return None;
+        }
+        self.fast.get_or_init(|| ossl::Key::new(&self.key)).as_ref()
     }
 
     /// PKCS#1 PEM with LF line endings and a trailing newline, as Salt writes master.pem.
@@ -256,7 +282,7 @@ impl PrivateKey {
     /// RSAES-OAEP decryption (MGF1 with the same hash, empty label).
     pub fn decrypt(&self, data: &[u8], algo: EncAlgo) -> Result<Vec<u8>, CryptError> {
         #[cfg(feature = "openssl")]
-        if let Some(fast) = &self.fast {
+        if let Some(fast) = self.fast() {
             return fast.decrypt(data, algo);
         }
         self.decrypt_pure(data, algo)
@@ -271,7 +297,7 @@ impl PrivateKey {
     /// RSASSA-PKCS1-v1_5 signature of `data` (deterministic).
     pub fn sign(&self, data: &[u8], algo: SigAlgo) -> Vec<u8> {
         #[cfg(feature = "openssl")]
-        if let Some(sig) = self.fast.as_ref().and_then(|fast| fast.sign(data, algo)) {
+        if let Some(sig) = self.fast().and_then(|fast| fast.sign(data, algo)) {
             return sig;
         }
         self.sign_pure(data, algo)
@@ -290,7 +316,7 @@ impl PrivateKey {
     /// s = EM^d mod n, output min(s, n - s) left-padded to the modulus size.
     pub fn x931_encrypt(&self, data: &[u8]) -> Result<Vec<u8>, CryptError> {
         #[cfg(feature = "openssl")]
-        if let Some(fast) = &self.fast {
+        if let Some(fast) = self.fast() {
             // Same padding checks first, so both backends refuse the same inputs.
             x931_encode(data, self.size())?;
             return fast.x931_encrypt(data, self.size());
@@ -867,7 +893,7 @@ mod tests {
     #[test]
     fn openssl_and_rsa_crate_agree() {
         let key = PrivateKey::generate(1024).unwrap();
-        assert!(key.fast.is_some(), "OpenSSL must take a generated key");
+        assert!(key.fast().is_some(), "OpenSSL must take a generated key");
         let public = key.public();
         for msg in [&b""[..], b"a publish load", &[0u8; 3000][..]] {
             for algo in [SigAlgo::Pkcs1v15Sha1, SigAlgo::Pkcs1v15Sha224] {

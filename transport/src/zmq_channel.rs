@@ -321,7 +321,82 @@ impl ReqClient {
 pub struct Publisher {
     tx: Option<Sender<Vec<Vec<u8>>>>,
     thread: Option<JoinHandle<()>>,
-    child: Option<std::process::Child>,
+    child: Option<PublisherChild>,
+}
+
+/// The publisher process and how to start it again.
+struct PublisherChild {
+    program: std::path::PathBuf,
+    args: Vec<String>,
+    bind: String,
+    process: std::sync::Mutex<Option<std::process::Child>>,
+}
+
+impl PublisherChild {
+    /// Start the process and wait for its `ready` line.
+    fn spawn(&self) -> Result<std::process::Child, TransportError> {
+        use std::io::BufRead;
+        use std::process::Stdio;
+        let fail = |why: String| TransportError::PublisherProcess {
+            endpoint: self.bind.clone(),
+            why,
+        };
+        let mut child = std::process::Command::new(&self.program)
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| fail(format!("cannot start: {e}")))?;
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (line_tx, line_rx) = bounded::<String>(1);
+        std::thread::spawn(move || {
+            // The first `ready` line, or what ended the output.
+            let mut lines = std::io::BufReader::new(stdout).lines();
+            let end = loop {
+                match lines.next() {
+                    Some(Ok(l)) if l.trim() == "ready" => break l,
+                    Some(Ok(_)) => continue,
+                    _ => break String::new(),
+                }
+            };
+            let _ = line_tx.send(end);
+        });
+        match line_rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(l) if l.trim() == "ready" => Ok(child),
+            Ok(_) => {
+                let status = child.wait().map(|s| s.to_string()).unwrap_or_default();
+                Err(fail(format!("exited before binding ({status})")))
+            }
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(fail("not ready after 20 s".into()))
+            }
+        }
+    }
+
+    /// SIGTERM (the child sends what it holds and exits), then SIGKILL after 3 s.
+    fn stop(mut child: std::process::Child) {
+        if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+            // SAFETY: a signal to our own child, which has not been reaped yet.
+            #[allow(unsafe_code)]
+            unsafe {
+                libc::kill(pid, libc::SIGTERM);
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(3);
+        loop {
+            match child.try_wait() {
+                Ok(Some(_)) | Err(_) => break,
+                Ok(None) if Instant::now() > deadline => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break;
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+    }
 }
 
 /// A bound PUB socket with the master's options.
@@ -380,69 +455,64 @@ impl Publisher {
 
     /// The PUB socket in a child process, as Salt's master has its publisher process: the
     /// subscribers' connections then do not count against this process's open-files limit.
-    /// `cmd` must run [`run_publisher_child`] with the same `feed` (an `ipc://` endpoint);
-    /// it prints `ready` once both sockets are bound, and this waits for that line.
+    /// `program args` must run [`run_publisher_child`] with the same `feed` (an `ipc://`
+    /// endpoint); it prints `ready` once both sockets are bound, and this waits for that
+    /// line. See [`Publisher::restart_if_exited`].
     pub fn start_child(
         ctx: &zmq::Context,
-        mut cmd: std::process::Command,
+        program: &std::path::Path,
+        args: &[String],
         feed: &str,
         bind: &str,
     ) -> Result<Self, TransportError> {
-        use std::io::BufRead;
-        use std::process::Stdio;
-        let fail = |why: String| TransportError::PublisherProcess {
-            endpoint: bind.to_string(),
-            why,
+        let child = PublisherChild {
+            program: program.to_path_buf(),
+            args: args.to_vec(),
+            bind: bind.to_string(),
+            process: std::sync::Mutex::new(None),
         };
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .spawn()
-            .map_err(|e| fail(format!("cannot start: {e}")))?;
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (line_tx, line_rx) = bounded::<String>(1);
-        std::thread::spawn(move || {
-            // The first `ready` line, or what ended the output.
-            let mut lines = std::io::BufReader::new(stdout).lines();
-            let end = loop {
-                match lines.next() {
-                    Some(Ok(l)) if l.trim() == "ready" => break l,
-                    Some(Ok(_)) => continue,
-                    _ => break String::new(),
-                }
-            };
-            let _ = line_tx.send(end);
-        });
-        let stop = |mut child: std::process::Child| {
-            let _ = child.kill();
-            let _ = child.wait();
-        };
-        match line_rx.recv_timeout(Duration::from_secs(20)) {
-            Ok(l) if l.trim() == "ready" => {}
-            Ok(_) => {
-                let status = child.wait().map(|s| s.to_string()).unwrap_or_default();
-                return Err(fail(format!("exited before binding ({status})")));
-            }
-            Err(_) => {
-                stop(child);
-                return Err(fail("not ready after 20 s".into()));
-            }
-        }
+        let process = child.spawn()?;
         let s = ctx.socket(zmq::PUSH).map_err(zerr(feed))?;
-        // The PUB socket applies the high-water mark per subscriber; the feed never drops.
+        // The PUB socket applies the high-water mark per subscriber; the feed never drops,
+        // and holds messages while the publisher process restarts.
         let setup = s
             .set_sndhwm(0)
             .and_then(|()| s.set_linger(1000))
             .and_then(|()| s.connect(feed));
         if let Err(e) = setup {
-            stop(child);
+            PublisherChild::stop(process);
             return Err(zerr(feed)(e));
         }
+        *child.process.lock().unwrap_or_else(|e| e.into_inner()) = Some(process);
         let (tx, thread) = feed_thread(s);
         Ok(Publisher {
             tx: Some(tx),
             thread: Some(thread),
             child: Some(child),
+        })
+    }
+
+    /// If the publisher process has died, start it again (what was published meanwhile is
+    /// sent when it is back). Returns what happened, for the log.
+    pub fn restart_if_exited(&self) -> Option<String> {
+        let child = self.child.as_ref()?;
+        let mut process = child.process.lock().unwrap_or_else(|e| e.into_inner());
+        let status = match process.as_mut().map(|p| p.try_wait()) {
+            Some(Ok(None)) => return None,
+            Some(Ok(Some(status))) => status.to_string(),
+            Some(Err(e)) => e.to_string(),
+            None => "not running".to_string(),
+        };
+        *process = None;
+        Some(match child.spawn() {
+            Ok(p) => {
+                *process = Some(p);
+                format!(
+                    "publisher process for {} ended ({status}); restarted",
+                    child.bind
+                )
+            }
+            Err(e) => format!("publisher process ended ({status}); restart failed: {e}"),
         })
     }
 
@@ -455,7 +525,9 @@ impl Publisher {
 
     /// The publisher process, when there is one.
     pub fn child_pid(&self) -> Option<u32> {
-        self.child.as_ref().map(|c| c.id())
+        let child = self.child.as_ref()?;
+        let process = child.process.lock().unwrap_or_else(|e| e.into_inner());
+        process.as_ref().map(std::process::Child::id)
     }
 }
 
@@ -465,26 +537,14 @@ impl Drop for Publisher {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        if let Some(mut child) = self.child.take() {
-            // SIGTERM: the child sends what it holds (linger) and exits.
-            if let Ok(pid) = libc::pid_t::try_from(child.id()) {
-                // SAFETY: a signal to our own child, which has not been reaped yet.
-                #[allow(unsafe_code)]
-                unsafe {
-                    libc::kill(pid, libc::SIGTERM);
-                }
-            }
-            let deadline = Instant::now() + Duration::from_secs(3);
-            loop {
-                match child.try_wait() {
-                    Ok(Some(_)) | Err(_) => break,
-                    Ok(None) if Instant::now() > deadline => {
-                        let _ = child.kill();
-                        let _ = child.wait();
-                        break;
-                    }
-                    Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-                }
+        if let Some(child) = self.child.take() {
+            let process = child
+                .process
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            if let Some(p) = process {
+                PublisherChild::stop(p);
             }
         }
     }
