@@ -58,7 +58,8 @@ pub const SECTIONS: &[(&str, &str, &str)] = &[
     (
         "W4",
         "W4: fan-out to a swarm of minions",
-        "`brine-swarm` (one process simulating N minions over the real protocol) signs N minions in to \
+        "`brine-swarm` (one process simulating N minions over the real protocol; several processes with \
+         consecutive id ranges when the open-files limit requires it) signs N minions in to \
          the master (restarted, swarm keys forgotten, for every size); then one `local` test.ping to \
          `w4-*` through `POST /` with a long timeout, timed from submission to the answer holding every \
          return. Master CPU seconds (user+system of the master's whole process tree) are counted over \
