@@ -207,7 +207,11 @@ async fn maintenance(master: Arc<Master>) {
         // effect at once; the rest runs every loop_interval.
         tokio::time::sleep(Duration::from_secs(1)).await;
         check_dropfile(&master);
-        if let Some(what) = master.publisher.restart_if_exited() {
+        // Restarting waits for the new process to bind: off the async threads.
+        let m = master.clone();
+        if let Ok(Some(what)) =
+            tokio::task::spawn_blocking(move || m.publisher.restart_if_exited()).await
+        {
             tracing::error!("{what}");
         }
         if last.elapsed() < every {
