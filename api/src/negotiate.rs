@@ -183,8 +183,8 @@ impl serde_json::ser::Formatter for PythonFormatter {
     }
 }
 
-/// Python's `repr(float)`: shortest round-trip digits, positional notation when the decimal
-/// exponent is in -5 < e < 16, otherwise `d.ddde+XX`; integral values keep a `.0`.
+/// Python's `json.dumps` of a float: its `repr()`, and JavaScript's names for the values
+/// JSON lacks.
 fn python_float_repr(value: f64) -> String {
     if !value.is_finite() {
         // Never reached through serde_json::Value; Python would write these names.
@@ -196,37 +196,7 @@ fn python_float_repr(value: f64) -> String {
             "-Infinity".into()
         };
     }
-    // Rust's `{:e}` gives the shortest round-trip digits: "-1.2345e6".
-    let sci = format!("{value:e}");
-    let (mantissa, exponent) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exponent: i32 = exponent.parse().unwrap_or(0);
-    let (sign, mantissa) = match mantissa.strip_prefix('-') {
-        Some(rest) => ("-", rest),
-        None => ("", mantissa),
-    };
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    if !(-5 < exponent && exponent < 16) {
-        let (first, rest) = digits.split_at(1);
-        let fraction = if rest.is_empty() {
-            String::new()
-        } else {
-            format!(".{rest}")
-        };
-        let exp_sign = if exponent < 0 { '-' } else { '+' };
-        return format!("{sign}{first}{fraction}e{exp_sign}{:02}", exponent.abs());
-    }
-    let point = exponent + 1; // digits before the decimal point
-    if point <= 0 {
-        let zeros = "0".repeat(point.unsigned_abs() as usize);
-        format!("{sign}0.{zeros}{digits}")
-    } else {
-        let point = point as usize;
-        if digits.len() <= point {
-            format!("{sign}{digits}{}.0", "0".repeat(point - digits.len()))
-        } else {
-            format!("{sign}{}.{}", &digits[..point], &digits[point..])
-        }
-    }
+    brine_protocol::pyrepr::float_repr(value)
 }
 
 #[cfg(test)]

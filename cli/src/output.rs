@@ -7,6 +7,7 @@
 
 use std::fmt::Write as _;
 
+use brine_protocol::pyrepr::{float_repr as python_float, str_repr as python_str_repr};
 use serde_json::{Map, Value};
 
 /// One of Salt's outputters, as named by `--out`.
@@ -490,96 +491,6 @@ fn python_number(n: &serde_json::Number) -> String {
     } else {
         python_float(n.as_f64().unwrap_or(f64::NAN))
     }
-}
-
-/// Python's `repr(float)`: shortest round-trip digits, scientific outside 1e-4..1e16.
-fn python_float(f: f64) -> String {
-    if f.is_nan() {
-        return "nan".to_owned();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "inf" } else { "-inf" }.to_owned();
-    }
-    let sci = format!("{f:e}");
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let negative = mantissa.starts_with('-');
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let sign = if negative { "-" } else { "" };
-    let decpt = exp + 1;
-    if !(-4 < decpt && decpt <= 16) {
-        let (first, rest) = digits.split_at(1);
-        let frac = if rest.is_empty() {
-            String::new()
-        } else {
-            format!(".{rest}")
-        };
-        let esign = if exp < 0 { "-" } else { "+" };
-        return format!("{sign}{first}{frac}e{esign}{:02}", exp.abs());
-    }
-    if decpt <= 0 {
-        let zeros = "0".repeat(decpt.unsigned_abs() as usize);
-        format!("{sign}0.{zeros}{digits}")
-    } else {
-        let point = decpt as usize;
-        if digits.len() <= point {
-            format!("{sign}{digits}{}.0", "0".repeat(point - digits.len()))
-        } else {
-            format!("{sign}{}.{}", &digits[..point], &digits[point..])
-        }
-    }
-}
-
-/// Python's `repr(str)`.
-fn python_str_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if !python_printable(c) => {
-                let code = c as u32;
-                if code < 0x100 {
-                    let _ = write!(out, "\\x{code:02x}");
-                } else if code < 0x10000 {
-                    let _ = write!(out, "\\u{code:04x}");
-                } else {
-                    let _ = write!(out, "\\U{code:08x}");
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
-}
-
-/// An approximation of Python's `str.isprintable` for one character.
-fn python_printable(c: char) -> bool {
-    let code = c as u32;
-    !(code < 0x20
-        || (0x7f..=0xa0).contains(&code)
-        || code == 0xad
-        || code == 0x1680
-        || (0x2000..=0x200f).contains(&code)
-        || (0x2028..=0x202f).contains(&code)
-        || (0x205f..=0x2064).contains(&code)
-        || code == 0x3000
-        || code == 0xfeff
-        || (0xe000..=0xf8ff).contains(&code)
-        || (0xfff9..=0xfffb).contains(&code))
 }
 
 // ---------------------------------------------------------------- json

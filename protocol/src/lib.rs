@@ -8,6 +8,7 @@ pub mod crypt;
 pub mod event;
 pub mod jid;
 pub mod payload;
+pub mod pyrepr;
 pub mod target;
 
 /// The Salt release whose protocol and behaviour Brine reproduces; reported as the version of

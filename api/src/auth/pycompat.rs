@@ -1,6 +1,7 @@
 //! The few Python behaviours Salt's ACL code leans on: `re.match`, `fnmatch.fnmatch`,
 //! `salt.utils.stringutils.expr_match`, `str()`/`repr()` of JSON-like values and truthiness.
 
+use brine_protocol::pyrepr::{float_repr, write_str_repr};
 use regex::Regex;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -245,7 +246,7 @@ fn write_repr(out: &mut String, v: &Value) {
             } else if let Some(u) = n.as_u64() {
                 out.push_str(&u.to_string());
             } else {
-                out.push_str(&py_float(n.as_f64().unwrap_or(f64::NAN)));
+                out.push_str(&float_repr(n.as_f64().unwrap_or(f64::NAN)));
             }
         }
         Value::String(s) => write_str_repr(out, s),
@@ -272,101 +273,6 @@ fn write_repr(out: &mut String, v: &Value) {
             out.push('}');
         }
     }
-}
-
-/// Python's float repr: shortest round-trip digits, scientific below 1e-4 and from 1e16.
-pub(crate) fn py_float(f: f64) -> String {
-    if f.is_nan() {
-        return "nan".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "inf".into() } else { "-inf".into() };
-    }
-    if f == 0.0 {
-        return if f.is_sign_negative() {
-            "-0.0".into()
-        } else {
-            "0.0".into()
-        };
-    }
-    // `{:e}` gives the shortest round-trip digits as `d.ddde<exp>`.
-    let sci = format!("{f:e}");
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let negative = mantissa.starts_with('-');
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let sign = if negative { "-" } else { "" };
-    if (-4..16).contains(&exp) {
-        let point = exp + 1; // position of the decimal point within `digits`
-        let body = if point <= 0 {
-            format!("0.{}{}", "0".repeat((-point) as usize), digits)
-        } else if point as usize >= digits.len() {
-            format!("{}{}.0", digits, "0".repeat(point as usize - digits.len()))
-        } else {
-            let (a, b) = digits.split_at(point as usize);
-            format!("{a}.{b}")
-        };
-        format!("{sign}{body}")
-    } else {
-        let (first, rest) = digits.split_at(1);
-        let mant = if rest.is_empty() {
-            first.to_string()
-        } else {
-            format!("{first}.{rest}")
-        };
-        let esign = if exp < 0 { '-' } else { '+' };
-        format!("{sign}{mant}e{esign}{:02}", exp.abs())
-    }
-}
-
-fn printable(c: char) -> bool {
-    let u = c as u32;
-    if u < 0x20 || u == 0x7f {
-        return false;
-    }
-    if u < 0x7f {
-        return true;
-    }
-    // Non-ASCII characters Python's str.isprintable() rejects: controls, format characters,
-    // separators other than the ASCII space, surrogates, private use and noncharacters.
-    !matches!(u,
-        0x80..=0xa0 | 0xad | 0x600..=0x605 | 0x61c | 0x6dd | 0x70f | 0x1680 | 0x180e
-        | 0x2000..=0x200f | 0x2028..=0x202f | 0x205f..=0x2064 | 0x2066..=0x206f | 0x3000
-        | 0xd800..=0xf8ff | 0xfeff | 0xfff9..=0xfffb | 0xfffe | 0xffff
-        | 0xf0000..=0x10ffff)
-}
-
-fn write_str_repr(out: &mut String, s: &str) {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if printable(c) => out.push(c),
-            c => {
-                let u = c as u32;
-                if u < 0x100 {
-                    out.push_str(&format!("\\x{u:02x}"));
-                } else if u < 0x10000 {
-                    out.push_str(&format!("\\u{u:04x}"));
-                } else {
-                    out.push_str(&format!("\\U{u:08x}"));
-                }
-            }
-        }
-    }
-    out.push(quote);
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 
 use std::sync::OnceLock;
 
+use brine_protocol::pyrepr::{float_repr as py_float, str_repr as py_str_repr};
 use regex::Regex;
 use rmpv::Value;
 
@@ -434,54 +435,6 @@ pub(crate) fn yamlify_arg(arg: &str) -> Value {
 
 // ---------------------------------------------------------------------------
 // Python str()/repr()
-
-fn py_float(f: f64) -> String {
-    if f.is_nan() {
-        return "nan".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "inf".into() } else { "-inf".into() };
-    }
-    let s = format!("{f:?}");
-    match s.split_once('e') {
-        Some((mant, exp)) => {
-            let (sign, digits) = match exp.strip_prefix('-') {
-                Some(d) => ('-', d),
-                None => ('+', exp),
-            };
-            format!("{mant}e{sign}{digits:0>2}")
-        }
-        None => s,
-    }
-}
-
-fn py_str_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
-}
 
 fn py_bytes_repr(b: &[u8]) -> String {
     let mut out = String::from("b'");

@@ -4,6 +4,8 @@
 
 use rmpv::Value;
 
+use crate::pyrepr::{float_repr, write_bytes_repr, write_str_repr};
+
 /// Python `str(value)` for a value decoded with `raw=False` (str keys, bytes for bin).
 pub(crate) fn py_str(v: &Value) -> String {
     match v {
@@ -28,13 +30,13 @@ fn write_repr(v: &Value, out: &mut String) {
         Value::Boolean(true) => out.push_str("True"),
         Value::Boolean(false) => out.push_str("False"),
         Value::Integer(i) => out.push_str(&i.to_string()),
-        Value::F32(f) => out.push_str(&py_float(f64::from(*f))),
-        Value::F64(f) => out.push_str(&py_float(*f)),
+        Value::F32(f) => out.push_str(&float_repr(f64::from(*f))),
+        Value::F64(f) => out.push_str(&float_repr(*f)),
         Value::String(s) => match s.as_str() {
-            Some(s) => repr_str(s, out),
-            None => repr_bytes(s.as_bytes(), out),
+            Some(s) => write_str_repr(out, s),
+            None => write_bytes_repr(out, s.as_bytes()),
         },
-        Value::Binary(b) => repr_bytes(b, out),
+        Value::Binary(b) => write_bytes_repr(out, b),
         Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
@@ -59,91 +61,10 @@ fn write_repr(v: &Value, out: &mut String) {
         }
         Value::Ext(code, data) => {
             out.push_str(&format!("ExtType(code={code}, data="));
-            repr_bytes(data, out);
+            write_bytes_repr(out, data);
             out.push(')');
         }
     }
-}
-
-/// Python `repr(float)`: shortest round-trip digits, exponent form outside [1e-4, 1e16).
-pub(crate) fn py_float(f: f64) -> String {
-    if f.is_nan() {
-        return "nan".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "inf".into() } else { "-inf".into() };
-    }
-    if f == 0.0 {
-        return if f.is_sign_negative() {
-            "-0.0".into()
-        } else {
-            "0.0".into()
-        };
-    }
-    let sci = format!("{f:e}"); // e.g. "1.5e-5", "1e16"
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if !(-4..16).contains(&exp) {
-        let sign = if exp < 0 { '-' } else { '+' };
-        return format!("{mantissa}e{sign}{:02}", exp.abs());
-    }
-    let plain = format!("{f}");
-    if plain.contains('.') {
-        plain
-    } else {
-        format!("{plain}.0")
-    }
-}
-
-fn repr_str(s: &str, out: &mut String) {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || (0x7f..0xa0).contains(&(c as u32)) => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-}
-
-fn repr_bytes(b: &[u8], out: &mut String) {
-    let quote = if b.contains(&b'\'') && !b.contains(&b'"') {
-        b'"'
-    } else {
-        b'\''
-    };
-    out.push('b');
-    out.push(quote as char);
-    for &c in b {
-        match c {
-            b'\\' => out.push_str("\\\\"),
-            b'\n' => out.push_str("\\n"),
-            b'\r' => out.push_str("\\r"),
-            b'\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c as char);
-            }
-            0x20..=0x7e => out.push(c as char),
-            c => out.push_str(&format!("\\x{c:02x}")),
-        }
-    }
-    out.push(quote as char);
 }
 
 /// Python `int(s)` for base 10: surrounding whitespace, a sign, and `_` between digits.
