@@ -411,3 +411,111 @@ fn dead_publisher_process_is_restarted() {
     st.wait_answering(&["p1"]);
     st.stop_master();
 }
+
+/// `user`: a master started as root runs as that user, owns its directories, and serves.
+#[test]
+fn master_started_as_root_runs_as_its_user() {
+    const USER: &str = "brinemastertest";
+    let root = std::process::Command::new("id").arg("-u").output().unwrap();
+    if stdout(&root).trim() != "0" {
+        println!("skipped: switching users needs root");
+        return;
+    }
+    let userdel = || {
+        let _ = std::process::Command::new("userdel").arg(USER).output();
+    };
+    userdel();
+    let made = std::process::Command::new("useradd")
+        .args(["-M", "-r", USER])
+        .output()
+        .unwrap();
+    if !made.status.success() {
+        println!("skipped: cannot create the test user: {}", stderr(&made));
+        return;
+    }
+    struct Cleanup<F: FnMut()>(F);
+    impl<F: FnMut()> Drop for Cleanup<F> {
+        fn drop(&mut self) {
+            (self.0)()
+        }
+    }
+    let _cleanup = Cleanup(userdel);
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap();
+    let uid: u32 = passwd
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{USER}:x:")))
+        .and_then(|rest| rest.split(':').next())
+        .and_then(|u| u.parse().ok())
+        .expect("uid of the test user");
+
+    let mut st = Stack::new("auto_accept: True\n");
+    let conf = st.master_conf_dir().join("master");
+    let text = std::fs::read_to_string(&conf).unwrap();
+    let text: Vec<String> = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("user:") {
+                format!("user: {USER}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    std::fs::write(&conf, text.join("\n")).unwrap();
+    // The user must be able to reach its directories inside the temp dir.
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    for d in [st.dir.path().to_path_buf(), st.master_root()] {
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    st.start_master();
+    let pid = st.master_pid().unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let uids = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+    assert!(
+        uids.split_whitespace()
+            .skip(1)
+            .all(|u| u == uid.to_string()),
+        "master runs as {uids}, want {uid}"
+    );
+    let pem = st.master_root().join("pki/master.pem");
+    wait_until(Duration::from_secs(10), || pem.exists()).unwrap();
+    assert_eq!(std::fs::metadata(&pem).unwrap().uid(), uid);
+    assert_eq!(
+        std::fs::metadata(st.master_root().join("cache"))
+            .unwrap()
+            .uid(),
+        uid
+    );
+    st.start_minion("u1", "");
+    st.wait_answering(&["u1"]);
+    st.stop_master();
+
+    // Started as another unprivileged user, the master (`user: root` here) refuses with
+    // one line.
+    let mut other = Stack::new("");
+    for d in [other.dir.path().to_path_buf(), other.master_root()] {
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let out = std::process::Command::new("setpriv")
+        .args([
+            &format!("--reuid={uid}"),
+            &format!("--regid={uid}"),
+            "--clear-groups",
+        ])
+        .arg(bin("salt-master"))
+        .arg("-c")
+        .arg(other.master_conf_dir())
+        .output();
+    if let Ok(out) = out {
+        if out.status.code() != Some(127) && !stderr(&out).contains("setpriv:") {
+            assert!(!out.status.success());
+            assert!(
+                stderr(&out)
+                    .contains("Salt configured to run as user \"root\" but unable to switch."),
+                "{}",
+                stderr(&out)
+            );
+        }
+    }
+    other.stop_master();
+}

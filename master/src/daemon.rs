@@ -82,6 +82,24 @@ pub fn run(cfg: MasterConfig) -> anyhow::Result<()> {
         Ok((soft, hard)) => tracing::info!("max open files: {soft} (hard limit {hard})"),
         Err(e) => tracing::warn!("cannot raise the open-file limit: {e}"),
     }
+    for d in [&cfg.pki_dir, &cfg.cachedir, &cfg.sock_dir] {
+        std::fs::create_dir_all(d)
+            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", d.display()))?;
+    }
+    // Before any thread, key, socket or database exists: all of them then belong to `user`.
+    let store = job_store_path(&cfg);
+    let owned = [
+        cfg.pki_dir.as_path(),
+        cfg.cachedir.as_path(),
+        cfg.sock_dir.as_path(),
+        cfg.log_file.as_path(),
+        store.as_path(),
+    ];
+    match crate::privileges::become_user(&cfg.user, &owned) {
+        Ok(Some(a)) => tracing::info!("running as user {} (uid {})", a.name, a.uid),
+        Ok(None) => {}
+        Err(e) => anyhow::bail!("{e}"),
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("master-rt")
@@ -91,10 +109,6 @@ pub fn run(cfg: MasterConfig) -> anyhow::Result<()> {
 }
 
 async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
-    for d in [&cfg.pki_dir, &cfg.cachedir, &cfg.sock_dir] {
-        std::fs::create_dir_all(d)
-            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", d.display()))?;
-    }
     let keys = KeyStore::open(&cfg.pki_dir)?;
     let secrets = Secrets::load(
         &cfg.pki_dir,

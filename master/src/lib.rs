@@ -7,6 +7,7 @@ pub mod jobstore;
 pub mod keys;
 pub mod master;
 pub mod presence;
+pub mod privileges;
 pub mod runners;
 pub mod secrets;
 pub mod wheel;
