@@ -7,12 +7,11 @@
 //! * [`sim`]: one simulated minion (sign-in, requests, publishes, jobs, returns).
 //! * [`functions`]: the execution functions it answers (`test.ping`, `test.echo`, ...).
 //! * [`swarm`]: launching at a connect rate, progress, shutdown, summary.
-//! * [`stats`], [`config`], [`rlimit`].
+//! * [`stats`], [`config`].
 
 pub mod config;
 pub mod functions;
 pub mod keys;
-pub mod rlimit;
 pub mod sim;
 pub mod stats;
 pub mod swarm;

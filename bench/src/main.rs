@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use brine_swarm::config::Settings;
-use brine_swarm::{keys, rlimit, swarm};
+use brine_swarm::{keys, swarm};
 use clap::Parser;
 
 fn main() -> ExitCode {
@@ -15,7 +15,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match rlimit::raise_nofile() {
+    match brine_transport::limits::raise_open_files(u64::MAX) {
         Ok((soft, _)) => {
             let need = settings.count as u64 * 2 + 64;
             if soft < need {

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use brine_protocol::crypt::{
     clean_key, hash_hex, Crypticle, EncAlgo, HashType, PublicKey, SerialGuard, SigAlgo,
 };
-use brine_protocol::payload::{dumps, get, get_str, loads, map, set, Value};
+use brine_protocol::payload::{bytes_of as bytes, dumps, get, get_str, loads, map, set, Value};
 use brine_protocol::target::{matches, MinionData};
 use tokio::net::TcpStream;
 use tokio::sync::{watch, Semaphore};
@@ -180,14 +180,6 @@ pub struct Sim {
     pillar: Mutex<Value>,
     /// Jobs running: jid and publish load (for `saltutil.find_job`).
     running: Mutex<Vec<(String, Value)>>,
-}
-
-fn bytes(v: &Value) -> Option<&[u8]> {
-    match v {
-        Value::Binary(b) => Some(b),
-        Value::String(s) => Some(s.as_bytes()),
-        _ => None,
-    }
 }
 
 fn now_secs() -> u64 {

@@ -34,6 +34,19 @@ pub fn bin(name: &str) -> PathBuf {
     p
 }
 
+/// The venv made by scripts/test, or None (with a note) when the test runs outside it.
+pub fn test_venv(test: &str) -> Option<PathBuf> {
+    match std::env::var_os("BRINE_TEST_VENV") {
+        Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
+        _ => {
+            eprintln!(
+                "{test}: skipped, it needs the Python venv of scripts/test (BRINE_TEST_VENV is not set)"
+            );
+            None
+        }
+    }
+}
+
 static NEXT_PORT: AtomicU16 = AtomicU16::new(0);
 
 /// A free TCP port on 127.0.0.1 between 20000 and 32000 (outside 32768-60999).

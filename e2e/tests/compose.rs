@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use brine_api::config::ApiConfig;
-use brine_e2e::bin;
+use brine_e2e::{bin, test_venv};
 use brine_protocol::config::{MasterConfig, MinionConfig};
 use serde_yaml::Value as Yaml;
 
@@ -20,19 +20,6 @@ fn repo() -> PathBuf {
         .parent()
         .expect("workspace root")
         .to_path_buf()
-}
-
-/// The venv made by scripts/test, or None (with a note) when the test runs outside it.
-fn test_venv(test: &str) -> Option<PathBuf> {
-    match std::env::var_os("BRINE_TEST_VENV") {
-        Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
-        _ => {
-            eprintln!(
-                "{test}: skipped, it needs the Python venv of scripts/test (BRINE_TEST_VENV is not set)"
-            );
-            None
-        }
-    }
 }
 
 /// docker-compose.yml with YAML merge keys (`<<: *brine`) applied, as Compose reads it.

@@ -9,21 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use brine_e2e::{free_port, Stack};
+use brine_e2e::{free_port, test_venv, Stack};
 use serde_json::{json, Value};
-
-/// The venv made by scripts/test, or None (with a note) when the test runs outside it.
-fn test_venv(test: &str) -> Option<PathBuf> {
-    match std::env::var_os("BRINE_TEST_VENV") {
-        Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
-        _ => {
-            eprintln!(
-                "{test}: skipped, it needs the Python venv of scripts/test (BRINE_TEST_VENV is not set)"
-            );
-            None
-        }
-    }
-}
 
 struct Pepper {
     st: Stack,

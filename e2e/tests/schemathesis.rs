@@ -6,25 +6,12 @@
 //! `cargo test` stays usable; under scripts/test it always runs.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use brine_e2e::{free_port, Stack};
+use brine_e2e::{free_port, test_venv, Stack};
 use serde_json::json;
-
-/// The venv made by scripts/test, or None (with a note) when the test runs outside it.
-fn test_venv(test: &str) -> Option<PathBuf> {
-    match std::env::var_os("BRINE_TEST_VENV") {
-        Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
-        _ => {
-            eprintln!(
-                "{test}: skipped, it needs the Python venv of scripts/test (BRINE_TEST_VENV is not set)"
-            );
-            None
-        }
-    }
-}
 
 /// Master, two minions and salt-api with every client enabled and a user with full rights.
 fn api_stack() -> (Stack, u16) {

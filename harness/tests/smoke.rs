@@ -4,30 +4,9 @@
 //! Builds nothing itself: it runs the `brine-bench` binary (and the daemons next to it) from
 //! this test's target directory (`cargo build --workspace --bins` first).
 
-use std::path::PathBuf;
 use std::process::Command;
 
-/// A binary of this workspace, from the target directory the test runs in.
-fn bin(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    let dir = exe
-        .parent()
-        .and_then(|d| {
-            if d.ends_with("deps") {
-                d.parent()
-            } else {
-                Some(d)
-            }
-        })
-        .expect("target directory");
-    let p = dir.join(name);
-    assert!(
-        p.exists(),
-        "{} is missing: build the workspace binaries first (cargo build --workspace --bins)",
-        p.display()
-    );
-    p
-}
+use brine_e2e::bin;
 
 #[test]
 fn smoke_run_writes_a_report_with_every_section() {

@@ -41,9 +41,8 @@ pub fn job_store_path(cfg: &MasterConfig) -> std::path::PathBuf {
 pub const MAX_OPEN_FILES: u64 = 100_000;
 
 /// Like Salt's master: raise the soft `RLIMIT_NOFILE` to `max_open_files` (default 100000),
-/// capped by the hard limit. Every minion holds two connections to the master, so the usual
-/// soft limit of 1024 would stop a master near 500 minions. Returns (soft, hard) afterwards.
-#[allow(unsafe_code)]
+/// capped by the hard limit. Every minion holds a connection to the request port, so the
+/// usual soft limit of 1024 would stop a master near 1000 minions. Returns (soft, hard).
 pub fn raise_open_files(cfg: &MasterConfig) -> std::io::Result<(u64, u64)> {
     let want = cfg
         .raw
@@ -51,29 +50,7 @@ pub fn raise_open_files(cfg: &MasterConfig) -> std::io::Result<(u64, u64)> {
         .get("max_open_files")
         .and_then(|v| v.as_u64())
         .unwrap_or(MAX_OPEN_FILES);
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit and setrlimit only read or write the rlimit struct passed by pointer,
-    // a valid, initialised local that outlives both calls.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let target = want.min(lim.rlim_max);
-        if lim.rlim_cur < target {
-            let raised = libc::rlimit {
-                rlim_cur: target,
-                rlim_max: lim.rlim_max,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            lim = raised;
-        }
-    }
-    Ok((lim.rlim_cur, lim.rlim_max))
+    brine_transport::limits::raise_open_files(want)
 }
 
 /// Build a master from its config and start serving. Returns when SIGTERM or SIGINT arrives.

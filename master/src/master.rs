@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use brine_protocol::config::MasterConfig;
 use brine_protocol::crypt::{EncAlgo, PublicKey, SigAlgo};
 use brine_protocol::jid::gen_jid;
-use brine_protocol::payload::{dumps, get, get_str, loads, map, remove, set, Value};
+use brine_protocol::payload::{bytes_of, dumps, get, get_str, loads, map, remove, set, Value};
 use brine_transport::eventbus::EventBus;
 use brine_transport::Publisher;
 
@@ -173,14 +173,6 @@ fn refuse<T>(why: impl Into<String>) -> Result<T, Refused> {
 pub fn str_value(v: &Value) -> Option<&str> {
     match v {
         Value::String(s) => s.as_str(),
-        _ => None,
-    }
-}
-
-fn bytes_value(v: &Value) -> Option<&[u8]> {
-    match v {
-        Value::Binary(b) => Some(b),
-        Value::String(s) => Some(s.as_bytes()),
         _ => None,
     }
 }
@@ -663,7 +655,7 @@ impl Master {
                 Value::from(self.cfg.publish_port),
             ),
         ];
-        if let Some(token) = get(load, "token").and_then(bytes_value) {
+        if let Some(token) = get(load, "token").and_then(bytes_of) {
             match self.secrets.master_key.decrypt(token, enc_algo) {
                 Ok(t) => match enc(&t) {
                     Ok(t) => inner.push((Value::from("token"), Value::Binary(t))),
@@ -723,7 +715,7 @@ impl Master {
         let Some(session) = self.secrets.existing_session(id) else {
             return refuse(format!("aes request from {id}, which has no session"));
         };
-        let Some(ct) = bytes_value(load) else {
+        let Some(ct) = bytes_of(load) else {
             return refuse(format!("aes request from {id}: load is not bytes"));
         };
         let mut inner = match session.loads(ct, None) {
@@ -746,7 +738,7 @@ impl Master {
         let Some(pub_text) = self.keys.read(KeyState::Accepted, id) else {
             return refuse(format!("aes request from {id}, whose key is not accepted"));
         };
-        let Some(tok) = bytes_value(&tok) else {
+        let Some(tok) = bytes_of(&tok) else {
             return refuse(format!("aes request from {id}: tok does not verify"));
         };
         let verified = match self.verified.check(id, &pub_text, tok) {

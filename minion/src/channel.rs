@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use brine_protocol::crypt::{
     clean_key, hash_hex, pem_finger, Crypticle, EncAlgo, HashType, PrivateKey, PublicKey, SigAlgo,
 };
-use brine_protocol::payload::{dumps, get, get_str, loads, map, set, Value};
+use brine_protocol::payload::{bytes_of as bytes, dumps, get, get_str, loads, map, set, Value};
 use brine_transport::{tcp_endpoint, ReqClient};
 
 #[derive(Debug, thiserror::Error)]
@@ -68,14 +68,6 @@ pub struct Channel {
     tries: u32,
     /// Per sign-in random token, proving the master can decrypt with the key we cached.
     token: String,
-}
-
-fn bytes(v: &Value) -> Option<&[u8]> {
-    match v {
-        Value::Binary(b) => Some(b),
-        Value::String(s) => Some(s.as_bytes()),
-        _ => None,
-    }
 }
 
 fn now_secs() -> u64 {

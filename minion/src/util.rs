@@ -18,10 +18,4 @@ pub fn text(v: &Value) -> Option<&str> {
     }
 }
 
-pub fn bytes(v: &Value) -> Option<&[u8]> {
-    match v {
-        Value::Binary(b) => Some(b),
-        Value::String(s) => Some(s.as_bytes()),
-        _ => None,
-    }
-}
+pub use brine_protocol::payload::bytes_of as bytes;

@@ -444,6 +444,16 @@ pub fn get_str<'a>(m: &'a Value, key: &str) -> Option<&'a str> {
     get(m, key).and_then(Value::as_str)
 }
 
+/// The bytes of a bin or str value: Salt sends some byte fields (`load`, `tok`, `sig`,
+/// keys) as either, depending on the sender's msgpack settings.
+pub fn bytes_of(v: &Value) -> Option<&[u8]> {
+    match v {
+        Value::Binary(b) => Some(b),
+        Value::String(s) => Some(s.as_bytes()),
+        _ => None,
+    }
+}
+
 /// Replace the value of `key` in place, or append the entry. No-op if `m` is not a map.
 pub fn set(m: &mut Value, key: &str, v: Value) {
     if let Value::Map(pairs) = m {
