@@ -84,9 +84,38 @@ pub fn zmq_round_trip(seconds: f64) -> anyhow::Result<ZmqRoundTrip> {
     })
 }
 
+/// Milliseconds per RSA-2048 PKCS#1 v1.5 SHA-1 signature of a 1 KiB message (what every
+/// publish carries), made through OpenSSL and through the `rsa` crate, each for half of
+/// `seconds`.
+pub fn rsa_signing(seconds: f64) -> anyhow::Result<(f64, f64)> {
+    use brine_protocol::crypt::{set_openssl, PrivateKey, SigAlgo};
+    let key = PrivateKey::generate(2048).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let msg = vec![0x5a_u8; 1024];
+    let per_signature = |openssl: bool| {
+        set_openssl(openssl);
+        let t0 = Instant::now();
+        let mut n = 0u32;
+        while n == 0 || t0.elapsed().as_secs_f64() < seconds / 2.0 {
+            std::hint::black_box(key.sign(&msg, SigAlgo::Pkcs1v15Sha1));
+            n += 1;
+        }
+        t0.elapsed().as_secs_f64() * 1e3 / f64::from(n)
+    };
+    let fast = per_signature(true);
+    let pure = per_signature(false);
+    set_openssl(true);
+    Ok((fast, pure))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rsa_signing_runs() {
+        let (openssl, rsa_crate) = rsa_signing(0.02).unwrap();
+        assert!(openssl > 0.0 && rsa_crate > 0.0);
+    }
 
     #[test]
     fn zmq_round_trip_runs() {

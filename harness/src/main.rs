@@ -138,7 +138,6 @@ fn raise_nofile() -> String {
     )
 }
 
-/// The soft open-files limit of this process, from /proc/self/limits.
 /// Minions one brine-swarm process can hold under an open-files limit of `nofile` (two
 /// connections each, and some room for everything else).
 fn per_swarm_process(nofile: u64) -> usize {
@@ -147,6 +146,7 @@ fn per_swarm_process(nofile: u64) -> usize {
         .clamp(100, 1_000_000)
 }
 
+/// The soft open-files limit of this process, from /proc/self/limits.
 fn nofile_limit() -> Option<u64> {
     std::fs::read_to_string("/proc/self/limits")
         .ok()
@@ -313,7 +313,16 @@ fn baselines(cli: &Cli, rt: &tokio::runtime::Runtime, rep: &mut Report) {
     let mut zp50 = vec![];
     let mut zp99 = vec![];
     let mut zrate = vec![];
+    let mut sign_openssl = vec![];
+    let mut sign_rsa = vec![];
     for _ in 0..cli.runs {
+        match baseline::rsa_signing(cli.seconds) {
+            Ok((fast, pure)) => {
+                sign_openssl.push(fast);
+                sign_rsa.push(pure);
+            }
+            Err(e) => rep.note("Baselines", format!("RSA signing failed: {e:#}")),
+        }
         match rt.block_on(baseline::axum_hello(cli.seconds, cli.clients)) {
             Ok((l, r)) => {
                 p50.push(l.p50_ms);
@@ -340,6 +349,16 @@ fn baselines(cli: &Cli, rt: &tokio::runtime::Runtime, rep: &mut Report) {
         format!("axum hello-world, {c} clients: requests/s"),
         "req/s",
         rate,
+    ));
+    rep.baselines.push((
+        "RSA-2048 publish signature, OpenSSL (Brine's master)".into(),
+        "ms",
+        sign_openssl,
+    ));
+    rep.baselines.push((
+        "RSA-2048 publish signature, `rsa` crate".into(),
+        "ms",
+        sign_rsa,
     ));
     rep.baselines
         .push(("ZeroMQ REQ/REP round trip: p50".into(), "µs", zp50));

@@ -434,8 +434,10 @@ impl Report {
         }
         o.push_str(
             "## Baselines\n\nFloors on the same machine: an axum hello-world in the harness process \
-             (`GET /` → `Hello, World!`), measured with the same client code as W1/W2, and a raw \
-             ZeroMQ REQ/REP round trip (64-byte message, loopback TCP, one client, `zmq` crate).\n\n",
+             (`GET /` → `Hello, World!`), measured with the same client code as W1/W2, a raw \
+             ZeroMQ REQ/REP round trip (64-byte message, loopback TCP, one client, `zmq` crate), \
+             and the RSA signature every publish carries (one thread, 1 KiB message, \
+             PKCS#1 v1.5 SHA-1), made by OpenSSL and by the `rsa` crate.\n\n",
         );
         if self.baselines.is_empty() {
             o.push_str("Not measured.\n\n");

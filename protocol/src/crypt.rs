@@ -150,7 +150,7 @@ impl SigAlgo {
 /// An RSA private key (master.pem / minion.pem).
 ///
 /// With the `openssl` feature (the default) the private-key operations (signing, OAEP
-/// decryption, X9.31) run in OpenSSL's libcrypto, about seven times faster than the `rsa`
+/// decryption, X9.31) run in OpenSSL's libcrypto, about four times faster than the `rsa`
 /// crate on the same CPU and constant-time; they produce the same bytes (PKCS#1 v1.5 and
 /// X9.31 are deterministic; tests compare both backends). The `rsa` crate remains the
 /// fallback and does everything else (parsing, generation, public-key operations).
