@@ -54,16 +54,29 @@ fn text(low: &Map<String, Json>, k: &str) -> Option<String> {
     }
 }
 
-fn seconds(low: &Map<String, Json>, k: &str) -> Option<u64> {
-    match low.get(k)? {
-        Json::Number(n) => n.as_f64().map(|f| f.max(0.0).ceil() as u64),
-        Json::String(s) => s
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .map(|f| f.max(0.0).ceil() as u64),
-        _ => None,
+/// The longest wait a client may ask for (`timeout`, `gather_job_timeout`): one year.
+pub const MAX_SECONDS: u64 = 365 * 24 * 3600;
+
+/// A whole number of seconds (or a count such as `subset`) from a lowstate field: absent or
+/// null is `None`; a number or a numeric string within `0..=max` is rounded up; anything else
+/// (negative, NaN, infinite, too large, not a number) is a 400 naming the field.
+pub(crate) fn bounded(low: &Map<String, Json>, k: &str, max: u64) -> Result<Option<u64>, ApiError> {
+    let value = match low.get(k) {
+        None | Some(Json::Null) => return Ok(None),
+        Some(Json::Number(n)) => n.as_f64(),
+        Some(Json::String(s)) => s.trim().parse::<f64>().ok(),
+        Some(_) => None,
+    };
+    match value {
+        Some(f) if f.is_finite() && (0.0..=max as f64).contains(&f) => Ok(Some(f.ceil() as u64)),
+        _ => Err(ApiError::bad_request(format!(
+            "'{k}' must be a number from 0 to {max}"
+        ))),
     }
+}
+
+fn seconds(low: &Map<String, Json>, k: &str) -> Result<Option<u64>, ApiError> {
+    bounded(low, k, MAX_SECONDS)
 }
 
 fn arg_list(low: &Map<String, Json>) -> Vec<Json> {
@@ -214,7 +227,7 @@ async fn publish(
         ("key", Value::from(state.master.root_key())),
         ("user", Value::from(caller.name.clone())),
     ];
-    if let Some(to) = seconds(low, "timeout") {
+    if let Some(to) = seconds(low, "timeout")? {
         load.push(("to", Value::from(to)));
     }
     let reply = state
@@ -222,8 +235,15 @@ async fn publish(
         .clear(map(load), Duration::from_secs(30))
         .await?;
     if let Some(e) = get(&reply, "error") {
-        let msg = get_str(e, "message").unwrap_or("the master refused the job");
-        return Err(ApiError::unauthorized(msg.to_string()));
+        let msg = get_str(e, "message")
+            .unwrap_or("the master refused the job")
+            .to_string();
+        // The master's authentication errors are the caller's 401; anything else it refuses
+        // (a jid already in use, ...) is a bad request.
+        return Err(match get_str(e, "name") {
+            Some("SaltInvocationError") => ApiError::bad_request(msg),
+            _ => ApiError::unauthorized(msg),
+        });
     }
     let inner = get(&reply, "load").cloned().unwrap_or(Value::Nil);
     let Some(jid) = get_str(&inner, "jid").map(str::to_string) else {
@@ -348,15 +368,15 @@ async fn gather(
     got
 }
 
-fn timeouts(state: &AppState, low: &Map<String, Json>) -> (Duration, Duration) {
-    (
-        Duration::from_secs(seconds(low, "timeout").unwrap_or(state.cfg.timeout).max(1)),
+fn timeouts(state: &AppState, low: &Map<String, Json>) -> Result<(Duration, Duration), ApiError> {
+    Ok((
+        Duration::from_secs(seconds(low, "timeout")?.unwrap_or(state.cfg.timeout).max(1)),
         Duration::from_secs(
-            seconds(low, "gather_job_timeout")
+            seconds(low, "gather_job_timeout")?
                 .unwrap_or(state.cfg.gather_job_timeout)
                 .max(1),
         ),
-    )
+    ))
 }
 
 fn full_return(low: &Map<String, Json>) -> bool {
@@ -393,7 +413,7 @@ async fn local(
     let Some((jid, minions)) = publish(state, caller, low, &call, "local").await? else {
         return Ok(json!({}));
     };
-    let (timeout, gather_timeout) = timeouts(state, low);
+    let (timeout, gather_timeout) = timeouts(state, low)?;
     let got = gather(state, &mut rx, &jid, &minions, timeout, gather_timeout).await;
     Ok(shape_returns(got, &jid, full_return(low)))
 }
@@ -429,7 +449,7 @@ async fn local_batch(
     if !allowed_local(state, caller, &call, &from_json(&call.tgt)) {
         return Err(ApiError::unauthorized("Authorization error occurred."));
     }
-    let (timeout, gather_timeout) = timeouts(state, low);
+    let (timeout, gather_timeout) = timeouts(state, low)?;
     let mut out = Vec::new();
     for chunk in all.chunks(size.max(1)) {
         let sub = LocalCall {
@@ -472,10 +492,11 @@ async fn local_subset(
     low: &Map<String, Json>,
 ) -> Result<Json, ApiError> {
     let call = local_call(low)?;
-    let n = seconds(low, "subset")
-        .or_else(|| seconds(low, "sub"))
-        .unwrap_or(3)
-        .max(1) as usize;
+    let n = match bounded(low, "subset", u32::MAX.into())? {
+        Some(n) => n,
+        None => bounded(low, "sub", u32::MAX.into())?.unwrap_or(3),
+    }
+    .max(1) as usize;
     let Some(fun) = call.fun.as_str().map(str::to_string) else {
         return Err(ApiError::bad_request(
             "local_subset runs one function, not a list",
@@ -488,7 +509,7 @@ async fn local_subset(
         fun: json!("sys.list_functions"),
         arg: json!([fun.split('.').next().unwrap_or("")]),
     };
-    let (timeout, gather_timeout) = timeouts(state, low);
+    let (timeout, gather_timeout) = timeouts(state, low)?;
     let mut rx = state.bus.subscribe();
     let Some((jid, minions)) = publish(state, caller, low, &probe, "local_subset").await? else {
         return Ok(json!({}));
@@ -596,7 +617,7 @@ async fn runner(
     }
     let want = format!("salt/run/{jid}/ret");
     let wait = Duration::from_secs(
-        seconds(low, "timeout")
+        seconds(low, "timeout")?
             .unwrap_or(state.api.rest_timeout)
             .max(1),
     );
@@ -627,6 +648,9 @@ async fn runner(
         }
     }
 }
+
+/// Fields of the clear `wheel` load that Brine sets and a lowstate may not.
+const WHEEL_LOAD_FIELDS: &[&str] = &["cmd", "fun", "key", "user", "jid", "client", "eauth"];
 
 async fn wheel(
     state: &Arc<AppState>,
@@ -661,7 +685,13 @@ async fn wheel(
         load.push((Value::from("arg"), from_json(&arg)));
     }
     if let Json::Object(kw) = &kwarg {
+        // The load's own fields (who calls, which jid, the key) come from Brine, never from the
+        // lowstate: a client's `user` or `jid` is dropped, not passed on to be recorded.
         for (k, v) in kw {
+            if WHEEL_LOAD_FIELDS.contains(&k.as_str()) || k.starts_with("__") {
+                tracing::debug!("wheel {fun}: client field {k:?} ignored");
+                continue;
+            }
             load.push((Value::from(k.as_str()), from_json(v)));
         }
     }

@@ -32,6 +32,48 @@ pub struct ApiConfig {
     /// Seconds a synchronous runner call waits (`rest_timeout`).
     pub rest_timeout: u64,
     pub enable_sessions: bool,
+    /// Origins allowed to read answers cross-site (`cors_origin`, as rest_tornado reads it):
+    /// none by default, so no CORS headers are sent.
+    pub cors: CorsOrigins,
+}
+
+/// The `cors_origin` setting.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum CorsOrigins {
+    /// Not configured: no CORS headers at all.
+    #[default]
+    None,
+    /// `'*'`: any origin, never with credentials.
+    Any,
+    /// These origins exactly (scheme://host[:port]), with credentials.
+    List(Vec<String>),
+}
+
+impl CorsOrigins {
+    fn from_value(v: Option<&Value>) -> Result<CorsOrigins, &'static str> {
+        let origins: Vec<String> = match v {
+            None => return Ok(CorsOrigins::None),
+            Some(Value::String(s)) => vec![s.clone()],
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|i| i.as_str().map(str::to_string))
+                .collect::<Option<_>>()
+                .ok_or("expected an origin or a list of origins")?,
+            Some(_) => return Err("expected an origin or a list of origins"),
+        };
+        let origins: Vec<String> = origins
+            .into_iter()
+            .map(|o| o.trim().trim_end_matches('/').to_string())
+            .filter(|o| !o.is_empty())
+            .collect();
+        Ok(if origins.iter().any(|o| o == "*") {
+            CorsOrigins::Any
+        } else if origins.is_empty() {
+            CorsOrigins::None
+        } else {
+            CorsOrigins::List(origins)
+        })
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -174,6 +216,7 @@ impl ApiConfig {
             event_replay: number("brine_event_replay", 1000)? as usize,
             rest_timeout,
             enable_sessions: boolean("enable_sessions", true)?,
+            cors: CorsOrigins::from_value(get("cors_origin")).map_err(|m| bad("cors_origin", m))?,
         };
         if !api.disable_ssl && (api.ssl_crt.is_none() || api.ssl_key.is_none()) {
             return Err(bad(

@@ -103,6 +103,33 @@ pub struct Bus {
     replay_len: usize,
     next_id: Mutex<u64>,
     connected: std::sync::atomic::AtomicBool,
+    owners: Mutex<JobOwners>,
+}
+
+/// Who published each recent job (the `user` of its `salt/job/<jid>/new` event), so that a
+/// user may follow their own jobs. Bounded: the oldest entries go first.
+#[derive(Default)]
+struct JobOwners {
+    by_jid: std::collections::HashMap<String, String>,
+    order: VecDeque<String>,
+}
+
+impl JobOwners {
+    const CAPACITY: usize = 100_000;
+
+    fn record(&mut self, jid: &str, user: &str) {
+        if self.by_jid.contains_key(jid) {
+            // The first publish of a jid owns it.
+            return;
+        }
+        self.by_jid.insert(jid.to_string(), user.to_string());
+        self.order.push_back(jid.to_string());
+        if self.order.len() > Self::CAPACITY {
+            if let Some(old) = self.order.pop_front() {
+                self.by_jid.remove(&old);
+            }
+        }
+    }
 }
 
 impl Bus {
@@ -116,6 +143,7 @@ impl Bus {
             replay_len,
             next_id: Mutex::new(0),
             connected: std::sync::atomic::AtomicBool::new(false),
+            owners: Mutex::new(JobOwners::default()),
         });
         let b = bus.clone();
         tokio::spawn(async move { b.run(sock_dir).await });
@@ -124,6 +152,16 @@ impl Bus {
 
     pub fn is_connected(&self) -> bool {
         self.connected.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The user who published job `jid`, when this API saw its `new` event.
+    pub fn job_owner(&self, jid: &str) -> Option<String> {
+        self.owners
+            .lock()
+            .expect("owners lock")
+            .by_jid
+            .get(jid)
+            .cloned()
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<BusEvent>> {
@@ -184,6 +222,15 @@ impl Bus {
         let Ok((tag, data)) = unpack_body(body) else {
             return;
         };
+        // Recorded before the event (and so before any of the job's returns) goes out.
+        if let Some(jid) = tag
+            .strip_prefix("salt/job/")
+            .and_then(|rest| rest.strip_suffix("/new"))
+        {
+            if let Some(user) = brine_protocol::payload::get_str(&data, "user") {
+                self.owners.lock().expect("owners lock").record(jid, user);
+            }
+        }
         let mut next = self.next_id.lock().expect("id lock");
         *next += 1;
         let ev = Arc::new(BusEvent {

@@ -16,6 +16,7 @@ use serde_json::{json, Map, Value as Json};
 use crate::auth::{acl, eauth, tokens};
 use crate::body::{hook_post, lowstates, parse_body};
 use crate::clients;
+use crate::config::CorsOrigins;
 use crate::error::ApiError;
 use crate::negotiate::{choose, respond, Format};
 use crate::state::{AppState, Caller};
@@ -115,7 +116,7 @@ async fn guard(State(st): State<Shared>, mut req: Request, next: Next) -> Respon
         Ok(Format::Json)
     };
     let mut resp = if method == Method::OPTIONS {
-        preflight(req.headers())
+        preflight(req.headers(), &st.api.cors)
     } else {
         match chosen {
             Err(e) => e.into_response_with(Format::Json),
@@ -136,7 +137,7 @@ async fn guard(State(st): State<Shared>, mut req: Request, next: Next) -> Respon
             }
         }
     };
-    cors(resp.headers_mut(), origin);
+    cors(resp.headers_mut(), &st.api.cors, origin.as_ref());
     st.metrics.observe(
         method.as_str(),
         &route,
@@ -146,29 +147,55 @@ async fn guard(State(st): State<Shared>, mut req: Request, next: Next) -> Respon
     resp
 }
 
-fn cors(h: &mut HeaderMap, origin: Option<HeaderValue>) {
-    h.insert(
-        header::ACCESS_CONTROL_ALLOW_ORIGIN,
-        origin.unwrap_or(HeaderValue::from_static("*")),
-    );
-    h.insert(
-        header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
-        HeaderValue::from_static("true"),
-    );
+/// CORS headers for an allowed `Origin` (see [`CorsOrigins`]); nothing otherwise.
+fn cors(h: &mut HeaderMap, allowed: &CorsOrigins, origin: Option<&HeaderValue>) {
+    let Some(origin) = origin else { return };
+    match allowed {
+        CorsOrigins::None => return,
+        CorsOrigins::Any => {
+            h.insert(
+                header::ACCESS_CONTROL_ALLOW_ORIGIN,
+                HeaderValue::from_static("*"),
+            );
+        }
+        CorsOrigins::List(list) => {
+            let listed = origin
+                .to_str()
+                .is_ok_and(|o| list.iter().any(|l| l.eq_ignore_ascii_case(o)));
+            if !listed {
+                return;
+            }
+            h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
+            h.insert(
+                header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+                HeaderValue::from_static("true"),
+            );
+            h.append(header::VARY, HeaderValue::from_static("Origin"));
+        }
+    }
     h.insert(
         header::ACCESS_CONTROL_EXPOSE_HEADERS,
         HeaderValue::from_static("X-Auth-Token, Content-Type"),
     );
 }
 
-fn preflight(req: &HeaderMap) -> Response {
+/// An `OPTIONS` request: the preflight headers when the origin is allowed (the CORS headers
+/// themselves are added by [`cors`]).
+fn preflight(req: &HeaderMap, allowed: &CorsOrigins) -> Response {
     let mut r = StatusCode::OK.into_response();
+    let origin_allowed = {
+        let mut probe = HeaderMap::new();
+        cors(&mut probe, allowed, req.get(header::ORIGIN));
+        probe.contains_key(header::ACCESS_CONTROL_ALLOW_ORIGIN)
+    };
     let h = r.headers_mut();
-    if matches!(
-        req.get(header::ACCESS_CONTROL_REQUEST_METHOD)
-            .and_then(|v| v.to_str().ok()),
-        Some("GET" | "POST")
-    ) {
+    if origin_allowed
+        && matches!(
+            req.get(header::ACCESS_CONTROL_REQUEST_METHOD)
+                .and_then(|v| v.to_str().ok()),
+            Some("GET" | "POST")
+        )
+    {
         h.insert(
             header::ACCESS_CONTROL_ALLOW_METHODS,
             HeaderValue::from_static("GET, POST"),
@@ -456,19 +483,17 @@ fn first_object(v: Json) -> Option<Map<String, Json>> {
     }
 }
 
-fn token_ttl(st: &AppState, low: &Map<String, Json>) -> u64 {
+fn token_ttl(st: &AppState, low: &Map<String, Json>) -> Result<u64, ApiError> {
     let allow = st
         .cfg
         .raw
         .values
         .get("token_expire_user_override")
         .is_some_and(|v| v.as_bool() == Some(true) || v.is_object() || v.is_array());
-    match low
-        .get("token_expire")
-        .and_then(|v| v.as_f64().or_else(|| v.as_str()?.parse().ok()))
-    {
-        Some(t) if allow && t > 0.0 => t as u64,
-        _ => st.cfg.token_expire,
+    // Checked even when overrides are off: a malformed field is a client error either way.
+    match clients::bounded(low, "token_expire", clients::MAX_SECONDS)? {
+        Some(t) if allow && t > 0 => Ok(t),
+        _ => Ok(st.cfg.token_expire),
     }
 }
 
@@ -492,7 +517,7 @@ async fn login(State(st): State<Shared>, req: Request) -> Response {
                 ApiError::unauthorized("Could not authenticate using provided credentials")
             })?;
         let perms = acl::login_perms(&st.cfg, &id);
-        let (token, claims) = st.tokens.issue(&id, token_ttl(&st, &low));
+        let (token, claims) = st.tokens.issue(&id, token_ttl(&st, &low)?);
         Ok((token, claims, perms))
     }
     .await;
@@ -574,7 +599,7 @@ async fn token(State(st): State<Shared>, req: Request) -> Response {
                 ApiError::unauthorized("Could not authenticate using provided credentials")
             })?;
             let obj = item.as_object().cloned().unwrap_or_default();
-            let (token, c) = st.tokens.issue(&id, token_ttl(&st, &obj));
+            let (token, c) = st.tokens.issue(&id, token_ttl(&st, &obj)?);
             out.push(json!({"start": c.start, "expire": c.expire, "name": c.name, "eauth": c.eauth, "token": token}));
         }
         Ok(Json::Array(out))
@@ -688,7 +713,12 @@ async fn job(State(st): State<Shared>, Path(jid): Path<String>, req: Request) ->
     let fmt = fmt_of(&req);
     let headers = req.headers().clone();
     let res = async {
-        let caller = session_caller(&st, &headers)?;
+        let mut caller = session_caller(&st, &headers)?;
+        if !acl::may_read_job(&caller.acl, &jid) && crate::stream::may_read_job(&st, &caller, &jid)
+        {
+            // The caller's own job: readable without the runner right.
+            caller.acl = vec![json!({"@jobs": ["list_job"]})];
+        }
         runner_call(&st, &caller, "jobs.list_job", vec![("jid", json!(jid))]).await
     }
     .await;

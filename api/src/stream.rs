@@ -28,9 +28,22 @@ use crate::state::{AppState, Caller};
 const KEEPALIVE: Duration = Duration::from_secs(15);
 
 fn visible(st: &AppState, caller: &Caller, ev: &BusEvent) -> bool {
+    if let Some(jid) = acl::job_of_event(&ev.tag) {
+        return may_read_job(st, caller, jid);
+    }
     let view = &st.minions;
     let expand = |expr: &str| view.expand_compound(expr);
     acl::may_see_event(&caller.acl, &ev.tag, &ev.data, &expand)
+}
+
+/// May `caller` read job `jid`: its record through `GET /jobs/<jid>` and its events on the
+/// streams? With the runner right `jobs.list_job`, or when the caller published it.
+pub fn may_read_job(st: &AppState, caller: &Caller, jid: &str) -> bool {
+    acl::may_read_job(&caller.acl, jid)
+        || st
+            .bus
+            .job_owner(jid)
+            .is_some_and(|owner| owner == caller.name)
 }
 
 /// The token is still good (not revoked, not expired).

@@ -2,6 +2,7 @@
 //! directory, on ports outside the ephemeral range, stopped when the test ends. When a test
 //! fails, the logs of every process are printed.
 
+pub mod http;
 pub mod real;
 
 use std::collections::BTreeMap;

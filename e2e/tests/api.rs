@@ -1,18 +1,13 @@
 //! salt-api end to end: master, two minions and the API as real processes, driven over HTTP.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::time::{Duration, Instant};
 
+use brine_e2e::http::{assert_error, sse, Api};
 use brine_e2e::{free_port, wait_until, Stack};
-use reqwest::blocking::{Client, Response};
+use reqwest::blocking::Client;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde_json::{json, Value};
-
-struct Api {
-    st: Stack,
-    port: u16,
-    http: Client,
-}
 
 fn api_stack(extra: &str) -> Api {
     let port = free_port();
@@ -61,65 +56,7 @@ rest_cherrypy:
     st.start_minion("db1", "grains:\n  role: db\n");
     st.wait_answering(&["web1", "db1"]);
     st.start_api(port);
-    Api {
-        st,
-        port,
-        http: Client::builder()
-            .timeout(Duration::from_secs(60))
-            .build()
-            .unwrap(),
-    }
-}
-
-impl Api {
-    fn url(&self, p: &str) -> String {
-        format!("http://127.0.0.1:{}{p}", self.port)
-    }
-
-    fn login(&self, user: &str, pass: &str, eauth: &str) -> String {
-        let r = self
-            .http
-            .post(self.url("/login"))
-            .json(&json!({"username": user, "password": pass, "eauth": eauth}))
-            .send()
-            .unwrap();
-        assert_eq!(r.status(), 200, "login {user}");
-        let header = r.headers()["x-auth-token"].to_str().unwrap().to_string();
-        let body: Value = r.json().unwrap();
-        assert_eq!(body["return"][0]["token"], json!(header));
-        header
-    }
-
-    fn post(&self, path: &str, token: &str, body: Value) -> (u16, Value) {
-        let r = self
-            .http
-            .post(self.url(path))
-            .header("X-Auth-Token", token)
-            .json(&body)
-            .send()
-            .unwrap();
-        let s = r.status().as_u16();
-        (s, r.json().unwrap_or(Value::Null))
-    }
-
-    fn get(&self, path: &str, token: &str) -> (u16, Value) {
-        let r = self
-            .http
-            .get(self.url(path))
-            .header("X-Auth-Token", token)
-            .send()
-            .unwrap();
-        let s = r.status().as_u16();
-        (s, r.json().unwrap_or(Value::Null))
-    }
-}
-
-fn assert_error(status: u16, body: &Value, want: u16) {
-    assert_eq!(status, want, "{body}");
-    assert_eq!(body["status"], json!(want), "{body}");
-    assert!(body["return"].is_string(), "{body}");
-    assert!(body["error"]["code"].is_string(), "{body}");
-    assert!(body["error"]["message"].is_string(), "{body}");
+    Api::new(st, port)
 }
 
 #[test]
@@ -460,101 +397,6 @@ fn api_endpoints_and_clients() {
     assert_error(s, &v, 401);
 }
 
-/// A reader of `/events` on its own thread.
-struct Sse {
-    rx: std::sync::mpsc::Receiver<(String, String)>,
-    raw: std::sync::Arc<std::sync::Mutex<String>>,
-}
-
-fn sse(api: &Api, token: &str, last_id: Option<u64>) -> Sse {
-    let mut req = Client::builder()
-        .timeout(None)
-        .build()
-        .unwrap()
-        .get(api.url("/events"))
-        .header(ACCEPT, "text/event-stream")
-        .header("X-Auth-Token", token);
-    if let Some(id) = last_id {
-        req = req.header("Last-Event-ID", id.to_string());
-    }
-    let resp: Response = req.send().unwrap();
-    assert_eq!(resp.status(), 200);
-    assert_eq!(
-        resp.headers()[CONTENT_TYPE],
-        "text/event-stream;charset=utf-8"
-    );
-    let (tx, rx) = std::sync::mpsc::channel();
-    let raw = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let raw2 = raw.clone();
-    std::thread::spawn(move || {
-        let mut r = BufReader::new(resp);
-        let mut line = String::new();
-        let (mut id, mut tag) = (String::new(), String::new());
-        loop {
-            line.clear();
-            match r.read_line(&mut line) {
-                Ok(0) | Err(_) => {
-                    let _ = tx.send(("".into(), "EOF".into()));
-                    return;
-                }
-                Ok(_) => {}
-            }
-            raw2.lock().unwrap().push_str(&line);
-            if let Some(v) = line.strip_prefix("id: ") {
-                id = v.trim().to_string();
-            } else if let Some(v) = line.strip_prefix("tag: ") {
-                tag = v.trim().to_string();
-            } else if let Some(v) = line.strip_prefix("data: ") {
-                let _ = tx.send((format!("{id} {tag}"), v.trim().to_string()));
-            }
-        }
-    });
-    Sse { rx, raw }
-}
-
-impl Sse {
-    /// The next event for which `f(tag, data)` holds (panics after 30 s).
-    fn until(&mut self, f: impl Fn(&str, &Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let (head, data) = self.rx.recv_timeout(left).unwrap_or_else(|_| {
-                panic!(
-                    "no matching event; stream so far:\n{}",
-                    self.raw.lock().unwrap()
-                )
-            });
-            assert_ne!(
-                data,
-                "EOF",
-                "stream ended; so far:\n{}",
-                self.raw.lock().unwrap()
-            );
-            let v: Value = serde_json::from_str(&data).unwrap();
-            let tag = head.split_once(' ').map(|x| x.1).unwrap_or("");
-            assert_eq!(v["tag"], json!(tag), "the tag line repeats the event's tag");
-            if f(tag, &v) {
-                let mut v = v;
-                v["_id"] = json!(head.split(' ').next().unwrap().parse::<u64>().unwrap());
-                return v;
-            }
-        }
-    }
-
-    /// True if the stream ends within `limit`.
-    fn ends_within(&mut self, limit: Duration) -> bool {
-        let deadline = Instant::now() + limit;
-        while Instant::now() < deadline {
-            match self.rx.recv_timeout(Duration::from_millis(200)) {
-                Ok((_, d)) if d == "EOF" => return true,
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return true,
-                _ => {}
-            }
-        }
-        false
-    }
-}
-
 #[test]
 fn api_streams_acl_and_token_lifecycle() {
     let mut api = api_stack("");
@@ -883,6 +725,7 @@ rest_cherrypy:
   static: {www}
   app: {app}
   root_prefix: /salt
+  cors_origin: [https://gui.example]
 ",
         crt = crt.display(),
         key = key.display(),
@@ -917,6 +760,9 @@ rest_cherrypy:
         lower.contains("access-control-allow-credentials: true"),
         "{head}"
     );
+    // An origin not listed gets no CORS headers.
+    let (head, _) = curl(&[&format!("{base}/"), "-H", "Origin: https://evil.example"]);
+    assert!(!head.to_lowercase().contains("access-control-"), "{head}");
     // CORS preflight answers 200 (Salt's answers 500).
     let (head, _) = curl(&[
         "-X",

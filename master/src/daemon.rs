@@ -121,6 +121,7 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
     let publisher = Publisher::start_child(&ctx, &exe, &args, &feed, &pub_ep)?;
     let ret_ep = tcp_endpoint(&cfg.interface, cfg.ret_port);
     let workers = cfg.worker_threads.max(1);
+    let replay = crate::replay::ReplayGuard::new(cfg.request_server_ttl);
     let master = Arc::new(Master {
         cfg,
         keys,
@@ -134,6 +135,8 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
         self_ref: std::sync::OnceLock::new(),
         publish_order: Default::default(),
         verified: Default::default(),
+        recent_jids: Default::default(),
+        replay,
     });
     let _ = master.self_ref.set(Arc::downgrade(&master));
     let m = master.clone();

@@ -8,6 +8,7 @@ pub mod keys;
 pub mod master;
 pub mod presence;
 pub mod privileges;
+pub mod replay;
 pub mod runners;
 pub mod secrets;
 pub mod wheel;

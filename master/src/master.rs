@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use brine_protocol::config::MasterConfig;
 use brine_protocol::crypt::{EncAlgo, PublicKey, SigAlgo};
 use brine_protocol::jid::gen_jid;
-use brine_protocol::payload::{bytes_of, dumps, get, get_str, loads, map, remove, set, Value};
+use brine_protocol::payload::{bytes_of, dumps, get, get_str, map, remove, set, Value};
 use brine_transport::eventbus::EventBus;
 use brine_transport::Publisher;
 
@@ -16,18 +16,29 @@ use crate::jobstore::JobStore;
 use crate::keys::{invalid_id_reason, KeyState, KeyStore};
 use crate::secrets::Secrets;
 
-/// Tags a minion may not fire through `_minion_event` (Salt's MINION_EVENT_BLACKLIST).
-const MINION_EVENT_BLACKLIST: &[&str] = &[
-    "salt/job/*/publish",
-    "salt/job/*/new",
-    "salt/job/*/return",
-    "salt/key",
-    "salt/cloud/*",
-    "salt/run/*",
-    "salt/cluster/*",
-    "salt/wheel/*/new",
-    "salt/wheel/*/return",
+/// Top-level `salt/<x>` tag families that only the master fires: sign-ins and keys, jobs
+/// (but see [`minion_may_fire`]), runners, wheel calls, presence, cloud, cluster and stats.
+const MASTER_TAGS: &[&str] = &[
+    "auth", "key", "job", "run", "wheel", "presence", "cloud", "cluster", "stats",
 ];
+
+/// May minion `id` fire `tag` on the master's bus through `_minion_event`? Not the master's own
+/// families (a forged `salt/auth` could make a reactor accept a key; a forged
+/// `salt/job/<jid>/ret/<id>` a return in another's name), not a bare jid, and events naming a
+/// minion (`salt/minion/<id>/..`, `salt/beacon/<id>/..`, `minion/refresh/<id>`, a state run's
+/// `salt/job/<jid>/prog/<id>/..`) only in its own name.
+pub fn minion_may_fire(id: &str, tag: &str) -> bool {
+    if brine_protocol::jid::is_jid(tag) {
+        return false;
+    }
+    let parts: Vec<&str> = tag.split('/').collect();
+    match parts.as_slice() {
+        ["salt", "job", _jid, "prog", who, ..] => *who == id,
+        ["salt", "minion" | "beacon", who, ..] | ["minion", "refresh", who, ..] => *who == id,
+        ["salt", family, ..] => !MASTER_TAGS.contains(family),
+        _ => true,
+    }
+}
 
 pub struct Master {
     pub cfg: MasterConfig,
@@ -46,6 +57,39 @@ pub struct Master {
     pub publish_order: PublishOrder,
     /// Minion keys and request tokens already verified (see [`VerifiedTokens`]).
     pub verified: VerifiedTokens,
+    /// Jids published lately, so that no caller can publish into another's job.
+    pub recent_jids: RecentJids,
+    /// Nonces of aes requests seen lately, so that none is processed twice.
+    pub replay: crate::replay::ReplayGuard,
+}
+
+/// The last [`RecentJids::CAPACITY`] jids published (older ones are found in the job store).
+#[derive(Default)]
+pub struct RecentJids {
+    inner: std::sync::Mutex<(
+        std::collections::HashSet<String>,
+        std::collections::VecDeque<String>,
+    )>,
+}
+
+impl RecentJids {
+    const CAPACITY: usize = 100_000;
+
+    /// Record `jid`; false when it was already recorded.
+    pub fn claim(&self, jid: &str) -> bool {
+        let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let (set, order) = &mut *guard;
+        if !set.insert(jid.to_string()) {
+            return false;
+        }
+        order.push_back(jid.to_string());
+        if order.len() > Self::CAPACITY {
+            if let Some(old) = order.pop_front() {
+                set.remove(&old);
+            }
+        }
+        true
+    }
 }
 
 /// The `tok` a minion puts in every aes request is its X9.31 signature of `salt`, the same
@@ -216,7 +260,7 @@ impl Master {
                 self.max_request_size()
             ));
         }
-        let env = match loads(body) {
+        let env = match brine_protocol::payload::loads_bounded(body) {
             Ok(v) => v,
             Err(e) => return refuse(format!("undecodable payload ({} bytes): {e}", body.len())),
         };
@@ -329,6 +373,20 @@ impl Master {
         };
         remove(&mut load, "key");
         set(&mut load, "user", Value::from(user));
+        if let Some(jid) = get_str(&load, "jid").filter(|j| !j.is_empty()) {
+            // A caller may name the jid, but never one that is taken: the job's record and
+            // returns belong to the publish that created it.
+            if let Err(why) = self.claim_jid(jid) {
+                tracing::warn!("publish refused: {why}");
+                return map(vec![(
+                    "error",
+                    map(vec![
+                        ("name", Value::from("SaltInvocationError")),
+                        ("message", Value::from(why)),
+                    ]),
+                )]);
+            }
+        }
         if expected.minions.is_empty() {
             return map(vec![
                 ("enc", Value::from("clear")),
@@ -381,6 +439,23 @@ impl Master {
         brine_protocol::target::check_minions(tgt, tgt_type, delimiter, &ids, &lookup, nodegroups)
     }
 
+    /// Reserve a jid a caller asked for: it must have a jid's shape and be unused (neither
+    /// published lately nor in the job store).
+    fn claim_jid(&self, jid: &str) -> Result<(), String> {
+        let shaped = brine_protocol::jid::is_jid(jid)
+            && jid
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !shaped {
+            return Err(format!("'{jid}' is not a valid jid"));
+        }
+        let stored = !matches!(self.store.get_load(jid), Ok(None));
+        if stored || !self.recent_jids.claim(jid) {
+            return Err(format!("The jid {jid} is already in use"));
+        }
+        Ok(())
+    }
+
     /// Allocate a jid, fire the job events, store the job and publish it. `load` is an
     /// authenticated clear publish load (`fun`, `arg`, `tgt`, `tgt_type`, `ret`, `user`, ...).
     pub fn publish_job(
@@ -393,6 +468,7 @@ impl Master {
             Some(j) if !j.is_empty() => j.to_string(),
             _ => gen_jid(),
         };
+        self.recent_jids.claim(&jid);
         set(&mut load, "jid", Value::from(jid.clone()));
         let minion_values = || Value::Array(minions.iter().cloned().map(Value::from).collect());
         let field = |k: &str| get(&load, k).cloned().unwrap_or(Value::Nil);
@@ -746,6 +822,16 @@ impl Master {
             Err(why) => return refuse(why),
         };
         let minion_pub = &verified.key;
+        let (Some(nonce_text), Some(ts)) = (nonce.as_deref(), int_value(get(&inner, "ts"))) else {
+            return refuse(format!("aes request from {id} without nonce or ts"));
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        if let Err(why) = self.replay.check(id, nonce_text, ts, now) {
+            return refuse(format!("aes request from {id}: {why}"));
+        }
         let cmd = get_str(&inner, "cmd").unwrap_or("").to_string();
         let ret = match cmd.as_str() {
             "_return" => self.on_return(inner),
@@ -831,10 +917,12 @@ impl Master {
 
     fn on_minion_event(&self, load: Value) -> Value {
         let id = get_str(&load, "id").unwrap_or("").to_string();
-        let blacklisted = |tag: &str| {
-            MINION_EVENT_BLACKLIST
-                .iter()
-                .any(|p| brine_protocol::target::fnmatch(p, tag))
+        let allowed = |tag: &str| {
+            let ok = minion_may_fire(&id, tag);
+            if !ok {
+                tracing::warn!("minion {id} may not fire {tag:?}: event dropped");
+            }
+            ok
         };
         if let Some(Value::Array(events)) = get(&load, "events") {
             let pretag = get_str(&load, "pretag").map(str::to_string);
@@ -842,20 +930,18 @@ impl Master {
                 let Some(tag) = get_str(ev, "tag") else {
                     continue;
                 };
-                if blacklisted(tag) {
-                    tracing::warn!("minion {id} tried to fire blacklisted event {tag}");
+                let pretagged = pretag.as_ref().map(|p| format!("{p}/{tag}"));
+                if !allowed(tag) || pretagged.as_deref().is_some_and(|t| !allowed(t)) {
                     continue;
                 }
                 let data = get(ev, "data").cloned().unwrap_or(Value::Map(vec![]));
                 self.bus.fire(tag, data.clone());
-                if let Some(p) = &pretag {
-                    self.bus.fire(&format!("{p}/{tag}"), data);
+                if let Some(t) = &pretagged {
+                    self.bus.fire(t, data);
                 }
             }
         } else if let Some(tag) = get_str(&load, "tag") {
-            if blacklisted(tag) {
-                tracing::warn!("minion {id} tried to fire blacklisted event {tag}");
-            } else {
+            if allowed(tag) {
                 let mut data = load.clone();
                 remove(&mut data, "_stamp");
                 self.bus.fire(tag, data);
@@ -1032,8 +1118,44 @@ pub fn minion_publish_load(load: &Value) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use super::{PublishOrder, VerifiedTokens};
+    use super::{minion_may_fire, PublishOrder, VerifiedTokens};
     use brine_protocol::crypt::PrivateKey;
+
+    #[test]
+    fn minions_fire_only_their_own_events_and_never_the_masters() {
+        for tag in [
+            "salt/auth",
+            "salt/auth/creds",
+            "salt/key",
+            "salt/key/accept",
+            "salt/job/20250101000000000000/ret/m2",
+            "salt/job/20250101000000000000/ret/m1",
+            "salt/job/20250101000000000000/new",
+            "salt/job/20250101000000000000/publish",
+            "salt/job/20250101000000000000/prog/m2/0",
+            "salt/run/20250101000000000000/new",
+            "salt/wheel/20250101000000000000/ret",
+            "salt/presence/present",
+            "salt/cloud/vm/created",
+            "20250101000000000000",
+            "salt/minion/m2/start",
+            "salt/beacon/m2/load/",
+            "minion/refresh/m2",
+        ] {
+            assert!(!minion_may_fire("m1", tag), "{tag}");
+        }
+        for tag in [
+            "salt/minion/m1/start",
+            "minion_start",
+            "salt/job/20250101000000000000/prog/m1/0",
+            "salt/beacon/m1/load/",
+            "minion/refresh/m1",
+            "my/custom/tag",
+            "salt/custom",
+        ] {
+            assert!(minion_may_fire("m1", tag), "{tag}");
+        }
+    }
 
     #[test]
     fn request_tokens_are_verified_against_the_current_key() {

@@ -257,7 +257,8 @@ impl Channel {
         Ok(creds)
     }
 
-    fn aes_envelope(&self, creds: &Creds, load: &Value, nonce: &str) -> Vec<u8> {
+    /// The bytes of one aes request carrying `load` (with our nonce, ts, tok and id).
+    pub fn aes_envelope(&self, creds: &Creds, load: &Value, nonce: &str) -> Vec<u8> {
         let mut inner = load.clone();
         set(&mut inner, "nonce", Value::from(nonce));
         set(&mut inner, "ts", Value::from(now_secs()));

@@ -876,6 +876,10 @@ pub struct MasterConfig {
     pub publish_session: u64,
     pub rotate_aes_key: bool,
     pub minimum_auth_version: i64,
+    /// Seconds an aes request's `ts` may differ from the master's clock; its nonce is
+    /// remembered that long so that a captured request cannot be replayed. Salt's default is 0
+    /// (no check); Brine checks always and reads 0 as its own default of 120 seconds.
+    pub request_server_ttl: u64,
     pub keysize: usize,
     pub hash_type: String,
     pub auth_events: bool,
@@ -1008,6 +1012,10 @@ impl MasterConfig {
             publish_session: r.unsigned("publish_session", 86400)?,
             rotate_aes_key: r.bool("rotate_aes_key", true)?,
             minimum_auth_version: r.int("minimum_auth_version", 3)?,
+            request_server_ttl: match r.unsigned("request_server_ttl", 0)? {
+                0 => 120,
+                ttl => ttl,
+            },
             keysize: r.unsigned("keysize", 2048)? as usize,
             hash_type: r.string("hash_type", "sha256")?.to_lowercase(),
             auth_events: r.bool("auth_events", true)?,

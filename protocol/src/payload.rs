@@ -41,6 +41,9 @@ pub enum PayloadError {
     /// Empty input.
     #[error("empty payload")]
     Empty,
+    /// More array/map slots than the payload's size allows ([`loads_bounded`]).
+    #[error("msgpack object holds more elements than its size allows")]
+    TooManyElements,
 }
 
 // ---------------------------------------------------------------------------
@@ -238,14 +241,44 @@ pub fn loads(data: &[u8]) -> Result<Value, PayloadError> {
 /// Decode one object from the front of `data`; returns it and the number of
 /// bytes it used. [`PayloadError::Incomplete`] means "valid so far, need more".
 pub fn loads_prefix(data: &[u8]) -> Result<(Value, usize), PayloadError> {
-    let mut r = Reader { data, pos: 0 };
+    let mut r = Reader {
+        data,
+        pos: 0,
+        slots_left: usize::MAX,
+    };
     let v = r.value(0)?;
     Ok((v, r.pos))
+}
+
+/// Slots any payload may use whatever its size (a few thousand elements).
+const SLOT_SLACK_BYTES: usize = 256 * 1024;
+
+/// [`loads`] for bytes from an unauthenticated peer: the array and map slots it builds may take
+/// no more memory than the payload itself (plus a small allowance for short payloads), checked
+/// before each collection is allocated. A payload of many one-byte elements (16 MiB of `nil`
+/// would become half a GiB of values) is refused with [`PayloadError::TooManyElements`]
+/// without allocating.
+pub fn loads_bounded(data: &[u8]) -> Result<Value, PayloadError> {
+    let budget = data.len().max(SLOT_SLACK_BYTES) / std::mem::size_of::<Value>();
+    let mut r = Reader {
+        data,
+        pos: 0,
+        slots_left: budget,
+    };
+    match r.value(0) {
+        Ok(v) if r.pos == data.len() => Ok(v),
+        Ok(_) => Err(PayloadError::TrailingBytes(data.len() - r.pos)),
+        Err(PayloadError::Incomplete) if data.is_empty() => Err(PayloadError::Empty),
+        Err(PayloadError::Incomplete) => Err(PayloadError::Truncated),
+        Err(e) => Err(e),
+    }
 }
 
 struct Reader<'a> {
     data: &'a [u8],
     pos: usize,
+    /// Array/map slots (values) this decode may still allocate.
+    slots_left: usize,
 }
 
 impl<'a> Reader<'a> {
@@ -315,6 +348,7 @@ impl<'a> Reader<'a> {
         if len > self.remaining() {
             return Err(PayloadError::Incomplete);
         }
+        self.spend(len)?;
         let mut items = Vec::with_capacity(len);
         for _ in 0..len {
             items.push(self.value(depth + 1)?);
@@ -330,6 +364,7 @@ impl<'a> Reader<'a> {
         if len > self.remaining() / 2 {
             return Err(PayloadError::Incomplete);
         }
+        self.spend(2 * len)?;
         let mut pairs = Vec::with_capacity(len);
         for _ in 0..len {
             let k = self.value(depth + 1)?;
@@ -337,6 +372,14 @@ impl<'a> Reader<'a> {
             pairs.push((k, v));
         }
         Ok(Value::Map(pairs))
+    }
+
+    fn spend(&mut self, slots: usize) -> Result<(), PayloadError> {
+        self.slots_left = self
+            .slots_left
+            .checked_sub(slots)
+            .ok_or(PayloadError::TooManyElements)?;
+        Ok(())
     }
 
     fn value(&mut self, depth: usize) -> Result<Value, PayloadError> {
@@ -715,6 +758,39 @@ mod tests {
                     Value::from("s"),
                 ])
             )])
+        );
+    }
+
+    #[test]
+    fn bounded_loads_refuse_element_floods_before_allocating() {
+        // 1 Mi nils in one array32: 1 MiB of input, 32 MiB of values.
+        let mut flood = vec![0xdd];
+        flood.extend_from_slice(&(1u32 << 20).to_be_bytes());
+        flood.resize(5 + (1 << 20), 0xc0);
+        assert_eq!(loads_bounded(&flood), Err(PayloadError::TooManyElements));
+        // The same as a map of nil → nil.
+        let mut flood = vec![0xdf];
+        flood.extend_from_slice(&(1u32 << 19).to_be_bytes());
+        flood.resize(5 + (1 << 20), 0xc0);
+        assert_eq!(loads_bounded(&flood), Err(PayloadError::TooManyElements));
+        // The unbounded decoder still reads it (it is valid msgpack).
+        assert!(loads(&flood).is_ok());
+        // Dense payloads of any size pass: one big string.
+        let big = dumps(&Value::from("x".repeat(4 << 20)));
+        assert!(loads_bounded(&big).is_ok());
+        // Small payloads of small elements pass (a typical load).
+        let load = map(vec![
+            ("cmd", Value::from("_auth")),
+            ("id", Value::from("m1")),
+            ("list", Value::Array((0..1000).map(Value::from).collect())),
+        ]);
+        assert_eq!(loads_bounded(&dumps(&load)), Ok(load));
+        // Errors as loads gives them.
+        assert_eq!(loads_bounded(&[]), Err(PayloadError::Empty));
+        assert_eq!(loads_bounded(&[0x92, 0xc0]), Err(PayloadError::Truncated));
+        assert_eq!(
+            loads_bounded(&[0xc0, 0xc0]),
+            Err(PayloadError::TrailingBytes(1))
         );
     }
 }

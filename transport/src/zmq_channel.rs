@@ -56,7 +56,52 @@ pub struct ServerOptions {
 
 struct Job {
     route: Vec<Vec<u8>>,
-    body: Vec<u8>,
+    /// The request as libzmq received it (not copied: a large frame costs its size once).
+    body: zmq::Message,
+    /// Holds the body's bytes in the server's count of queued bytes until the job is done.
+    _queued: QueuedBytes,
+}
+
+/// Bytes of requests received and not yet handled, across the queue and the workers: a flood of
+/// large frames is dropped once they add up to [`QUEUED_BYTES_LIMIT`], so memory stays bounded
+/// whatever the number of senders.
+struct QueuedBytes {
+    total: Arc<std::sync::atomic::AtomicUsize>,
+    n: usize,
+}
+
+/// Request bytes queued or being handled at once (a few of the largest requests).
+const QUEUED_BYTES_LIMIT: usize = 256 * 1024 * 1024;
+
+impl QueuedBytes {
+    /// Count `n` more bytes, unless that would pass the limit while others are queued (a single
+    /// request under the size limit is always taken).
+    fn take(total: &Arc<std::sync::atomic::AtomicUsize>, n: usize) -> Option<QueuedBytes> {
+        let before = total.fetch_add(n, Ordering::SeqCst);
+        if before > 0 && before + n > QUEUED_BYTES_LIMIT {
+            total.fetch_sub(n, Ordering::SeqCst);
+            return None;
+        }
+        Some(QueuedBytes {
+            total: total.clone(),
+            n,
+        })
+    }
+}
+
+impl Drop for QueuedBytes {
+    fn drop(&mut self) {
+        self.total.fetch_sub(self.n, Ordering::SeqCst);
+    }
+}
+
+/// One multipart message, each part as libzmq holds it.
+fn recv_parts(sock: &zmq::Socket, flags: i32) -> Result<Vec<zmq::Message>, zmq::Error> {
+    let mut parts = vec![sock.recv_msg(flags)?];
+    while sock.get_rcvmore()? {
+        parts.push(sock.recv_msg(0)?);
+    }
+    Ok(parts)
 }
 
 /// The master's request server: a ROUTER socket and a pool of workers.
@@ -142,6 +187,7 @@ fn router_loop(
     endpoint: String,
 ) {
     let mut dropped_busy: u64 = 0;
+    let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     while !stop.load(Ordering::SeqCst) {
         let (r_in, p_in) = {
             let mut items = [
@@ -165,9 +211,10 @@ fn router_loop(
             }
         }
         if r_in {
-            while let Ok(mut frames) = router.recv_multipart(zmq::DONTWAIT) {
+            while let Ok(mut frames) = recv_parts(&router, zmq::DONTWAIT) {
                 // [identity, (empty delimiter), body]: REQ peers send the delimiter, DEALERs may not.
                 let Some(body) = frames.pop() else { continue };
+                let frames: Vec<Vec<u8>> = frames.iter().map(|f| f.to_vec()).collect();
                 if frames.is_empty() {
                     tracing::warn!("request without a routing identity dropped");
                     continue;
@@ -179,9 +226,22 @@ fn router_loop(
                     );
                     continue;
                 }
+                let Some(hold) = QueuedBytes::take(&queued, body.len()) else {
+                    dropped_busy += 1;
+                    if dropped_busy.is_power_of_two() {
+                        tracing::warn!(
+                            "request of {} bytes dropped: {} MiB of requests already waiting \
+                             ({dropped_busy} requests dropped so far)",
+                            body.len(),
+                            QUEUED_BYTES_LIMIT >> 20
+                        );
+                    }
+                    continue;
+                };
                 match tx.try_send(Job {
                     route: frames,
                     body,
+                    _queued: hold,
                 }) {
                     Ok(()) => {}
                     Err(TrySendError::Full(_)) => {
@@ -232,6 +292,8 @@ fn worker_loop(push: zmq::Socket, rx: Receiver<Job>, handler: ReplyHandler, stop
         };
         let reply = handler(&job.body);
         let mut frames = job.route;
+        drop(job.body);
+        drop(job._queued);
         frames.push(reply);
         if let Err(e) = push.send_multipart(frames, 0) {
             tracing::error!("worker could not hand back a reply: {e}");

@@ -360,6 +360,13 @@ pub fn check_runner(list: &[Value], fun: &str, arg: &Value, kwarg: &Value) -> bo
     spec_check(list, fun, arg, kwarg, SpecForm::Runner) == SpecDecision::Allowed
 }
 
+/// May this user read job `jid` (its record, returns and events)? The right `GET /jobs/<jid>`
+/// needs: the runner `jobs.list_job` with that jid.
+pub fn may_read_job(list: &[Value], jid: &str) -> bool {
+    let kwarg = Value::Object(Map::from_iter([("jid".to_string(), Value::from(jid))]));
+    check_runner(list, "jobs.list_job", &Value::Array(vec![]), &kwarg)
+}
+
 /// May this user run wheel function `fun` with these arguments?
 pub fn check_wheel(list: &[Value], fun: &str, arg: &Value, kwarg: &Value) -> bool {
     spec_check(list, fun, arg, kwarg, SpecForm::Wheel) == SpecDecision::Allowed
@@ -433,19 +440,6 @@ impl<'a> EventRights<'a> {
             .contains(id)
     }
 
-    /// All of `data.minions` (a non-empty list of ids) are visible.
-    fn job_minions(&self, data: &Value) -> bool {
-        if self.unrestricted_local {
-            return true;
-        }
-        match data.get("minions").and_then(Value::as_array) {
-            Some(ids) if !ids.is_empty() => ids
-                .iter()
-                .all(|id| id.as_str().is_some_and(|id| self.minion(id))),
-            _ => false,
-        }
-    }
-
     /// Rights to the runner/wheel function named in `data.fun` (`runner.<mod>.<fun>`), ignoring
     /// argument rules; without a name, unrestricted `@runner`/`@wheel` rights are needed.
     fn spec(&self, data: &Value, form: SpecForm) -> bool {
@@ -473,13 +467,25 @@ fn is_jid(tag: &str) -> bool {
     !tag.is_empty() && tag.bytes().all(|b| b.is_ascii_digit())
 }
 
+/// The jid a job event belongs to: `salt/job/<jid>/..` and the bare `<jid>` event (`""` for
+/// `salt/job/error`-style tags without one). `None` for every other event.
+pub fn job_of_event(tag: &str) -> Option<&str> {
+    if is_jid(tag) {
+        return Some(tag);
+    }
+    let rest = tag.strip_prefix("salt/job")?;
+    if rest.is_empty() {
+        return Some("");
+    }
+    let rest = rest.strip_prefix('/')?;
+    Some(rest.split('/').next().unwrap_or(""))
+}
+
 /// May this user see this event of the master's bus? (Brine goes beyond Salt, which shows every
 /// event to every authenticated user.)
 ///
-/// * A plain function entry (any target) shows every job event; otherwise job events
-///   (`salt/job/<jid>/ret|prog|sub/<id>/..`, `salt/job/<jid>/new` and the bare `<jid>` event, whose
-///   `data.minions` must all be visible) are shown only for minions designated by one of the
-///   user's target expressions. `salt/job/<jid>/publish` and job error events need a plain entry.
+/// * Job events (`salt/job/<jid>/..` and the bare `<jid>` event) are shown to users who may read
+///   that job through `GET /jobs/<jid>` ([`may_read_job`]), and to nobody else.
 /// * `salt/run/..` needs rights to the runner named in `data.fun` (or `@runner`), `salt/wheel/..`
 ///   likewise for wheel; `salt/key` and `salt/auth` need the right to call wheel `key.list_all`.
 /// * `salt/minion/<id>/..`, `minion_start` (`data.id`), `minion/refresh/<id>` and
@@ -494,15 +500,11 @@ pub fn may_see_event(
 ) -> bool {
     let rights = EventRights::new(list, expand);
     let parts: Vec<&str> = tag.split('/').collect();
+    if let Some(jid) = job_of_event(tag) {
+        return may_read_job(list, jid);
+    }
     match parts.as_slice() {
         ["salt", "netapi", "hook", ..] => true,
-        ["salt", "job", _jid, kind, rest @ ..] => match (*kind, rest) {
-            ("ret" | "prog" | "sub", [id, ..]) => rights.minion(id),
-            ("new", []) => rights.job_minions(data),
-            _ => rights.unrestricted_local,
-        },
-        ["salt", "job", ..] => rights.unrestricted_local,
-        [jid] if is_jid(jid) => rights.job_minions(data),
         ["salt", "run", ..] => rights.spec(data, SpecForm::Runner),
         ["salt", "wheel", ..] => rights.spec(data, SpecForm::Wheel),
         ["salt", "key", ..] | ["salt", "auth", ..] => {
@@ -818,8 +820,6 @@ mod tests {
         let jobs = json!(["@jobs"]);
 
         for acl in [&admin, &tester] {
-            assert!(see(acl, "salt/job/20250101/ret/m2", &nothing));
-            assert!(see(acl, "salt/job/20250101/publish", &nothing));
             assert!(see(acl, "salt/presence/present", &nothing));
         }
         assert!(see(&admin, "salt/stats/MWorker-1", &nothing));
@@ -830,28 +830,40 @@ mod tests {
             &json!({"fun": "runner.jobs.list_jobs"})
         ));
 
-        assert!(see(&alice, "salt/job/1/ret/m1", &nothing));
-        assert!(!see(&alice, "salt/job/1/ret/m2", &nothing));
-        assert!(see(&alice, "salt/job/1/prog/m1/0", &nothing));
-        assert!(!see(&alice, "salt/job/1/prog/m2/0", &nothing));
-        assert!(see(&alice, "salt/job/1/new", &json!({"minions": ["m1"]})));
-        assert!(!see(
-            &alice,
-            "salt/job/1/new",
-            &json!({"minions": ["m1", "m2"]})
-        ));
-        assert!(!see(&alice, "salt/job/1/new", &json!({"minions": []})));
-        assert!(!see(&alice, "salt/job/1/publish", &json!({"tgt": "m1"})));
+        // Job events: only for users who may read the job through /jobs (the runner right
+        // jobs.list_job), whatever minions they may target.
+        for tag in [
+            "salt/job/20250101000000000000/ret/m1",
+            "salt/job/20250101000000000000/prog/m1/0",
+            "salt/job/20250101000000000000/new",
+            "salt/job/20250101000000000000/publish",
+            "20250101000000000000",
+        ] {
+            let data = json!({"minions": ["m1"]});
+            assert!(see(&admin, tag, &data), "{tag}");
+            assert!(see(&jobs, tag, &data), "{tag}");
+            assert!(!see(&tester, tag, &data), "{tag}");
+            assert!(!see(&alice, tag, &data), "{tag}");
+        }
+        let one_job =
+            json!([{"@jobs": [{"list_job": {"kwargs": {"jid": "20250101000000000000"}}}]}]);
         assert!(see(
-            &alice,
-            "20250101000000000000",
-            &json!({"minions": ["m1"]})
+            &one_job,
+            "salt/job/20250101000000000000/ret/m1",
+            &nothing
         ));
         assert!(!see(
-            &alice,
-            "20250101000000000000",
-            &json!({"minions": ["m2"]})
+            &one_job,
+            "salt/job/20250101000000000001/ret/m1",
+            &nothing
         ));
+        assert_eq!(job_of_event("salt/job/123/ret/m1"), Some("123"));
+        assert_eq!(
+            job_of_event("20250101000000000000"),
+            Some("20250101000000000000")
+        );
+        assert_eq!(job_of_event("salt/jobs"), None);
+        assert_eq!(job_of_event("salt/run/1/new"), None);
         assert!(see(&alice, "salt/minion/m1/start", &nothing));
         assert!(!see(&alice, "salt/minion/m2/start", &nothing));
         assert!(see(&alice, "minion_start", &json!({"id": "m1"})));

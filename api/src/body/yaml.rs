@@ -17,6 +17,10 @@ use yaml_rust2::scanner::TScalarStyle;
 /// Upper bound on the nodes a document may expand to through aliases ("billion laughs").
 const MAX_NODES: usize = 1_000_000;
 
+/// Upper bound on nesting, aliases included (the same as serde_json's for JSON bodies): deeper
+/// data would overflow the stack of whatever walks it next, dropping it included.
+pub(crate) const MAX_DEPTH: usize = 128;
+
 /// The handle yaml-rust2 gives `!!` tags.
 const YAML_ORG: &str = "tag:yaml.org,2002:";
 
@@ -63,15 +67,20 @@ pub(crate) fn load(text: &str) -> Result<Value, String> {
                     scalar(text, style, tag.as_ref()).map_err(|e| at(&e))?
                 };
                 builder.count(1)?;
-                builder.node(value, 1, anchor, merge).map_err(|e| at(&e))?;
+                builder
+                    .node(value, 1, 0, anchor, merge)
+                    .map_err(|e| at(&e))?;
             }
             Event::SequenceStart(anchor, tag) => {
                 collection_tag(tag.as_ref(), "seq").map_err(|e| at(&e))?;
-                builder.open(Frame::Seq {
-                    items: Vec::new(),
-                    anchor,
-                    nodes: 1,
-                })?;
+                builder
+                    .open(Frame::Seq {
+                        items: Vec::new(),
+                        anchor,
+                        nodes: 1,
+                        height: 1,
+                    })
+                    .map_err(|e| at(&e))?;
             }
             Event::MappingStart(anchor, tag) => {
                 collection_tag(tag.as_ref(), "map").map_err(|e| at(&e))?;
@@ -81,23 +90,27 @@ pub(crate) fn load(text: &str) -> Result<Value, String> {
                     nodes: 1,
                     key: None,
                     merges: Vec::new(),
+                    height: 1,
                 };
-                builder.open(frame)?;
+                builder.open(frame).map_err(|e| at(&e))?;
             }
             Event::SequenceEnd | Event::MappingEnd => builder.close().map_err(|e| at(&e))?,
             Event::Alias(id) => {
-                let nodes = builder
+                let (nodes, height) = builder
                     .anchors
                     .get(&id)
-                    .map(|(_, n)| *n)
+                    .map(|a| (a.nodes, a.height))
                     .ok_or_else(|| at("unknown alias"))?;
                 builder.count(nodes)?;
+                builder.check_depth(height).map_err(|e| at(&e))?;
                 let value = builder
                     .anchors
                     .get(&id)
-                    .map(|(v, _)| v.clone())
+                    .map(|a| a.value.clone())
                     .unwrap_or_default();
-                builder.node(value, nodes, 0, false).map_err(|e| at(&e))?;
+                builder
+                    .node(value, nodes, height, 0, false)
+                    .map_err(|e| at(&e))?;
             }
         }
     }
@@ -110,12 +123,13 @@ enum Key {
     Merge,
 }
 
-/// A collection being built.
+/// A collection being built; `height` is its nesting so far (1 for an empty collection).
 enum Frame {
     Seq {
         items: Vec<Value>,
         anchor: usize,
         nodes: usize,
+        height: usize,
     },
     Map {
         map: Map<String, Value>,
@@ -123,13 +137,21 @@ enum Frame {
         nodes: usize,
         key: Option<Key>,
         merges: Vec<Value>,
+        height: usize,
     },
+}
+
+/// An anchored node: its value, how many nodes it counts for and how deep it nests.
+struct Anchored {
+    value: Value,
+    nodes: usize,
+    height: usize,
 }
 
 #[derive(Default)]
 struct Builder {
     stack: Vec<Frame>,
-    anchors: HashMap<usize, (Value, usize)>,
+    anchors: HashMap<usize, Anchored>,
     root: Option<Value>,
     total: usize,
 }
@@ -148,25 +170,36 @@ impl Builder {
         matches!(self.stack.last(), Some(Frame::Map { key: None, .. }))
     }
 
+    /// A node of nesting `height` may be attached where the builder stands.
+    fn check_depth(&self, height: usize) -> Result<(), String> {
+        if self.stack.len().saturating_add(height) > MAX_DEPTH {
+            return Err(format!("document nests deeper than {MAX_DEPTH} levels"));
+        }
+        Ok(())
+    }
+
     fn open(&mut self, frame: Frame) -> Result<(), String> {
         self.count(1)?;
+        self.check_depth(1)?;
         self.stack.push(frame);
         Ok(())
     }
 
     fn close(&mut self) -> Result<(), String> {
-        let (value, nodes, anchor) = match self.stack.pop() {
+        let (value, nodes, height, anchor) = match self.stack.pop() {
             Some(Frame::Seq {
                 items,
                 anchor,
                 nodes,
-            }) => (Value::Array(items), nodes, anchor),
+                height,
+            }) => (Value::Array(items), nodes, height, anchor),
             Some(Frame::Map {
                 mut map,
                 anchor,
                 nodes,
                 key,
                 merges,
+                height,
             }) => {
                 if key.is_some() {
                     return Err("mapping ended without a value".into());
@@ -174,19 +207,21 @@ impl Builder {
                 if !merges.is_empty() {
                     map = merge_into(map, merges)?;
                 }
-                (Value::Object(map), nodes, anchor)
+                (Value::Object(map), nodes, height, anchor)
             }
             None => return Err("unbalanced collection end".into()),
         };
-        self.node(value, nodes, anchor, false)
+        self.node(value, nodes, height, anchor, false)
     }
 
-    /// Attach a finished node of `nodes` nodes to its parent (or make it the document). Callers
-    /// have counted it: scalars and aliases before the call, collections when opened.
+    /// Attach a finished node of `nodes` nodes and nesting `height` (0 for a scalar) to its
+    /// parent (or make it the document). Callers have counted it and checked its depth:
+    /// scalars and aliases before the call, collections when opened.
     fn node(
         &mut self,
         value: Value,
         nodes: usize,
+        height: usize,
         anchor: usize,
         merge: bool,
     ) -> Result<(), String> {
@@ -194,26 +229,35 @@ impl Builder {
             return Err("could not construct a value from '<<' outside a mapping key".into());
         }
         if anchor != 0 {
-            self.anchors.insert(anchor, (value.clone(), nodes));
+            let anchored = Anchored {
+                value: value.clone(),
+                nodes,
+                height,
+            };
+            self.anchors.insert(anchor, anchored);
         }
         match self.stack.last_mut() {
             None => self.root = Some(value),
             Some(Frame::Seq {
                 items,
                 nodes: total,
+                height: own,
                 ..
             }) => {
                 items.push(value);
                 *total += nodes;
+                *own = (*own).max(height + 1);
             }
             Some(Frame::Map {
                 map,
                 nodes: total,
                 key,
                 merges,
+                height: own,
                 ..
             }) => {
                 *total += nodes;
+                *own = (*own).max(height + 1);
                 match key.take() {
                     None if merge => *key = Some(Key::Merge),
                     None => *key = Some(Key::Plain(key_text(&value)?)),
@@ -539,5 +583,36 @@ mod tests {
         }
         let error = load(&text).expect_err("expansion must be refused");
         assert!(error.contains("more than"), "{error}");
+    }
+
+    #[test]
+    fn nesting_is_bounded_in_block_flow_and_alias_form() {
+        // 50,000 nested block sequences (`- - - ...`) and flow sequences.
+        let error = load(&"- ".repeat(50_000)).expect_err("too deep");
+        assert!(error.contains("deeper than 128"), "{error}");
+        let error = load(&"[".repeat(50_000)).expect_err("too deep");
+        assert!(
+            error.contains("deeper than 128") || error.contains("recursion limit"),
+            "{error}"
+        );
+        // Exactly the limit loads, one more level does not.
+        let at_limit = format!("{}x", "- ".repeat(MAX_DEPTH));
+        assert_eq!(
+            load(&at_limit).unwrap().pointer(&"/0".repeat(MAX_DEPTH)),
+            Some(&Value::from("x"))
+        );
+        assert!(load(&format!("- {at_limit}")).is_err());
+        // Aliases of deep anchors nested in each other grow deeper than any one collection.
+        let mut text = format!("a0: &a0 {}x{}\n", "[".repeat(100), "]".repeat(100));
+        for i in 1..200 {
+            text.push_str(&format!(
+                "a{i}: &a{i} {}*a{}{}\n",
+                "[".repeat(100),
+                i - 1,
+                "]".repeat(100)
+            ));
+        }
+        let error = load(&text).expect_err("too deep through aliases");
+        assert!(error.contains("deeper than 128"), "{error}");
     }
 }
