@@ -295,6 +295,17 @@ fn wheel_and_runner_functions() {
     assert!(active[&jid]["Running"][0]["m1"].is_number(), "{active}");
     let job = run(&["jobs.list_job", &jid]);
     assert_eq!(job["Minions"], json!(["m1"]));
+    // Salt's test runner.
+    assert_eq!(
+        run(&["test.arg", "a", "2", "k=v"]),
+        json!({"args": ["a", 2], "kwargs": {"k": "v"}})
+    );
+    assert_eq!(
+        run(&["test.metasyntactic", "locality=uk"]),
+        json!(["wibble", "wobble", "wubble", "flob"])
+    );
+    assert_eq!(run(&["test.metasyntactic"])[13], json!("thud"));
+    assert_eq!(run(&["test.sleep", "0.2"]), json!(true));
     // brine_store_events: the bus is recorded in salt_events.
     use brine_master::jobstore::JobStore;
     let store =

@@ -94,6 +94,23 @@ fn master_three_minions_whole_loop() {
     let jobs: serde_json::Value = serde_json::from_slice(&jobs.stdout).unwrap();
     assert_eq!(jobs[&jid]["Function"], json!("test.echo"));
     assert_eq!(jobs[&jid]["Arguments"], json!(["later"]));
+    // search_function / search_target: a glob, a list of globs or comma-separated globs, any of
+    // which may match (as SaltGUI's Highstate page asks for several functions at once).
+    for (search, found) in [
+        ("search_function=[\"state.apply\", \"test.ec*\"]", true),
+        ("search_function=state.apply,test.echo", true),
+        (
+            "search_function=[\"state.apply\", \"state.highstate\"]",
+            false,
+        ),
+        ("search_target=[\"nobody\", \"*\"]", true),
+        ("search_target=nobody", false),
+    ] {
+        let o = st.tool("salt-run", &["--out", "json", "jobs.list_jobs", search]);
+        let jobs: serde_json::Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{search}: {e}: {}", stdout(&o)));
+        assert_eq!(jobs.get(&jid).is_some(), found, "{search}: {jobs}");
+    }
     let status = st.tool("salt-run", &["--out", "json", "manage.status"]);
     let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     assert_eq!(status, json!({"up": ["m1", "m2", "m3"], "down": []}));

@@ -24,6 +24,9 @@ pub const FUNCTIONS: &[&str] = &[
     "manage.status",
     "manage.up",
     "manage.versions",
+    "test.arg",
+    "test.metasyntactic",
+    "test.sleep",
 ];
 
 type MapPairs = Vec<(Value, Value)>;
@@ -259,11 +262,15 @@ impl Master {
                 out.extend(start);
             }
             None => {
+                // As Salt: the error, the start time the jid spells, and an empty result.
                 out.push((
                     Value::from("Error"),
                     Value::from("Cannot contact returner or no job with this jid"),
                 ));
-                return Ok(Value::Map(out));
+                out.push((
+                    Value::from("StartTime"),
+                    Value::from(jid_to_time(jid).unwrap_or_default()),
+                ));
             }
         }
         out.push((Value::from("Result"), Value::Map(self.job_result(jid))));
@@ -284,19 +291,26 @@ impl Master {
         };
         match fun {
             "jobs.list_jobs" => {
-                let search_fun = a.get_str(99, "search_function");
-                let search_tgt = a.get_str(99, "search_target");
+                // Each search is a glob, a list of globs or a comma-separated string of them;
+                // a job matches when any glob matches (any of its targets, for a list target).
+                let search_fun = a.get_list(99, "search_function");
+                let search_tgt = a.get_list(99, "search_target");
+                let any = |globs: &[String], texts: &[String]| {
+                    globs
+                        .iter()
+                        .any(|g| texts.iter().any(|t| brine_protocol::target::fnmatch(g, t)))
+                };
                 let jobs = self.store.list_jobs(0).map_err(|e| e.to_string())?;
                 let mut out = Vec::new();
                 for (jid, load) in jobs.into_iter().rev() {
                     let f = get(&load, "fun").map(value_text).unwrap_or_default();
-                    let t = get(&load, "tgt").map(value_text).unwrap_or_default();
-                    if search_fun
-                        .as_deref()
-                        .is_some_and(|p| !brine_protocol::target::fnmatch(p, &f))
-                        || search_tgt
-                            .as_deref()
-                            .is_some_and(|p| !brine_protocol::target::fnmatch(p, &t))
+                    let targets: Vec<String> = match get(&load, "tgt") {
+                        Some(Value::Array(items)) => items.iter().map(value_text).collect(),
+                        Some(t) => vec![value_text(t)],
+                        None => vec![],
+                    };
+                    if search_fun.as_deref().is_some_and(|g| !any(g, &[f]))
+                        || search_tgt.as_deref().is_some_and(|g| !any(g, &targets))
                     {
                         continue;
                     }
@@ -462,9 +476,55 @@ impl Master {
                 out.push((Value::from("Master"), Value::from(master_version)));
                 Ok(Value::Map(out))
             }
+            "test.arg" => {
+                // Salt's runner drops its private `__`-keys from the keyword arguments.
+                let kwargs = args_kwargs(a, |k| !k.starts_with("__"));
+                Ok(map(vec![
+                    ("args", Value::Array(a.args.clone())),
+                    ("kwargs", kwargs),
+                ]))
+            }
+            "test.metasyntactic" => {
+                let locality = a.get_str(0, "locality").unwrap_or_else(|| "us".into());
+                let words: &[&str] = match locality.as_str() {
+                    "us" => &[
+                        "foo", "bar", "baz", "qux", "quux", "quuz", "corge", "grault", "garply",
+                        "waldo", "fred", "plugh", "xyzzy", "thud",
+                    ],
+                    "uk" => &["wibble", "wobble", "wubble", "flob"],
+                    _ => return Ok(Value::Nil),
+                };
+                Ok(Value::Array(
+                    words.iter().map(|w| Value::from(*w)).collect(),
+                ))
+            }
+            "test.sleep" => {
+                let secs = match a.get(0, "s_time") {
+                    None => 10.0,
+                    Some(v) => v
+                        .as_f64()
+                        .or_else(|| v.as_i64().map(|i| i as f64))
+                        .or_else(|| str_value(v).and_then(|t| t.trim().parse().ok()))
+                        .filter(|f: &f64| f.is_finite() && (0.0..=86_400.0).contains(f))
+                        .ok_or("s_time must be a number of seconds from 0 to 86400")?,
+                };
+                tokio::time::sleep(Duration::from_secs_f64(secs)).await;
+                Ok(Value::Boolean(true))
+            }
             other => Err(format!("'{other}' is not available.")),
         }
     }
+}
+
+/// The keyword arguments of a call as a map, those `keep` accepts.
+fn args_kwargs(a: &Args, keep: impl Fn(&str) -> bool) -> Value {
+    Value::Map(
+        a.kwargs
+            .iter()
+            .filter(|(k, _)| keep(k))
+            .map(|(k, v)| (Value::from(k.as_str()), v.clone()))
+            .collect(),
+    )
 }
 
 fn value_text(v: &Value) -> String {

@@ -107,6 +107,23 @@ impl Args {
         }
     }
 
+    /// Salt's `split_input`: a list as it is, anything else as text split on commas (each
+    /// piece stripped).
+    pub fn get_list(&self, pos: usize, name: &str) -> Option<Vec<String>> {
+        let text = |v: &Value| match v {
+            Value::String(s) => s.as_str().unwrap_or_default().to_string(),
+            other => other.to_string(),
+        };
+        Some(match self.get(pos, name)? {
+            Value::Nil => return None,
+            Value::Array(items) => items.iter().map(text).collect(),
+            other => text(other)
+                .split(',')
+                .map(|p| p.trim().to_string())
+                .collect(),
+        })
+    }
+
     pub fn get_bool(&self, pos: usize, name: &str) -> bool {
         matches!(self.get(pos, name), Some(Value::Boolean(true)))
             || matches!(
