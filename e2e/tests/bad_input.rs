@@ -246,6 +246,11 @@ fn wheel_and_runner_functions() {
     let values = wheel("config.values", vec![]);
     assert_eq!(values["ret_port"], json!(st.ret_port));
     assert!(values.get("external_auth").is_none());
+    // Salt's defaults for what the config leaves out (SaltGUI reads these).
+    assert_eq!(values["state_output"], json!("full"));
+    assert_eq!(values["state_verbose"], json!(true));
+    assert_eq!(values["renderer"], json!("jinja|yaml"));
+    assert_eq!(values["state_top"], json!("top.sls"));
     assert!(wheel("nope.nope", vec![])
         .as_str()
         .unwrap()

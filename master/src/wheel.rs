@@ -42,6 +42,26 @@ pub const FUNCTIONS: &[&str] = &[
     "minions.connected",
 ];
 
+/// Defaults of Salt 3007's master options (as JSON) that `config.values` reports when the
+/// config leaves them out.
+const SALT_MASTER_DEFAULTS: &[(&str, &str)] = &[
+    ("state_verbose", "true"),
+    ("state_output", "\"full\""),
+    ("state_output_diff", "false"),
+    ("state_output_profile", "true"),
+    ("state_auto_order", "true"),
+    ("state_events", "false"),
+    ("state_aggregate", "false"),
+    ("state_top", "\"top.sls\""),
+    ("state_top_saltenv", "null"),
+    ("top_file_merging_strategy", "\"merge\""),
+    ("env_order", "[]"),
+    ("default_top", "\"base\""),
+    ("fileserver_backend", "[\"roots\"]"),
+    ("renderer", "\"jinja|yaml\""),
+    ("failhard", "false"),
+];
+
 /// The arguments of a wheel call: `arg` list, `kwarg` map, and any other top-level key.
 pub struct Args {
     pub args: Vec<Value>,
@@ -371,6 +391,15 @@ impl Master {
                     ("hash_type", Value::from(self.cfg.hash_type.clone())),
                 ] {
                     brine_protocol::payload::set(&mut v, k, val);
+                }
+                // Salt's master defaults for what the config does not set (SaltGUI reads the
+                // state output settings from here).
+                for (k, default) in SALT_MASTER_DEFAULTS {
+                    if get(&v, k).is_none() {
+                        let default: serde_json::Value =
+                            serde_json::from_str(default).expect("static JSON");
+                        brine_protocol::payload::set(&mut v, k, from_json(&default));
+                    }
                 }
                 // Secrets stay out.
                 for k in ["external_auth", "key_pass", "signing_key_pass"] {
