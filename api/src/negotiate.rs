@@ -56,6 +56,42 @@ pub fn choose(accept: Option<&str>) -> Result<Format, ApiError> {
     let Some(header) = accept.filter(|h| !h.trim().is_empty()) else {
         return Ok(Format::Json);
     };
+    for range in media_ranges(header)?.iter().filter(|r| r.q > 0.0) {
+        let value = range.value.to_ascii_lowercase();
+        match value.as_str() {
+            "*/*" | "application/*" | JSON => return Ok(Format::Json),
+            YAML => return Ok(Format::Yaml),
+            _ => {}
+        }
+    }
+    Err(ApiError::not_acceptable(format!(
+        "Your client sent this Accept header: {header}. But this resource only emits these media \
+         types: {JSON}, {YAML}."
+    )))
+}
+
+/// rest_cherrypy's `html_override` test: does this request take `text/html` (CherryPy's
+/// `accept("text/html")`: no `Accept` at all, `*/*`, `text/*` or `text/html` first among the
+/// acceptable ranges), without its `Accept` being exactly `*/*`? Such a request gets the `app`
+/// page.
+pub fn wants_html(accept: Option<&str>) -> bool {
+    let Some(header) = accept.filter(|h| !h.trim().is_empty()) else {
+        return true;
+    };
+    if header == "*/*" {
+        return false;
+    }
+    let Ok(ranges) = media_ranges(header) else {
+        return false;
+    };
+    ranges.iter().filter(|r| r.q > 0.0).any(|r| {
+        let value = r.value.to_ascii_lowercase();
+        value == "*/*" || value == "text/*" || value == "text/html"
+    })
+}
+
+/// The ranges of an `Accept` header, best first (by q-value, ties broken as CherryPy does).
+fn media_ranges(header: &str) -> Result<Vec<MediaRange<'_>>, ApiError> {
     let mut ranges = Vec::new();
     for element in header.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         let mut parts = element.split(';');
@@ -84,18 +120,7 @@ pub fn choose(accept: Option<&str>) -> Result<Format, ApiError> {
         });
     }
     ranges.sort_by(|a, b| b.q.total_cmp(&a.q).then_with(|| b.text.cmp(a.text)));
-    for range in ranges.iter().filter(|r| r.q > 0.0) {
-        let value = range.value.to_ascii_lowercase();
-        match value.as_str() {
-            "*/*" | "application/*" | JSON => return Ok(Format::Json),
-            YAML => return Ok(Format::Yaml),
-            _ => {}
-        }
-    }
-    Err(ApiError::not_acceptable(format!(
-        "Your client sent this Accept header: {header}. But this resource only emits these media \
-         types: {JSON}, {YAML}."
-    )))
+    Ok(ranges)
 }
 
 /// Serialise `body` in `format` with the given status and the exact Content-Type. A body that
@@ -348,5 +373,18 @@ mod tests {
         let ok = respond(Format::Json, StatusCode::OK, &json!({"return": 1}));
         let unchanged = rerender(ok, Format::Yaml);
         assert_eq!(unchanged.headers()["content-type"], "application/json");
+    }
+
+    #[test]
+    fn html_override_takes_what_cherrypy_accept_would_call_html() {
+        let browser = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,*/*;q=0.8";
+        assert!(wants_html(Some(browser)));
+        assert!(wants_html(None));
+        assert!(wants_html(Some("text/*")));
+        assert!(wants_html(Some("application/json, */*;q=0.1")));
+        assert!(!wants_html(Some("*/*")));
+        assert!(!wants_html(Some("application/json")));
+        assert!(!wants_html(Some("application/x-yaml, text/html;q=0")));
+        assert!(!wants_html(Some("text/html;q=x")));
     }
 }

@@ -18,7 +18,7 @@ use crate::body::{hook_post, lowstates, parse_body};
 use crate::clients;
 use crate::config::CorsOrigins;
 use crate::error::ApiError;
-use crate::negotiate::{choose, respond, Format};
+use crate::negotiate::{choose, respond, wants_html, Format};
 use crate::state::{AppState, Caller};
 
 pub type Shared = Arc<AppState>;
@@ -104,11 +104,29 @@ async fn guard(State(st): State<Shared>, mut req: Request, next: Next) -> Respon
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    // Streams, the metrics text and the key tarball are not negotiated (as with Salt, where
-    // output negotiation is off for /events and POST /keys).
+    let path = req.uri().path();
+    let app_or_static = path.starts_with(&st.api.app_path) || path.starts_with(&st.api.static_path);
+    // rest_cherrypy's html_override: a browser (a request that takes text/html, unless its
+    // Accept is exactly */*) gets the app page on every path but the app's and the static
+    // files'. Only when an app is configured: the JSON path never reads the file.
+    if let Some(app) = &st.api.app {
+        if !app_or_static && wants_html(accept.as_deref()) {
+            let resp = app_page(app).await;
+            st.metrics.observe(
+                method.as_str(),
+                &route,
+                resp.status().as_u16(),
+                started.elapsed(),
+            );
+            return resp;
+        }
+    }
+    // Streams, the metrics text, the key tarball and the app's files are not negotiated (as
+    // with Salt, where output negotiation is off for /events, POST /keys, /app and /static).
     let negotiated = !(route.ends_with("/events")
         || route.contains("/ws")
         || route.ends_with("/metrics")
+        || app_or_static
         || (route.ends_with("/keys") && method == Method::POST));
     let chosen = if negotiated {
         choose(accept.as_deref())
@@ -145,6 +163,28 @@ async fn guard(State(st): State<Shared>, mut req: Request, next: Next) -> Respon
         started.elapsed(),
     );
     resp
+}
+
+/// The configured `app` page, as html_override serves it.
+async fn app_page(app: &std::path::Path) -> Response {
+    match tokio::fs::read(app).await {
+        Ok(bytes) => (
+            StatusCode::OK,
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/html;charset=utf-8"),
+            )],
+            bytes,
+        )
+            .into_response(),
+        Err(e) => {
+            tracing::warn!("app page {}: {e}", app.display());
+            fail(
+                Format::Json,
+                ApiError::not_found(format!("The app page {} is missing", app.display())),
+            )
+        }
+    }
 }
 
 /// CORS headers for an allowed `Origin` (see [`CorsOrigins`]); nothing otherwise.

@@ -792,6 +792,30 @@ rest_cherrypy:
     assert_eq!(body, "static hello");
     let (_, body) = curl(&[&format!("{base}/app/some/route")]);
     assert_eq!(body, "<html>app</html>");
+    // A browser gets the app on every other path (rest_cherrypy's html_override), and the app's
+    // and static files whatever it accepts; curl's */* keeps the API.
+    let browser = "Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+    for path in ["/", "/login", "/minions", "/jobs/123"] {
+        let (head, body) = curl(&[&format!("{base}{path}"), "-H", browser]);
+        assert!(head.contains(" 200"), "{path}: {head}");
+        assert!(
+            head.to_lowercase().contains("content-type: text/html"),
+            "{head}"
+        );
+        assert_eq!(body, "<html>app</html>", "{path}");
+    }
+    let (_, body) = curl(&[&format!("{base}/"), "-H", "Accept: */*"]);
+    assert!(body.contains("Welcome"), "{body}");
+    for accept in ["Accept: text/html", "Accept: text/plain"] {
+        let (head, body) = curl(&[&format!("{base}/static/hello.txt"), "-H", accept]);
+        assert!(head.contains(" 200"), "{accept}: {head}");
+        assert_eq!(body, "static hello");
+        let (head, _) = curl(&[&format!("{base}/static/missing.txt"), "-H", accept]);
+        assert!(head.contains(" 404"), "{accept}: {head}");
+        let (head, body) = curl(&[&format!("{base}/app"), "-H", accept]);
+        assert!(head.contains(" 200"), "{accept}: {head}");
+        assert_eq!(body, "<html>app</html>");
+    }
     // Plain HTTP on the TLS port is refused; outside the prefix is a 404.
     let (head, _) = curl(&[&format!("https://127.0.0.1:{port}/login")]);
     assert!(head.contains(" 404"), "{head}");
