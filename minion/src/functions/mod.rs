@@ -214,6 +214,25 @@ impl Function {
     }
 }
 
+/// The file Salt's loader names as a module's provider (`test.provider`): Salt's own module
+/// file for each module this minion has, where it differs from the module's name.
+const PROVIDER_FILES: &[(&str, &str)] = &[("cmd", "cmdmod"), ("sys", "sysmod")];
+
+/// The provider of `module`, or `None` when this minion has no such module.
+pub(crate) fn provider(module: &str) -> Option<&'static str> {
+    let name = Function::all()
+        .map(|f| f.spec().name)
+        .find(|n| n.split('.').next() == Some(module))?
+        .split('.')
+        .next()?;
+    Some(
+        PROVIDER_FILES
+            .iter()
+            .find(|(m, _)| *m == name)
+            .map_or(name, |(_, file)| file),
+    )
+}
+
 /// All function names, sorted (`"mod.fun"`).
 pub fn list_functions() -> Vec<&'static str> {
     let mut names: Vec<&'static str> = Function::all().map(|f| f.spec().name).collect();

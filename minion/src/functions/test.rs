@@ -21,6 +21,8 @@ pub enum Fun {
     Kwarg,
     Outputter,
     Ping,
+    Provider,
+    Providers,
     Retcode,
     Sleep,
     True,
@@ -45,6 +47,8 @@ impl Fun {
         Fun::Kwarg,
         Fun::Outputter,
         Fun::Ping,
+        Fun::Provider,
+        Fun::Providers,
         Fun::Retcode,
         Fun::Sleep,
         Fun::True,
@@ -115,6 +119,31 @@ impl Fun {
     CLI Example:
 
         salt '*' test.echo 'some text'
+    ",
+            ),
+            Fun::Provider => (
+                "test.provider",
+                "provider",
+                Signature::new(&["module"], 1, false, false),
+                "
+    Return the name of the file that provides the given module ('' for a module
+    this minion does not have), as Salt names its module files.
+
+    CLI Example:
+
+        salt '*' test.provider cmd
+    ",
+            ),
+            Fun::Providers => (
+                "test.providers",
+                "providers",
+                Signature::NONE,
+                "
+    Return every module this minion has, keyed by the file that provides it.
+
+    CLI Example:
+
+        salt '*' test.providers
     ",
             ),
             Fun::Exception => (
@@ -308,6 +337,21 @@ impl Fun {
                 ),
             ]),
             Fun::Echo => b.get("text").cloned().unwrap_or(Value::Nil),
+            Fun::Provider => {
+                let module = b.get("module").map(super::args::py_str).unwrap_or_default();
+                Value::from(super::provider(&module).unwrap_or_default())
+            }
+            Fun::Providers => {
+                let mut seen: Vec<(String, Value)> = Vec::new();
+                for name in super::list_functions() {
+                    let module = name.split('.').next().unwrap_or_default();
+                    let file = super::provider(module).unwrap_or_default();
+                    if !seen.iter().any(|(k, _)| *k == file) {
+                        seen.push((file.to_string(), Value::from(module)));
+                    }
+                }
+                map_of(seen)
+            }
             Fun::Exception => {
                 let msg = b
                     .get("message")
@@ -520,6 +564,16 @@ mod tests {
             Value::from(5)
         );
         assert_eq!(call(&c, "test.version", &[]).await.ret, s("3007.15"));
+        // Providers as Salt names them (checked against salt-call 3007.15 test.provider(s)).
+        assert_eq!(
+            call(&c, "test.provider", &[s("cmd")]).await.ret,
+            s("cmdmod")
+        );
+        assert_eq!(call(&c, "test.provider", &[s("nope")]).await.ret, s(""));
+        let providers = call(&c, "test.providers", &[]).await.ret;
+        for (file, module) in [("cmdmod", "cmd"), ("test", "test"), ("grains", "grains")] {
+            assert_eq!(super::super::map_get(&providers, file), Some(&s(module)));
+        }
         assert_eq!(call(&c, "test.true", &[]).await.ret, Value::Boolean(true));
         assert_eq!(call(&c, "test.false", &[]).await.ret, Value::Boolean(false));
     }
