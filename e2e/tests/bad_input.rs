@@ -311,6 +311,32 @@ fn wheel_and_runner_functions() {
     );
     assert_eq!(run(&["test.metasyntactic"])[13], json!("thud"));
     assert_eq!(run(&["test.sleep", "0.2"]), json!(true));
+    // doc.runner and doc.wheel list exactly the functions Brine has, and each one runs.
+    let documented =
+        |v: serde_json::Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
+    let runners = documented(run(&["doc.runner"]));
+    let names =
+        |t: &[(&str, &str)]| -> Vec<String> { t.iter().map(|(n, _)| n.to_string()).collect() };
+    assert_eq!(runners, names(brine_master::runners::FUNCTIONS));
+    assert_eq!(
+        documented(run(&["doc.wheel"])),
+        names(brine_master::wheel::FUNCTIONS)
+    );
+    for fun in runners.iter().filter(|f| *f != "test.sleep") {
+        let o = st.tool("salt-run", &["--out", "json", fun]);
+        assert!(
+            !stdout(&o).contains("is not available"),
+            "{fun}: {}",
+            stdout(&o)
+        );
+    }
+    for (fun, _) in brine_master::wheel::FUNCTIONS {
+        let ret = wheel(fun, vec![]);
+        assert!(
+            !ret.to_string().contains("is not available"),
+            "{fun}: {ret}"
+        );
+    }
     // brine_store_events: the bus is recorded in salt_events.
     use brine_master::jobstore::JobStore;
     let store =

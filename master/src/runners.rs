@@ -12,21 +12,24 @@ use brine_protocol::payload::{get, get_str, map, set, Value};
 use crate::master::{str_value, Master};
 use crate::wheel::Args;
 
-pub const FUNCTIONS: &[&str] = &[
-    "jobs.active",
-    "jobs.list_job",
-    "jobs.list_jobs",
-    "jobs.lookup_jid",
-    "jobs.print_job",
-    "manage.alived",
-    "manage.down",
-    "manage.present",
-    "manage.status",
-    "manage.up",
-    "manage.versions",
-    "test.arg",
-    "test.metasyntactic",
-    "test.sleep",
+/// Every runner function Brine has, with its documentation (`doc.runner`).
+pub const FUNCTIONS: &[(&str, &str)] = &[
+    ("doc.runner", "Return the documentation of every runner function, keyed by name.\n\nCLI Example:\n\n    salt-run doc.runner\n"),
+    ("doc.wheel", "Return the documentation of every wheel function, keyed by name.\n\nCLI Example:\n\n    salt-run doc.wheel\n"),
+    ("jobs.active", "Return the jobs running on the minions now (asks every minion for saltutil.running), with who runs each and who has returned.\n\nCLI Example:\n\n    salt-run jobs.active\n"),
+    ("jobs.list_job", "Return one job from the job cache: what was run, on which minions, when, and every return.\n\nCLI Example:\n\n    salt-run jobs.list_job 20130916125524463507\n"),
+    ("jobs.list_jobs", "Return the jobs in the job cache. search_function and search_target narrow the list: a glob, a list of globs or comma-separated globs, any of which may match.\n\nCLI Example:\n\n    salt-run jobs.list_jobs search_function='test.*,pkg.install'\n"),
+    ("jobs.lookup_jid", "Return the returns of one job, keyed by minion; missing=True also names the minions that did not return.\n\nCLI Example:\n\n    salt-run jobs.lookup_jid 20130916125524463507\n"),
+    ("jobs.print_job", "Return one job from the job cache, keyed by its jid.\n\nCLI Example:\n\n    salt-run jobs.print_job 20130916125524463507\n"),
+    ("manage.alived", "Return the minions connected to the master now.\n\nCLI Example:\n\n    salt-run manage.alived\n"),
+    ("manage.down", "Return the accepted minions that do not answer test.ping.\n\nCLI Example:\n\n    salt-run manage.down\n"),
+    ("manage.present", "Return the minions connected to the master now.\n\nCLI Example:\n\n    salt-run manage.present\n"),
+    ("manage.status", "Return the accepted minions that answer test.ping (up) and those that do not (down).\n\nCLI Example:\n\n    salt-run manage.status\n"),
+    ("manage.up", "Return the minions that answer test.ping.\n\nCLI Example:\n\n    salt-run manage.up\n"),
+    ("manage.versions", "Return the Salt version of every minion against the master's.\n\nCLI Example:\n\n    salt-run manage.versions\n"),
+    ("test.arg", "Return the positional and keyword arguments given (keywords starting with __ left out).\n\nCLI Example:\n\n    salt-run test.arg foo bar=baz\n"),
+    ("test.metasyntactic", "Return the common metasyntactic words of a locality (us or uk).\n\nCLI Example:\n\n    salt-run test.metasyntactic locality=uk\n"),
+    ("test.sleep", "Sleep s_time seconds (default 10), then return True.\n\nCLI Example:\n\n    salt-run test.sleep s_time=5\n"),
 ];
 
 type MapPairs = Vec<(Value, Value)>;
@@ -476,6 +479,8 @@ impl Master {
                 out.push((Value::from("Master"), Value::from(master_version)));
                 Ok(Value::Map(out))
             }
+            "doc.runner" => Ok(docs(FUNCTIONS)),
+            "doc.wheel" => Ok(docs(crate::wheel::FUNCTIONS)),
             "test.arg" => {
                 // Salt's runner drops its private `__`-keys from the keyword arguments.
                 let kwargs = args_kwargs(a, |k| !k.starts_with("__"));
@@ -514,6 +519,16 @@ impl Master {
             other => Err(format!("'{other}' is not available.")),
         }
     }
+}
+
+/// A name → documentation map of a function table.
+fn docs(table: &[(&str, &str)]) -> Value {
+    Value::Map(
+        table
+            .iter()
+            .map(|(name, doc)| (Value::from(*name), Value::from(*doc)))
+            .collect(),
+    )
 }
 
 /// The keyword arguments of a call as a map, those `keep` accepts.

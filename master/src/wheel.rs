@@ -29,17 +29,18 @@ pub const NON_ARG_KEYS: &[&str] = &[
     "__user__",
 ];
 
-pub const FUNCTIONS: &[&str] = &[
-    "config.values",
-    "key.accept",
-    "key.delete",
-    "key.finger",
-    "key.gen_accept",
-    "key.list",
-    "key.list_all",
-    "key.name_match",
-    "key.reject",
-    "minions.connected",
+/// Every wheel function Brine has, with its documentation (`doc.wheel`).
+pub const FUNCTIONS: &[(&str, &str)] = &[
+    ("config.values", "Return the master's configuration, with Salt's defaults for what it leaves out and without secrets.\n\nCLI Example:\n\n    salt-run wheel config.values\n"),
+    ("key.accept", "Accept the pending (or, with include_rejected/include_denied, rejected or denied) keys whose ids match a glob.\n\nCLI Example:\n\n    wheel key.accept match='minion1'\n"),
+    ("key.delete", "Delete the keys whose ids match a glob, in every state.\n\nCLI Example:\n\n    wheel key.delete match='minion1'\n"),
+    ("key.finger", "Return the fingerprints of the keys whose ids match a glob, by state.\n\nCLI Example:\n\n    wheel key.finger match='minion1'\n"),
+    ("key.gen_accept", "Make a key pair for an id, accept its public key and return both keys.\n\nCLI Example:\n\n    wheel key.gen_accept id_=minion1\n"),
+    ("key.list", "Return the ids of the keys in one state (pre/unaccepted, acc/accepted, rej/rejected, den/denied, or all).\n\nCLI Example:\n\n    wheel key.list match='accepted'\n"),
+    ("key.list_all", "Return the ids of every key, by state.\n\nCLI Example:\n\n    wheel key.list_all\n"),
+    ("key.name_match", "Return the ids matching a glob, by key state.\n\nCLI Example:\n\n    wheel key.name_match 'minion*'\n"),
+    ("key.reject", "Reject the pending (or, with include_accepted/include_denied, accepted or denied) keys whose ids match a glob.\n\nCLI Example:\n\n    wheel key.reject match='minion1'\n"),
+    ("minions.connected", "Return the minions connected to the master now.\n\nCLI Example:\n\n    wheel minions.connected\n"),
 ];
 
 /// Defaults of Salt 3007's master options (as JSON) that `config.values` reports when the
