@@ -197,6 +197,9 @@ pub fn grains_collect(id: &str, extra: &Value, master: &str) -> Value {
         "groupname",
         name_for_id("/etc/group", gid).map_or(Value::Nil, Value::from),
     );
+    for (k, v) in crate::grains_host::host_grains() {
+        put(&k, v);
+    }
     let (virtual_, subtype) = virtual_grains();
     put("virtual", s(virtual_));
     if let Some(sub) = subtype {

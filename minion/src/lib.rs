@@ -5,4 +5,5 @@ pub mod channel;
 pub mod daemon;
 pub mod functions;
 pub mod grains_core;
+pub mod grains_host;
 pub mod util;
