@@ -311,6 +311,13 @@ fn wheel_and_runner_functions() {
     );
     assert_eq!(run(&["test.metasyntactic"])[13], json!("thud"));
     assert_eq!(run(&["test.sleep", "0.2"]), json!(true));
+    assert_eq!(
+        run(&["test.raw_arg", "a", "k=v"]),
+        json!({"args": ["a"], "kwargs": {"k": "v"}})
+    );
+    let opts = run(&["test.get_opts"]);
+    assert_eq!(opts["ret_port"], json!(st.ret_port));
+    assert!(opts.get("external_auth").is_none(), "secrets stay out");
     // doc.runner and doc.wheel list exactly the functions Brine has, and each one runs.
     let documented =
         |v: serde_json::Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };

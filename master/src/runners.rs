@@ -28,7 +28,9 @@ pub const FUNCTIONS: &[(&str, &str)] = &[
     ("manage.up", "Return the minions that answer test.ping.\n\nCLI Example:\n\n    salt-run manage.up\n"),
     ("manage.versions", "Return the Salt version of every minion against the master's.\n\nCLI Example:\n\n    salt-run manage.versions\n"),
     ("test.arg", "Return the positional and keyword arguments given (keywords starting with __ left out).\n\nCLI Example:\n\n    salt-run test.arg foo bar=baz\n"),
+    ("test.get_opts", "Return the master's configuration options (as wheel config.values gives them: Salt's defaults filled in, secrets left out).\n\nCLI Example:\n\n    salt-run test.get_opts\n"),
     ("test.metasyntactic", "Return the common metasyntactic words of a locality (us or uk).\n\nCLI Example:\n\n    salt-run test.metasyntactic locality=uk\n"),
+    ("test.raw_arg", "Return the positional and keyword arguments given, all of them.\n\nCLI Example:\n\n    salt-run test.raw_arg foo bar=baz\n"),
     ("test.sleep", "Sleep s_time seconds (default 10), then return True.\n\nCLI Example:\n\n    salt-run test.sleep s_time=5\n"),
 ];
 
@@ -489,6 +491,11 @@ impl Master {
                     ("kwargs", kwargs),
                 ]))
             }
+            "test.raw_arg" => Ok(map(vec![
+                ("args", Value::Array(a.args.clone())),
+                ("kwargs", args_kwargs(a, |_| true)),
+            ])),
+            "test.get_opts" => self.run_wheel("config.values", &Args::default()),
             "test.metasyntactic" => {
                 let locality = a.get_str(0, "locality").unwrap_or_else(|| "us".into());
                 let words: &[&str] = match locality.as_str() {

@@ -64,6 +64,7 @@ const SALT_MASTER_DEFAULTS: &[(&str, &str)] = &[
 ];
 
 /// The arguments of a wheel call: `arg` list, `kwarg` map, and any other top-level key.
+#[derive(Default)]
 pub struct Args {
     pub args: Vec<Value>,
     pub kwargs: Vec<(String, Value)>,
