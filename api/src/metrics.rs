@@ -30,6 +30,11 @@ pub struct Metrics {
     pub event_streams: AtomicI64,
     pub logins: AtomicU64,
     pub login_failures: AtomicU64,
+    /// Request body bytes received (by `Content-Length`) and answer body bytes sent (where the
+    /// size is known), and the time spent answering, for `/stats`.
+    pub bytes_read: AtomicU64,
+    pub bytes_written: AtomicU64,
+    pub busy_micros: AtomicU64,
 }
 
 impl Metrics {

@@ -99,6 +99,11 @@ async fn guard(State(st): State<Shared>, mut req: Request, next: Next) -> Respon
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| "unmatched".into());
     let origin = req.headers().get(header::ORIGIN).cloned();
+    let read_bytes = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+        .unwrap_or(0);
     let accept = req
         .headers()
         .get(header::ACCEPT)
@@ -156,6 +161,13 @@ async fn guard(State(st): State<Shared>, mut req: Request, next: Next) -> Respon
         }
     };
     cors(resp.headers_mut(), &st.api.cors, origin.as_ref());
+    let m = &st.metrics;
+    m.bytes_read.fetch_add(read_bytes, Ordering::Relaxed);
+    if let Some(n) = axum::body::HttpBody::size_hint(resp.body()).exact() {
+        m.bytes_written.fetch_add(n, Ordering::Relaxed);
+    }
+    m.busy_micros
+        .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
     st.metrics.observe(
         method.as_str(),
         &route,
@@ -978,19 +990,41 @@ async fn stats(State(st): State<Shared>, req: Request) -> Response {
     if !st.api.collect_stats {
         return ok(fmt, StatusCode::OK, &json!({}));
     }
+    let m = &st.metrics;
     let up = st.started.elapsed().as_secs_f64();
-    let total = st.metrics.total_requests();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let total = m.total_requests();
+    let (read, written) = (
+        m.bytes_read.load(Ordering::Relaxed),
+        m.bytes_written.load(Ordering::Relaxed),
+    );
+    let per = |n: u64, d: f64| if d > 0.0 { n as f64 / d } else { 0.0 };
+    // The keys of CherryPy's cpstats application block, which SaltGUI's stats page reads,
+    // from Brine's own counters, plus Brine's event streams and published jobs.
     ok(
         fmt,
         StatusCode::OK,
-        &json!({"Brine Applications": {
+        &json!({"CherryPy Applications": {
             "Enabled": true,
-            "Uptime": up,
+            "Bytes Read/Request": per(read, total as f64),
+            "Bytes Read/Second": per(read, up),
+            "Bytes Written/Request": per(written, total as f64),
+            "Bytes Written/Second": per(written, up),
+            "Current Time": now,
+            "Current Requests": m.in_flight.load(Ordering::Relaxed),
+            "Requests/Second": per(total, up),
+            "Server Version": format!("Brine {}", env!("CARGO_PKG_VERSION")),
+            "Start Time": now - up,
+            "Total Bytes Read": read,
+            "Total Bytes Written": written,
             "Total Requests": total,
-            "Current Requests": st.metrics.in_flight.load(Ordering::Relaxed),
-            "Requests/Second": if up > 0.0 { total as f64 / up } else { 0.0 },
-            "Event Streams": st.metrics.event_streams.load(Ordering::Relaxed),
-            "Jobs Published": st.metrics.jobs_published.load(Ordering::Relaxed),
+            "Total Time": m.busy_micros.load(Ordering::Relaxed) as f64 / 1e6,
+            "Uptime": up,
+            "Event Streams": m.event_streams.load(Ordering::Relaxed),
+            "Jobs Published": m.jobs_published.load(Ordering::Relaxed),
         }}),
     )
 }

@@ -372,12 +372,23 @@ fn api_endpoints_and_clients() {
 
     // Stats and metrics.
     let (_, v) = api.get("/stats", &tok);
-    assert!(
-        v.as_object().unwrap().values().next().unwrap()["Total Requests"]
-            .as_u64()
-            .unwrap()
-            > 10
-    );
+    // The keys of CherryPy's cpstats application block that SaltGUI's stats page reads.
+    let app = &v["CherryPy Applications"];
+    assert!(app["Total Requests"].as_u64().unwrap() > 10, "{v}");
+    assert!(app["Total Bytes Read"].as_u64().unwrap() > 100, "{v}");
+    assert!(app["Total Bytes Written"].as_u64().unwrap() > 100, "{v}");
+    for k in [
+        "Bytes Read/Request",
+        "Bytes Written/Second",
+        "Current Time",
+        "Start Time",
+        "Uptime",
+        "Requests/Second",
+        "Total Time",
+    ] {
+        assert!(app[k].as_f64().is_some_and(|x| x > 0.0), "{k}: {v}");
+    }
+    assert_eq!(app["Enabled"], json!(true));
     let m = api
         .http
         .get(api.url("/metrics"))
