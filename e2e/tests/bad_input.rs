@@ -212,7 +212,9 @@ fn hostile_requests_are_refused_and_the_master_keeps_serving() {
 
 #[test]
 fn wheel_and_runner_functions() {
-    let mut st = Stack::new("auto_accept: True\nbrine_store_events: True\n");
+    let mut st = Stack::new(
+        "auto_accept: True\nbrine_store_events: True\npillar_data:\n  app:\n    port: 80\n  secret: hunter2\n",
+    );
     st.start_master();
     st.start_minion("m1", "");
     st.wait_answering(&["m1"]);
@@ -300,6 +302,17 @@ fn wheel_and_runner_functions() {
     assert!(active[&jid]["Running"][0]["m1"].is_number(), "{active}");
     let job = run(&["jobs.list_job", &jid]);
     assert_eq!(job["Minions"], json!(["m1"]));
+    // The pillar module, with the pillar the master compiled for m1 (SaltGUI's pillar page
+    // calls pillar.obfuscate).
+    let (v, _) = st.salt_json(&["m1", "pillar.obfuscate"]);
+    assert_eq!(
+        v,
+        json!({"m1": {"app": {"port": "<int>"}, "secret": "<str>"}})
+    );
+    let (v, _) = st.salt_json(&["m1", "pillar.get", "app:port"]);
+    assert_eq!(v, json!({"m1": 80}));
+    let (v, _) = st.salt_json(&["m1", "pillar.items"]);
+    assert_eq!(v, json!({"m1": {"app": {"port": 80}, "secret": "hunter2"}}));
     // Salt's test runner.
     assert_eq!(
         run(&["test.arg", "a", "2", "k=v"]),

@@ -25,7 +25,7 @@ pub struct Minion {
     pub channel: Arc<Channel>,
     pub grains: Arc<Value>,
     pub running: Arc<RunningJobs>,
-    pub pillar: std::sync::RwLock<Value>,
+    pub pillar: std::sync::RwLock<Arc<Value>>,
     master_host: String,
     job_timeout: Option<Duration>,
 }
@@ -93,7 +93,7 @@ impl Minion {
             channel,
             grains,
             running: Arc::new(RunningJobs::default()),
-            pillar: std::sync::RwLock::new(Value::Map(vec![])),
+            pillar: std::sync::RwLock::new(Arc::new(Value::Map(vec![]))),
             master_host,
             job_timeout,
         })
@@ -158,7 +158,7 @@ impl Minion {
         ]);
         let ch = self.channel.clone();
         match tokio::task::spawn_blocking(move || ch.request_private(&load, "pillar")).await {
-            Ok(Ok(p)) => *self.pillar.write().expect("pillar lock") = p,
+            Ok(Ok(p)) => *self.pillar.write().expect("pillar lock") = Arc::new(p),
             Ok(Err(e)) => tracing::warn!("pillar not received: {e}"),
             Err(e) => tracing::warn!("pillar not received: {e}"),
         }
@@ -261,11 +261,22 @@ impl Minion {
     /// Run one job and send its return.
     async fn run_job(self: Arc<Self>, load: Value) {
         let jid = get_str(&load, "jid").unwrap_or("").to_string();
+        // Salt compiles a fresh pillar for pillar.* functions: ask the master again first.
+        let names_pillar = |f: &Value| text(f).is_some_and(|n| n.starts_with("pillar."));
+        let wants_pillar = match get(&load, "fun") {
+            Some(Value::Array(funs)) => funs.iter().any(names_pillar),
+            Some(f) => names_pillar(f),
+            None => false,
+        };
+        if wants_pillar {
+            self.fetch_pillar().await;
+        }
         let ctx = Context {
             id: self.cfg.id.clone(),
             grains: self.grains.clone(),
             running: self.running.clone(),
             pub_load: load.clone(),
+            pillar: self.pillar.read().expect("pillar lock").clone(),
         };
         let fun = get(&load, "fun").cloned().unwrap_or(Value::Nil);
         let arg = get(&load, "arg").cloned().unwrap_or(Value::Array(vec![]));

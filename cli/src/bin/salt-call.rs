@@ -93,6 +93,8 @@ fn main() {
         id: cfg.id.clone(),
         grains: Arc::new(grains),
         running: Arc::new(RunningJobs::default()),
+        // No master with --local, and Brine reads no local pillar_roots yet: an empty pillar.
+        pillar: Arc::new(Value::Map(vec![])),
         pub_load: map(vec![
             ("fun", Value::from(cli.function.clone())),
             ("pid", Value::from(std::process::id())),

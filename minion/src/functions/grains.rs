@@ -107,15 +107,7 @@ impl Fun {
                 let delimiter = b
                     .kwarg("delimiter")
                     .map_or_else(|| DEFAULT_DELIMITER.to_string(), py_str);
-                let mut out: Vec<(Value, Value)> = Vec::new();
-                for key in &b.varargs {
-                    let val = traverse(grains, key, default.clone(), &delimiter);
-                    match out.iter_mut().find(|(k, _)| k == key) {
-                        Some(slot) => slot.1 = val,
-                        None => out.push((key.clone(), val)),
-                    }
-                }
-                let mut ret = Value::Map(out);
+                let mut ret = item_map(grains, &b.varargs, &default, &delimiter);
                 if is_true(b.kwarg("sanitize")) {
                     sanitize(&mut ret);
                 }
@@ -141,6 +133,20 @@ impl Fun {
             }
         })
     }
+}
+
+/// `grains.item`/`pillar.item`: each key (nested with `delimiter`) mapped to its value, or
+/// `default`; a key given twice appears once.
+pub(crate) fn item_map(data: &Value, keys: &[Value], default: &Value, delimiter: &str) -> Value {
+    let mut out: Vec<(Value, Value)> = Vec::new();
+    for key in keys {
+        let val = traverse(data, key, default.clone(), delimiter);
+        match out.iter_mut().find(|(k, _)| k == key) {
+            Some(slot) => slot.1 = val,
+            None => out.push((key.clone(), val)),
+        }
+    }
+    Value::Map(out)
 }
 
 /// `grains.items sanitize=True`: hide names that identify the host.

@@ -8,6 +8,7 @@
 mod args;
 pub mod cmd;
 pub mod grains;
+pub mod pillar;
 pub mod saltutil;
 pub mod status;
 pub mod sys;
@@ -110,6 +111,9 @@ pub struct Context {
     /// The publish load of this job (`{}` for salt-call; Salt's salt-call passes
     /// `{"fun", "pid", "jid", "tgt": "salt-call"}`). Its keys become `__pub_<key>` kwargs.
     pub pub_load: Value,
+    /// The minion's pillar, as the master compiled it (fetched afresh before a job that calls
+    /// a `pillar.*` function).
+    pub pillar: Arc<Value>,
 }
 
 impl Context {
@@ -170,6 +174,7 @@ pub(crate) enum Function {
     Test(test::Fun),
     Cmd(cmd::Fun),
     Grains(grains::Fun),
+    Pillar(pillar::Fun),
     Sys(sys::Fun),
     Saltutil(saltutil::Fun),
     Status(status::Fun),
@@ -182,6 +187,7 @@ impl Function {
             .map(|f| Function::Test(*f))
             .chain(cmd::Fun::ALL.iter().map(|f| Function::Cmd(*f)))
             .chain(grains::Fun::ALL.iter().map(|f| Function::Grains(*f)))
+            .chain(pillar::Fun::ALL.iter().map(|f| Function::Pillar(*f)))
             .chain(sys::Fun::ALL.iter().map(|f| Function::Sys(*f)))
             .chain(saltutil::Fun::ALL.iter().map(|f| Function::Saltutil(*f)))
             .chain(status::Fun::ALL.iter().map(|f| Function::Status(*f)))
@@ -196,6 +202,7 @@ impl Function {
             Function::Test(f) => f.spec(),
             Function::Cmd(f) => f.spec(),
             Function::Grains(f) => f.spec(),
+            Function::Pillar(f) => f.spec(),
             Function::Sys(f) => f.spec(),
             Function::Saltutil(f) => f.spec(),
             Function::Status(f) => f.spec(),
@@ -207,6 +214,7 @@ impl Function {
             Function::Test(f) => f.run(b, st).await,
             Function::Cmd(f) => f.run(b, st).await,
             Function::Grains(f) => f.run(ctx, b),
+            Function::Pillar(f) => f.run(ctx, b),
             Function::Sys(f) => f.run(b),
             Function::Saltutil(f) => f.run(ctx, b),
             Function::Status(f) => f.run(b).await,
@@ -371,6 +379,7 @@ pub(crate) mod testutil {
             grains: Arc::new(grains),
             running: Arc::new(RunningJobs::default()),
             pub_load,
+            pillar: Arc::new(Value::Map(vec![])),
         }
     }
 

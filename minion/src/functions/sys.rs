@@ -241,7 +241,7 @@ mod tests {
         assert_eq!(
             r.ret,
             Value::Array(
-                ["cmd", "grains", "saltutil", "status", "sys", "test"]
+                ["cmd", "grains", "pillar", "saltutil", "status", "sys", "test"]
                     .map(Value::from)
                     .to_vec()
             )

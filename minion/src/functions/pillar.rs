@@ -1,0 +1,320 @@
+//! The `pillar` execution module: read the minion's pillar, as the master compiled it for this
+//! minion. The minion asks the master for a fresh pillar before a job that calls a `pillar.*`
+//! function (Salt's `pillar.items` compiles a fresh one too).
+
+use rmpv::Value;
+
+use super::args::{is_true, py_str, py_type, Bound, Signature};
+use super::grains::{item_map, traverse, DEFAULT_DELIMITER};
+use super::{Context, FnError, Spec};
+
+/// The functions of the `pillar` module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fun {
+    Get,
+    Item,
+    Items,
+    Ls,
+    Obfuscate,
+    Raw,
+}
+
+const ITEMS_SIG: Signature = Signature::new(&[], 0, true, true);
+
+impl Fun {
+    pub(crate) const ALL: &'static [Fun] = &[
+        Fun::Get,
+        Fun::Item,
+        Fun::Items,
+        Fun::Ls,
+        Fun::Obfuscate,
+        Fun::Raw,
+    ];
+
+    pub(crate) fn spec(self) -> Spec {
+        let (name, pyname, sig, doc, out) = match self {
+            Fun::Get => (
+                "pillar.get",
+                "get",
+                Signature::new(&["key", "default", "merge", "delimiter"], 1, false, true),
+                "
+    Return one pillar value; nested values are reached with the delimiter
+    (default ':'), e.g. 'pkg:apache', and list items by index. Returns `default`
+    (default '') when the key does not exist; with merge=True a dict default is
+    merged under the value found.
+
+    CLI Example:
+
+        salt '*' pillar.get pkg:apache
+    ",
+                None,
+            ),
+            Fun::Item => (
+                "pillar.item",
+                "item",
+                ITEMS_SIG,
+                "
+    Return the named pillar keys as a dict (nested with ':' or the `delimiter`
+    kwarg; `default` for missing keys).
+
+    CLI Example:
+
+        salt '*' pillar.item foo bar
+    ",
+                Some("nested"),
+            ),
+            Fun::Items => (
+                "pillar.items",
+                "items",
+                ITEMS_SIG,
+                "
+    Return the minion's whole pillar; `pillar={...}` is merged over it.
+
+    CLI Example:
+
+        salt '*' pillar.items
+    ",
+                Some("nested"),
+            ),
+            Fun::Ls => (
+                "pillar.ls",
+                "ls",
+                ITEMS_SIG,
+                "
+    Return the top-level pillar keys.
+
+    CLI Example:
+
+        salt '*' pillar.ls
+    ",
+                None,
+            ),
+            Fun::Obfuscate => (
+                "pillar.obfuscate",
+                "obfuscate",
+                ITEMS_SIG,
+                "
+    Same as pillar.items, with every value replaced by its type ('<str>',
+    '<int>', ...); dict keys and the shape of lists are kept.
+
+    CLI Example:
+
+        salt '*' pillar.obfuscate
+    ",
+                Some("nested"),
+            ),
+            Fun::Raw => (
+                "pillar.raw",
+                "raw",
+                Signature::new(&["key"], 0, false, false),
+                "
+    Return the pillar the minion holds, or the value of one top-level key ({}
+    when absent).
+
+    CLI Example:
+
+        salt '*' pillar.raw key=roles
+    ",
+                Some("nested"),
+            ),
+        };
+        Spec {
+            name,
+            pyname,
+            sig,
+            doc,
+            out,
+        }
+    }
+
+    pub(crate) fn run(self, ctx: &Context, b: &Bound) -> Result<Value, FnError> {
+        let pillar = ctx.pillar.as_ref();
+        let delimiter = || {
+            b.get("delimiter")
+                .map_or_else(|| DEFAULT_DELIMITER.to_string(), py_str)
+        };
+        Ok(match self {
+            Fun::Get => {
+                let key = b.get("key").unwrap_or(&Value::Nil);
+                let default = b.get("default").cloned().unwrap_or_else(|| Value::from(""));
+                if is_true(b.get("merge")) {
+                    match traverse(pillar, key, Value::Nil, &delimiter()) {
+                        Value::Nil => default,
+                        found @ Value::Map(_) if matches!(default, Value::Map(_)) => {
+                            merged(default, &found)
+                        }
+                        found => found,
+                    }
+                } else {
+                    traverse(pillar, key, default, &delimiter())
+                }
+            }
+            Fun::Item => {
+                let default = b
+                    .kwarg("default")
+                    .cloned()
+                    .unwrap_or_else(|| Value::from(""));
+                item_map(pillar, &b.varargs, &default, &delimiter())
+            }
+            Fun::Items => items(pillar, b),
+            Fun::Ls => match items(pillar, b) {
+                Value::Map(entries) => Value::Array(entries.into_iter().map(|(k, _)| k).collect()),
+                _ => Value::Array(vec![]),
+            },
+            Fun::Obfuscate => obfuscate(&items(pillar, b)),
+            Fun::Raw => match b.get("key") {
+                None | Some(Value::Nil) => pillar.clone(),
+                Some(key) => pillar
+                    .as_map()
+                    .and_then(|m| m.iter().find(|(k, _)| k == key))
+                    .map_or_else(|| Value::Map(vec![]), |(_, v)| v.clone()),
+            },
+        })
+    }
+}
+
+/// The pillar, with a `pillar={...}` keyword merged over it.
+fn items(pillar: &Value, b: &Bound) -> Value {
+    let base = match pillar {
+        Value::Map(_) => pillar.clone(),
+        _ => Value::Map(vec![]),
+    };
+    match b.kwarg("pillar") {
+        Some(over @ Value::Map(_)) => merged(base, over),
+        _ => base,
+    }
+}
+
+/// `over` merged into `base`: maps recursively, anything else replaced.
+fn merged(base: Value, over: &Value) -> Value {
+    match (base, over) {
+        (Value::Map(mut entries), Value::Map(over)) => {
+            for (k, v) in over {
+                match entries.iter_mut().find(|(key, _)| key == k) {
+                    Some(slot) => slot.1 = merged(std::mem::replace(&mut slot.1, Value::Nil), v),
+                    None => entries.push((k.clone(), v.clone())),
+                }
+            }
+            Value::Map(entries)
+        }
+        (_, over) => over.clone(),
+    }
+}
+
+/// Salt's obfuscation: every leaf becomes `<type name>`; maps and lists keep their shape.
+fn obfuscate(v: &Value) -> Value {
+    match v {
+        Value::Map(entries) => Value::Map(
+            entries
+                .iter()
+                .map(|(k, v)| (k.clone(), obfuscate(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(obfuscate).collect()),
+        leaf => Value::from(format!("<{}>", python_type_name(leaf))),
+    }
+}
+
+/// Python's bare type name (`str`, `int`, `NoneType`...).
+fn python_type_name(v: &Value) -> &'static str {
+    let full = py_type(v);
+    full.strip_prefix("<class '")
+        .and_then(|t| t.strip_suffix("'>"))
+        .unwrap_or(full)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::{ctx, kw, s};
+    use super::super::{call, map_of};
+    use rmpv::Value;
+    use std::sync::Arc;
+
+    fn with_pillar() -> super::super::Context {
+        let mut c = ctx();
+        c.pillar = Arc::new(map_of([
+            (
+                "app",
+                map_of([("port", Value::from(80)), ("tls", Value::from(true))]),
+            ),
+            ("users", Value::Array(vec![s("ann"), Value::Nil])),
+            ("secret", s("hunter2")),
+        ]));
+        c
+    }
+
+    #[tokio::test]
+    async fn items_get_item_ls_raw_and_obfuscate() {
+        let c = with_pillar();
+        assert_eq!(
+            call(&c, "pillar.get", &[s("app:port")]).await.ret,
+            Value::from(80)
+        );
+        assert_eq!(call(&c, "pillar.get", &[s("nope")]).await.ret, s(""));
+        assert_eq!(
+            call(
+                &c,
+                "pillar.get",
+                &[
+                    s("app"),
+                    kw(&[
+                        ("default", map_of([("x", Value::from(1))])),
+                        ("merge", Value::from(true))
+                    ])
+                ]
+            )
+            .await
+            .ret,
+            map_of([
+                ("x", Value::from(1)),
+                ("port", Value::from(80)),
+                ("tls", Value::from(true))
+            ])
+        );
+        assert_eq!(
+            call(&c, "pillar.item", &[s("secret"), s("users:0")])
+                .await
+                .ret,
+            map_of([("secret", s("hunter2")), ("users:0", s("ann"))])
+        );
+        assert_eq!(
+            call(&c, "pillar.ls", &[]).await.ret,
+            Value::Array(vec![s("app"), s("users"), s("secret")])
+        );
+        assert_eq!(
+            call(&c, "pillar.raw", &[kw(&[("key", s("secret"))])])
+                .await
+                .ret,
+            s("hunter2")
+        );
+        assert_eq!(
+            call(&c, "pillar.obfuscate", &[]).await.ret,
+            map_of([
+                ("app", map_of([("port", s("<int>")), ("tls", s("<bool>"))])),
+                ("users", Value::Array(vec![s("<str>"), s("<NoneType>")])),
+                ("secret", s("<str>")),
+            ])
+        );
+        let over = call(
+            &c,
+            "pillar.items",
+            &[kw(&[(
+                "pillar",
+                map_of([("app", map_of([("port", Value::from(8080))]))]),
+            )])],
+        )
+        .await
+        .ret;
+        assert_eq!(
+            over,
+            map_of([
+                (
+                    "app",
+                    map_of([("port", Value::from(8080)), ("tls", Value::from(true))])
+                ),
+                ("users", Value::Array(vec![s("ann"), Value::Nil])),
+                ("secret", s("hunter2")),
+            ])
+        );
+    }
+}
