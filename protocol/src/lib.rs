@@ -10,6 +10,7 @@ pub mod jid;
 pub mod payload;
 pub mod pyrepr;
 pub mod target;
+pub mod yaml;
 
 /// The Salt release whose protocol and behaviour Brine reproduces; reported as the version of
 /// Brine's master and minions (`test.version`, the `saltversion` grain, `manage.versions`).
