@@ -280,7 +280,6 @@ impl Nested<'_> {
     }
 }
 
-
 // ---------------------------------------------------------------- no_return
 
 fn no_return(data: &Value, colors: &Colors) -> String {

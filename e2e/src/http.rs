@@ -9,6 +9,33 @@ use serde_json::{json, Value};
 
 use crate::Stack;
 
+/// A stack whose master config carries `extra_master`, a `file` eauth backend with
+/// `users` (`name:password` lines) and the ACL lines `acl` (YAML under `file:`), and a
+/// plain-HTTP `rest_cherrypy` block on a free port. Nothing is started yet.
+pub fn api_stack_config(extra_master: &str, users: &str, acl: &str) -> (Stack, u16) {
+    let port = crate::free_port();
+    let st = Stack::new(&format!(
+        "{extra_master}
+external_auth:
+  file:
+    '^filename': EAUTH_FILE
+{acl}
+rest_cherrypy:
+  port: {port}
+  host: 127.0.0.1
+  disable_ssl: True
+"
+    ));
+    let eauth = st.dir.path().join("eauth.txt");
+    std::fs::write(&eauth, users).unwrap();
+    let conf = st.master_conf_dir().join("master");
+    let text = std::fs::read_to_string(&conf)
+        .unwrap()
+        .replace("EAUTH_FILE", &eauth.display().to_string());
+    std::fs::write(conf, text).unwrap();
+    (st, port)
+}
+
 pub struct Api {
     pub st: Stack,
     pub port: u16,

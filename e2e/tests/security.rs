@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use brine_e2e::http::{assert_error, sse, Api};
-use brine_e2e::{free_port, wait_until, Stack};
+use brine_e2e::{wait_until, Stack};
 use brine_minion::channel::{Channel, Identity};
 use brine_protocol::crypt::{clean_key, load_or_generate_keypair, EncAlgo, SigAlgo};
 use brine_protocol::event::{unpack_body, PubDecoder};
@@ -18,32 +18,17 @@ use reqwest::header::{CONTENT_TYPE, ORIGIN};
 use serde_json::{json, Value as Json};
 
 fn api_stack() -> Api {
-    let port = free_port();
-    let mut st = Stack::new(&format!(
+    let (mut st, port) = brine_e2e::http::api_stack_config(
         "auto_accept: True
 timeout: 6
 gather_job_timeout: 3
-netapi_enable_clients: [local, local_async, runner, runner_async, wheel, wheel_async]
-external_auth:
-  file:
-    '^filename': EAUTH_FILE
-    admin: ['.*', '@runner', '@wheel', '@jobs']
+netapi_enable_clients: [local, local_async, runner, runner_async, wheel, wheel_async]",
+        "admin:adminpw\nlimited:limitedpw\n",
+        "    admin: ['.*', '@runner', '@wheel', '@jobs']
     limited:
       - 'web1':
-        - 'test.*'
-rest_cherrypy:
-  port: {port}
-  host: 127.0.0.1
-  disable_ssl: True
-"
-    ));
-    let eauth = st.dir.path().join("eauth.txt");
-    std::fs::write(&eauth, "admin:adminpw\nlimited:limitedpw\n").unwrap();
-    let conf = st.master_conf_dir().join("master");
-    let text = std::fs::read_to_string(&conf)
-        .unwrap()
-        .replace("EAUTH_FILE", &eauth.display().to_string());
-    std::fs::write(conf, text).unwrap();
+        - 'test.*'",
+    );
     st.start_master();
     st.start_minion("web1", "");
     st.start_minion("db1", "");

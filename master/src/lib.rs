@@ -6,6 +6,7 @@ pub mod datacache;
 pub mod jobstore;
 pub mod keys;
 pub mod master;
+pub mod mine;
 pub mod presence;
 pub mod privileges;
 pub mod replay;

@@ -858,8 +858,10 @@ impl Master {
             "_symlink_list" | "_file_hash" | "_file_find" | "_master_tops" => Value::Map(vec![]),
             "_file_hash_and_stat" => Value::Map(vec![]),
             "_serve_file" => map(vec![("data", Value::from("")), ("dest", Value::from(""))]),
-            "_mine" | "_mine_delete" | "_mine_flush" => Value::from(true),
-            "_mine_get" => Value::Map(vec![]),
+            "_mine" => self.on_mine(id, &inner),
+            "_mine_delete" => self.on_mine_delete(id, &inner),
+            "_mine_flush" => self.on_mine_flush(id),
+            "_mine_get" => self.on_mine_get(id, &inner),
             other => {
                 // Salt's master answers an unknown aes command with an empty dict.
                 log_unsupported_once("aes", other, id);

@@ -13,7 +13,8 @@ use brine_transport::{tcp_endpoint, Subscriber};
 use tokio::sync::mpsc;
 
 use crate::channel::{Channel, ChannelError, Creds, Identity};
-use crate::functions::{self, CallResult, Context, RunningJob, RunningJobs};
+use crate::functions::{self, CallResult, Context, RunningJob, RunningJobs, Services};
+use crate::schedule::{Due, Where};
 use crate::util::{bytes, int, text};
 
 /// How many recent jids are remembered to drop duplicate publishes (Salt's
@@ -26,6 +27,8 @@ pub struct Minion {
     pub grains: Arc<Value>,
     pub running: Arc<RunningJobs>,
     pub pillar: std::sync::RwLock<Arc<Value>>,
+    /// The schedule, beacons and master link of the `schedule`, `beacons` and `mine` modules.
+    pub services: Arc<Services>,
     master_host: String,
     job_timeout: Option<Duration>,
 }
@@ -35,7 +38,7 @@ pub const EXIT_REJECTED: i32 = 77;
 pub const EXIT_FINGER: i32 = 42;
 
 impl Minion {
-    pub fn new(cfg: MinionConfig, ctx: &zmq::Context) -> anyhow::Result<Minion> {
+    pub fn new(cfg: MinionConfig, ctx: &zmq::Context, config_dir: &Path) -> anyhow::Result<Minion> {
         std::fs::create_dir_all(&cfg.pki_dir)?;
         std::fs::create_dir_all(&cfg.cachedir)?;
         let (key, public) = load_or_generate_keypair(&cfg.pki_dir, "minion", cfg.keysize)
@@ -88,12 +91,42 @@ impl Minion {
             .and_then(|v| v.as_u64())
             .filter(|t| *t > 0)
             .map(Duration::from_secs);
+        let services = Arc::new(Services::from_config(
+            &cfg,
+            Some(config_dir),
+            Some(channel.clone()),
+        ));
+        let values = &cfg.raw.values;
+        let mine_enabled = values.get("mine_enabled").and_then(|v| v.as_bool()) != Some(false);
+        let mine_interval = values
+            .get("mine_interval")
+            .and_then(|v| v.as_u64())
+            .unwrap_or(60);
+        if mine_enabled && mine_interval > 0 {
+            // Salt's own job that keeps the mine fresh (hidden from `schedule.list`).
+            let item = serde_json::json!({
+                "function": "mine.update",
+                "minutes": mine_interval,
+                "jid_include": true,
+                "maxrunning": 2,
+                "run_on_start": true,
+                "return_job": false,
+                "enabled": true,
+                "name": "__mine_interval",
+            });
+            if let serde_json::Value::Object(item) = item {
+                services
+                    .schedule
+                    .put(Where::Opts, "__mine_interval", item, false);
+            }
+        }
         Ok(Minion {
             cfg,
             channel,
             grains,
             running: Arc::new(RunningJobs::default()),
             pillar: std::sync::RwLock::new(Arc::new(Value::Map(vec![]))),
+            services,
             master_host,
             job_timeout,
         })
@@ -158,7 +191,12 @@ impl Minion {
         ]);
         let ch = self.channel.clone();
         match tokio::task::spawn_blocking(move || ch.request_private(&load, "pillar")).await {
-            Ok(Ok(p)) => *self.pillar.write().expect("pillar lock") = Arc::new(p),
+            Ok(Ok(p)) => {
+                let json = brine_protocol::payload::to_json(&p);
+                self.services.schedule.set_pillar(json.get("schedule"));
+                self.services.beacons.set_pillar(json.get("beacons"));
+                *self.pillar.write().expect("pillar lock") = Arc::new(p);
+            }
             Ok(Err(e)) => tracing::warn!("pillar not received: {e}"),
             Err(e) => tracing::warn!("pillar not received: {e}"),
         }
@@ -277,6 +315,7 @@ impl Minion {
             running: self.running.clone(),
             pub_load: load.clone(),
             pillar: self.pillar.read().expect("pillar lock").clone(),
+            services: self.services.clone(),
         };
         let fun = get(&load, "fun").cloned().unwrap_or(Value::Nil);
         let arg = get(&load, "arg").cloned().unwrap_or(Value::Array(vec![]));
@@ -345,6 +384,116 @@ impl Minion {
                 },
             },
             None => functions::call(ctx, fun, arg).await,
+        }
+    }
+
+    /// Run one scheduled job and, unless it says `return_job: False`, send its return to the
+    /// master as Salt does: jid `req` (the master allocates one), or `nocache`.
+    async fn run_scheduled(self: Arc<Self>, due: Due) {
+        let item = &due.item;
+        let fun = item
+            .get("function")
+            .and_then(|f| f.as_str())
+            .unwrap_or("")
+            .to_string();
+        let mut args: Vec<Value> = match item.get("args") {
+            Some(serde_json::Value::Array(a)) => {
+                a.iter().map(brine_protocol::payload::from_json).collect()
+            }
+            _ => Vec::new(),
+        };
+        if let Some(serde_json::Value::Object(kw)) = item.get("kwargs") {
+            if !kw.is_empty() {
+                let mut m = vec![(Value::from("__kwarg__"), Value::Boolean(true))];
+                m.extend(kw.iter().map(|(k, v)| {
+                    (
+                        Value::from(k.as_str()),
+                        brine_protocol::payload::from_json(v),
+                    )
+                }));
+                args.push(Value::Map(m));
+            }
+        }
+        let jid = brine_protocol::jid::gen_jid();
+        let ctx = Context {
+            id: self.cfg.id.clone(),
+            grains: self.grains.clone(),
+            running: self.running.clone(),
+            pub_load: map(vec![
+                ("fun", Value::from(fun.clone())),
+                ("arg", Value::Array(args.clone())),
+                ("jid", Value::from(jid.clone())),
+                ("schedule", Value::from(due.name.clone())),
+                ("tgt", Value::from(self.cfg.id.clone())),
+            ]),
+            pillar: self.pillar.read().expect("pillar lock").clone(),
+            services: self.services.clone(),
+        };
+        let r = self.call_bounded(&ctx, &fun, &args).await;
+        self.services.schedule.finished(&due.name);
+        let return_job = item.get("return_job");
+        if return_job == Some(&serde_json::Value::Bool(false)) {
+            return;
+        }
+        let ret_jid = if return_job.and_then(|v| v.as_str()) == Some("nocache") {
+            "nocache"
+        } else {
+            "req"
+        };
+        let mut ret = vec![
+            ("cmd", Value::from("_return")),
+            ("id", Value::from(self.cfg.id.clone())),
+            ("fun", Value::from(fun)),
+            ("fun_args", Value::Array(args)),
+            ("schedule", Value::from(due.name.clone())),
+            ("jid", Value::from(ret_jid)),
+            ("pid", Value::from(std::process::id())),
+            ("return", r.ret),
+            ("retcode", Value::from(r.retcode)),
+            ("success", Value::from(r.retcode == 0)),
+        ];
+        if let Some(out) = r.out {
+            ret.push(("out", Value::from(out)));
+        }
+        if let Some(meta) = item.get("metadata") {
+            ret.push(("metadata", brine_protocol::payload::from_json(meta)));
+        }
+        ret.push(("_stamp", Value::from(brine_protocol::jid::stamp_now())));
+        self.send_return(map(ret), &jid).await;
+    }
+
+    /// Once a second: start the scheduled jobs that are due and fire the beacons' events.
+    async fn tick(self: &Arc<Self>) {
+        let now = std::time::Instant::now();
+        tracing::trace!("scheduler pass");
+        for due in self.services.schedule.due(now) {
+            tracing::debug!("schedule job {} starts", due.name);
+            tokio::spawn(self.clone().run_scheduled(due));
+        }
+        let events = self.services.beacons.process(&self.cfg.id, now);
+        if !events.is_empty() {
+            tracing::debug!("{} beacon events", events.len());
+            let events: Vec<Value> = events
+                .into_iter()
+                .map(|(tag, data)| {
+                    map(vec![
+                        ("tag", Value::from(tag)),
+                        (
+                            "data",
+                            brine_protocol::payload::from_json(&serde_json::Value::Object(data)),
+                        ),
+                    ])
+                })
+                .collect();
+            let load = map(vec![
+                ("id", Value::from(self.cfg.id.clone())),
+                ("cmd", Value::from("_minion_event")),
+                ("pretag", Value::Nil),
+                ("events", Value::Array(events)),
+            ]);
+            if let Err(e) = self.request(load).await {
+                tracing::warn!("beacon events not sent: {e}");
+            }
         }
     }
 
@@ -420,9 +569,23 @@ pub async fn run(minion: Arc<Minion>, ctx: zmq::Context) -> i32 {
     };
     let mut serials = SerialGuard::default();
     let mut recent: VecDeque<String> = VecDeque::new();
+    let mut ticks = tokio::time::interval(Duration::from_secs(1));
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let ticking = Arc::new(tokio::sync::Mutex::new(()));
     loop {
         let frames = tokio::select! {
             f = rx.recv() => match f { Some(f) => f, None => return 1 },
+            _ = ticks.tick() => {
+                // One pass at a time: a slow beacon delays the next pass, never doubles it.
+                if let Ok(guard) = ticking.clone().try_lock_owned() {
+                    let m = minion.clone();
+                    tokio::spawn(async move {
+                        m.tick().await;
+                        drop(guard);
+                    });
+                }
+                continue;
+            }
             _ = term.recv() => return 0,
             _ = tokio::signal::ctrl_c() => return 0,
         };
@@ -533,7 +696,7 @@ pub fn main_with(config_dir: &Path, log_level: Option<&str>) -> i32 {
         }
     };
     let ctx = zmq::Context::new();
-    let minion = match Minion::new(cfg, &ctx) {
+    let minion = match Minion::new(cfg, &ctx, config_dir) {
         Ok(m) => Arc::new(m),
         Err(e) => {
             eprintln!("salt-minion: {e}");

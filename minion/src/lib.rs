@@ -1,9 +1,11 @@
 //! Brine's salt-minion: sign-in, request channel, publish subscription, job execution and the
 //! execution modules.
 
+pub mod beacons;
 pub mod channel;
 pub mod daemon;
 pub mod functions;
 pub mod grains_core;
 pub mod grains_host;
+pub mod schedule;
 pub mod util;

@@ -212,7 +212,9 @@ fn expand_user(path: &str) -> String {
 /// Python's `glob.glob` for absolute patterns: `*`, `?` and `[...]` in any
 /// component; wildcards do not match names starting with a dot.
 fn glob(pattern: &Path) -> Vec<PathBuf> {
-    let mut current = vec![PathBuf::from("/")];
+    // A relative pattern (`-c etc` on the command line) is relative to the working directory.
+    let start = if pattern.is_absolute() { "/" } else { "." };
+    let mut current = vec![PathBuf::from(start)];
     let components: Vec<String> = pattern
         .components()
         .filter_map(|c| match c {
@@ -1392,6 +1394,17 @@ mod tests {
             conf.join("extra/x.conf")
         );
         assert_eq!(cfg.raw.source_of("ret_port"), conf.join("master"));
+    }
+
+    #[test]
+    fn relative_include_patterns_are_relative_to_the_working_directory() {
+        // `salt-minion -c etc`: the drop-in pattern is `etc/minion.d/*.conf`. Tests run in
+        // the crate's directory.
+        let found = glob(Path::new("src/*.rs"));
+        assert!(
+            found.iter().any(|p| p.ends_with("src/config.rs")),
+            "{found:?}"
+        );
     }
 
     #[test]

@@ -101,6 +101,11 @@ fn main() {
             ("jid", Value::from(jid)),
             ("tgt", Value::from("salt-call")),
         ]),
+        services: Arc::new(functions::Services::from_config(
+            &cfg,
+            Some(&cli.config_dir),
+            None,
+        )),
     };
     let args = parse_args(&cli.args);
     let r = rt.block_on(functions::call(&ctx, &cli.function, &args));

@@ -6,10 +6,13 @@
 //! its own enum of functions with their signatures and docstrings.
 
 mod args;
+pub mod beacons;
 pub mod cmd;
 pub mod grains;
+pub mod mine;
 pub mod pillar;
 pub mod saltutil;
+pub mod schedule;
 pub mod status;
 pub mod sys;
 pub mod test;
@@ -114,6 +117,77 @@ pub struct Context {
     /// The minion's pillar, as the master compiled it (fetched afresh before a job that calls
     /// a `pillar.*` function).
     pub pillar: Arc<Value>,
+    /// The schedule, beacons and master link the `schedule`, `beacons` and `mine` modules
+    /// act on.
+    pub services: Arc<Services>,
+}
+
+/// What the `schedule`, `beacons` and `mine` modules change or talk to.
+pub struct Services {
+    pub schedule: Arc<crate::schedule::Schedule>,
+    pub beacons: Arc<crate::beacons::Beacons>,
+    /// The request channel to the master; `None` without one (`salt-call --local`).
+    pub master: Option<Arc<crate::channel::Channel>>,
+    /// `mine_functions` from the minion's options.
+    pub mine_functions: serde_json::Value,
+}
+
+impl std::fmt::Debug for Services {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Services")
+            .field("schedule", &self.schedule)
+            .field("beacons", &self.beacons)
+            .field("master", &self.master.is_some())
+            .finish()
+    }
+}
+
+impl Services {
+    /// Services read from a minion's configuration. Changes the modules make persist under
+    /// `config_dir/minion.d/`.
+    pub fn from_config(
+        cfg: &brine_protocol::config::MinionConfig,
+        config_dir: Option<&std::path::Path>,
+        master: Option<Arc<crate::channel::Channel>>,
+    ) -> Services {
+        let values = &cfg.raw.values;
+        let dropin = |name: &str| config_dir.map(|d| d.join("minion.d").join(name));
+        Services {
+            schedule: Arc::new(crate::schedule::Schedule::new(
+                values.get("schedule"),
+                dropin("_schedule.conf"),
+            )),
+            beacons: Arc::new(crate::beacons::Beacons::new(
+                values.get("beacons"),
+                dropin("beacons.conf"),
+            )),
+            master,
+            mine_functions: values
+                .get("mine_functions")
+                .cloned()
+                .unwrap_or(serde_json::Value::Null),
+        }
+    }
+
+    /// Empty services with nothing persisted and no master (tests, tools).
+    pub fn detached() -> Services {
+        Services {
+            schedule: Arc::new(crate::schedule::Schedule::new(None, None)),
+            beacons: Arc::new(crate::beacons::Beacons::new(None, None)),
+            master: None,
+            mine_functions: serde_json::Value::Null,
+        }
+    }
+}
+
+/// Salt's `clean_kwargs`: the call's keyword arguments without the `__pub_*` and other `__`
+/// keys, as JSON.
+pub(crate) fn clean_kwargs(b: &args::Bound) -> serde_json::Map<String, serde_json::Value> {
+    b.kwargs
+        .iter()
+        .filter(|(k, _)| !k.starts_with("__"))
+        .map(|(k, v)| (k.clone(), brine_protocol::payload::to_json(v)))
+        .collect()
 }
 
 impl Context {
@@ -175,6 +249,9 @@ pub(crate) enum Function {
     Cmd(cmd::Fun),
     Grains(grains::Fun),
     Pillar(pillar::Fun),
+    Schedule(schedule::Fun),
+    Beacons(beacons::Fun),
+    Mine(mine::Fun),
     Sys(sys::Fun),
     Saltutil(saltutil::Fun),
     Status(status::Fun),
@@ -188,6 +265,9 @@ impl Function {
             .chain(cmd::Fun::ALL.iter().map(|f| Function::Cmd(*f)))
             .chain(grains::Fun::ALL.iter().map(|f| Function::Grains(*f)))
             .chain(pillar::Fun::ALL.iter().map(|f| Function::Pillar(*f)))
+            .chain(schedule::Fun::ALL.iter().map(|f| Function::Schedule(*f)))
+            .chain(beacons::Fun::ALL.iter().map(|f| Function::Beacons(*f)))
+            .chain(mine::Fun::ALL.iter().map(|f| Function::Mine(*f)))
             .chain(sys::Fun::ALL.iter().map(|f| Function::Sys(*f)))
             .chain(saltutil::Fun::ALL.iter().map(|f| Function::Saltutil(*f)))
             .chain(status::Fun::ALL.iter().map(|f| Function::Status(*f)))
@@ -203,6 +283,9 @@ impl Function {
             Function::Cmd(f) => f.spec(),
             Function::Grains(f) => f.spec(),
             Function::Pillar(f) => f.spec(),
+            Function::Schedule(f) => f.spec(),
+            Function::Beacons(f) => f.spec(),
+            Function::Mine(f) => f.spec(),
             Function::Sys(f) => f.spec(),
             Function::Saltutil(f) => f.spec(),
             Function::Status(f) => f.spec(),
@@ -215,6 +298,9 @@ impl Function {
             Function::Cmd(f) => f.run(b, st).await,
             Function::Grains(f) => f.run(ctx, b),
             Function::Pillar(f) => f.run(ctx, b),
+            Function::Schedule(f) => f.run(ctx, b),
+            Function::Beacons(f) => f.run(ctx, b),
+            Function::Mine(f) => f.run(ctx, b).await,
             Function::Sys(f) => f.run(b),
             Function::Saltutil(f) => f.run(ctx, b),
             Function::Status(f) => f.run(b).await,
@@ -380,6 +466,7 @@ pub(crate) mod testutil {
             running: Arc::new(RunningJobs::default()),
             pub_load,
             pillar: Arc::new(Value::Map(vec![])),
+            services: Arc::new(Services::detached()),
         }
     }
 

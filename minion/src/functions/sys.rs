@@ -241,15 +241,22 @@ mod tests {
         assert_eq!(
             r.ret,
             Value::Array(
-                ["cmd", "grains", "pillar", "saltutil", "status", "sys", "test"]
-                    .map(Value::from)
-                    .to_vec()
+                [
+                    "beacons", "cmd", "grains", "mine", "pillar", "saltutil", "schedule", "status",
+                    "sys", "test"
+                ]
+                .map(Value::from)
+                .to_vec()
             )
         );
         let r = call(&ctx(), "sys.list_modules", &[s("s*")]).await;
         assert_eq!(
             r.ret,
-            Value::Array(["saltutil", "status", "sys"].map(Value::from).to_vec())
+            Value::Array(
+                ["saltutil", "schedule", "status", "sys"]
+                    .map(Value::from)
+                    .to_vec()
+            )
         );
     }
 
