@@ -291,8 +291,27 @@ fn brine(tool: &str, argv: &[&str]) -> Run {
     }
 }
 
+/// Each binary prints its parse with BRINE_PRINT_OPTPARSE. Checked first with an option the
+/// binaries have only since they parse as Salt's (a binary that does not know the variable
+/// rejects it without doing anything), so that the other command lines never start a daemon
+/// or act on /etc/salt.
+fn assert_prints_its_parse(tool: &str) {
+    let got = brine(tool, &["--log-file-level=info"]);
+    let parse: Option<Value> = serde_json::from_str(&got.stdout).ok();
+    assert_eq!(
+        parse,
+        Some(json!({"options": {"log_level_logfile": "info"}, "args": []})),
+        "{tool} does not print its parse with BRINE_PRINT_OPTPARSE: exit {}, stderr {:?}",
+        got.code,
+        got.stderr
+    );
+}
+
 #[test]
 fn the_same_argv_parses_as_salt_3007_parses_it() {
+    for tool in TOOLS {
+        assert_prints_its_parse(tool);
+    }
     let Some(venv) = std::env::var_os("BRINE_SALT3007").map(PathBuf::from) else {
         println!(
             "cli_parse: comparison with Salt skipped, it needs BRINE_SALT3007 (scripts/salt-venvs)"
