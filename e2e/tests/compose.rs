@@ -55,122 +55,39 @@ fn command(svc: &Yaml) -> Vec<String> {
     }
 }
 
-/// The options a binary lists in `--help` (clap format): name -> whether it takes a value.
-struct Help {
-    flags: BTreeMap<String, bool>,
-    positionals: bool,
-}
-
-fn help(name: &str) -> Help {
+/// Check `args` against the binary's own parser (it prints its parse with
+/// `BRINE_PRINT_OPTPARSE` set, see `brine_protocol::optparse`); returns the options set, by
+/// Salt's destination names (`config_dir`).
+fn check_args(service: &str, name: &str, args: &[String]) -> BTreeMap<String, String> {
     let out = Command::new(bin(name))
-        .arg("--help")
+        .args(args)
+        .env(brine_protocol::optparse::PRINT_ENV, "1")
         .stdin(Stdio::null())
         .output()
-        .expect("run --help");
-    assert!(out.status.success(), "{name} --help failed");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let usage = text
-        .lines()
-        .find(|l| l.starts_with("Usage:"))
-        .unwrap_or_else(|| panic!("{name} --help has no Usage line:\n{text}"));
-    let positionals = usage.split_whitespace().skip(2).any(|w| w != "[OPTIONS]");
-    let mut flags = BTreeMap::new();
-    for line in text.lines() {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        if !words.first().is_some_and(|w| w.starts_with('-')) {
-            continue;
-        }
-        let mut names = Vec::new();
-        let mut takes_value = false;
-        for w in words {
-            if w.starts_with('-') {
-                names.push(w.trim_end_matches(',').to_string());
-            } else if w.starts_with('<') {
-                takes_value = true;
-            } else {
-                break;
-            }
-        }
-        for n in names {
-            flags.insert(n, takes_value);
-        }
-    }
+        .expect("run the binary");
     assert!(
-        flags.contains_key("--help"),
-        "{name}: no options parsed:\n{text}"
+        out.status.success(),
+        "service {service}: {name} rejects its command line {args:?}:\n{}",
+        String::from_utf8_lossy(&out.stderr)
     );
-    Help { flags, positionals }
-}
-
-/// Check `args` against the binary's options; returns the flags' values by every name of
-/// the flag given (e.g. "-c").
-fn check_args(service: &str, name: &str, args: &[String]) -> BTreeMap<String, String> {
-    let h = help(name);
-    let mut values = BTreeMap::new();
-    let mut i = 0;
-    while i < args.len() {
-        let a = &args[i];
-        i += 1;
-        if let Some(long) = a.strip_prefix("--") {
-            let (flag, inline) = match long.split_once('=') {
-                Some((f, v)) => (format!("--{f}"), Some(v.to_string())),
-                None => (a.clone(), None),
+    let parse: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the parse is JSON");
+    let positional = parse["args"].as_array().expect("args");
+    assert!(
+        positional.is_empty(),
+        "service {service}: {name} takes no positional argument, got {positional:?}"
+    );
+    parse["options"]
+        .as_object()
+        .expect("options")
+        .iter()
+        .map(|(k, v)| {
+            let v = match v {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
             };
-            let takes = *h.flags.get(&flag).unwrap_or_else(|| {
-                panic!("service {service}: {name} has no option {flag} (see {name} --help)")
-            });
-            match (takes, inline) {
-                (true, Some(v)) => {
-                    values.insert(flag, v);
-                }
-                (true, None) => {
-                    let v = args.get(i).unwrap_or_else(|| {
-                        panic!("service {service}: {name} {flag} needs a value")
-                    });
-                    i += 1;
-                    values.insert(flag, v.clone());
-                }
-                (false, Some(_)) => panic!("service {service}: {name} {flag} takes no value"),
-                (false, None) => {
-                    values.insert(flag, String::new());
-                }
-            }
-        } else if a.starts_with('-') && a.len() > 1 {
-            let flag = a[..2].to_string();
-            let takes = *h.flags.get(&flag).unwrap_or_else(|| {
-                panic!("service {service}: {name} has no option {flag} (see {name} --help)")
-            });
-            if takes {
-                let v = if a.len() > 2 {
-                    a[2..].to_string()
-                } else {
-                    let v = args.get(i).unwrap_or_else(|| {
-                        panic!("service {service}: {name} {flag} needs a value")
-                    });
-                    i += 1;
-                    v.clone()
-                };
-                values.insert(flag, v);
-            } else {
-                // Bundled short switches (-dl would need each to be a switch).
-                for c in a[1..].chars() {
-                    let f = format!("-{c}");
-                    assert_eq!(
-                        h.flags.get(&f),
-                        Some(&false),
-                        "service {service}: {name} has no switch {f}"
-                    );
-                    values.insert(f, String::new());
-                }
-            }
-        } else {
-            assert!(
-                h.positionals,
-                "service {service}: {name} takes no positional argument, got {a:?}"
-            );
-        }
-    }
-    values
+            (k.clone(), v)
+        })
+        .collect()
 }
 
 /// Bind mounts of a service: container path -> host path (relative to the compose file).
@@ -259,8 +176,7 @@ fn compose_services_use_real_flags_and_loadable_configs() {
         );
         let values = check_args(service, &name, &cmd[1..]);
         let conf_dir = values
-            .get("-c")
-            .or_else(|| values.get("--config-dir"))
+            .get("config_dir")
             .cloned()
             .unwrap_or_else(|| "/etc/salt".to_string());
         let (binds, named) = mounts(svc);

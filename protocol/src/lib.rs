@@ -7,6 +7,7 @@ pub mod config;
 pub mod crypt;
 pub mod event;
 pub mod jid;
+pub mod optparse;
 pub mod payload;
 pub mod pyrepr;
 pub mod target;

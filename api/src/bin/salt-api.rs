@@ -1,37 +1,16 @@
-//! salt-api -c CONFIG_DIR [-l LEVEL]
+//! salt-api [options]: Salt's command line (`-c CONFIG_DIR`, `-l LEVEL`, `-d`).
 
-use clap::Parser;
-
-#[derive(Parser)]
-#[command(
-    name = "salt-api",
-    version,
-    about = "Brine salt-api (rest_cherrypy compatible)"
-)]
-struct Cli {
-    /// Directory holding the `master` config file (with its rest_cherrypy block).
-    #[arg(short = 'c', long = "config-dir", default_value = "/etc/salt")]
-    config_dir: std::path::PathBuf,
-    /// Console log level (Salt's names).
-    #[arg(short = 'l', long = "log-level")]
-    log_level: Option<String>,
-    /// Accepted for compatibility with Salt's service files; Brine stays in the foreground.
-    #[arg(short = 'd', long = "daemon")]
-    daemon: bool,
-}
+use brine_protocol::optparse::tools;
 
 fn main() {
-    let cli = Cli::parse();
-    if let Some(l) = &cli.log_level {
-        if brine_transport::logging::level(l).is_none() {
-            eprintln!("salt-api: unknown log level {l:?}");
-            std::process::exit(2);
-        }
-    }
-    if cli.daemon {
+    let parser = tools::salt_api();
+    let cli = parser.parse_or_exit();
+    parser.refuse_unsupported(&cli, &["pidfile", "api_logfile", "log_level_logfile"]);
+    if cli.flag("daemon") {
         eprintln!("salt-api: running in the foreground (-d is not supported by Brine)");
     }
-    if let Err(e) = brine_api::daemon::main_with(&cli.config_dir, cli.log_level.as_deref()) {
+    let config_dir = cli.str("config_dir").unwrap_or("/etc/salt");
+    if let Err(e) = brine_api::daemon::main_with(config_dir.as_ref(), cli.str("log_level")) {
         eprintln!("salt-api: {e}");
         std::process::exit(1);
     }

@@ -9,44 +9,89 @@ use brine_cli::output::{
 };
 use brine_minion::functions::{self, Context, RunningJobs};
 use brine_protocol::config::MinionConfig;
+use brine_protocol::optparse::tools;
 use brine_protocol::payload::{from_json, map, to_json, Value};
-use clap::Parser;
 
-#[derive(Parser)]
-#[command(
-    name = "salt-call",
-    version,
-    about = "Run an execution function on this host (Brine)",
-    override_usage = "salt-call --local [options] <function> [arguments]"
-)]
+/// Options of Salt's `salt-call` that Brine does not implement: refused rather than ignored.
+const UNSUPPORTED: &[&str] = &[
+    "saltfile",
+    "proxyid",
+    "module_executors",
+    "executor_opts",
+    "cachedir",
+    "args_stdin",
+    "no_parse",
+    "module_dirs",
+    "doc",
+    "master",
+    "return",
+    "file_root",
+    "pillar_root",
+    "states_dir",
+    "print_metadata",
+    "metadata",
+    "state_output_diff",
+    "user",
+    "output_file",
+    "output_file_append",
+    "state_output",
+    "state_verbose",
+    "profiling_path",
+    "profiling_enabled",
+    "log_file",
+    "log_level_logfile",
+];
+
+/// What `salt-call` uses of its command line.
 struct Cli {
-    #[arg(short = 'c', long = "config-dir", default_value = "/etc/salt")]
     config_dir: PathBuf,
-    /// Run without contacting a master (the only mode Brine's salt-call has).
-    #[arg(long = "local")]
     local: bool,
-    #[arg(long = "out", visible_alias = "output")]
+    id: Option<String>,
     out: Option<String>,
-    #[arg(
-        long = "out-indent",
-        visible_alias = "output-indent",
-        allow_hyphen_values = true
-    )]
     out_indent: Option<i64>,
-    #[arg(long = "no-color", visible_alias = "no-colour")]
     no_color: bool,
-    /// Exit with the function's own retcode.
-    #[arg(long = "retcode-passthrough")]
+    force_color: bool,
     retcode_passthrough: bool,
-    #[arg(short = 'l', long = "log-level", default_value = "warning")]
     log_level: String,
     function: String,
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     args: Vec<String>,
 }
 
+fn cli() -> Cli {
+    let parser = tools::salt_call();
+    let p = parser.parse_or_exit();
+    parser.refuse_unsupported(&p, UNSUPPORTED);
+    let mut args = p.args.clone().into_iter();
+    // `-g` is Salt's shorthand for the grains of this host.
+    let function = if p.flag("grains_run") {
+        Some("grains.items".to_string())
+    } else {
+        args.next()
+    };
+    let Some(function) = function else {
+        eprint!(
+            "{}",
+            parser.error_text("Requires function, --grains or --doc")
+        );
+        std::process::exit(brine_protocol::optparse::EX_USAGE);
+    };
+    Cli {
+        config_dir: PathBuf::from(p.str("config_dir").unwrap_or("/etc/salt")),
+        local: p.flag("local"),
+        id: p.str("id").filter(|s| !s.is_empty()).map(str::to_string),
+        out: p.str("output").map(str::to_string),
+        out_indent: p.int("output_indent"),
+        no_color: p.flag("no_color"),
+        force_color: p.flag("force_color"),
+        retcode_passthrough: p.flag("retcode_passthrough"),
+        log_level: p.str("log_level").unwrap_or("warning").to_string(),
+        function,
+        args: args.collect(),
+    }
+}
+
 fn main() {
-    let cli = Cli::parse();
+    let cli = cli();
     if let Some(l) = brine_transport::logging::level(&cli.log_level) {
         brine_transport::logging::init(l, None);
     }
@@ -68,13 +113,16 @@ fn main() {
         },
         None => None,
     };
-    let cfg = match MinionConfig::load(&cli.config_dir) {
+    let mut cfg = match MinionConfig::load(&cli.config_dir) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("salt-call: {e}");
             std::process::exit(1);
         }
     };
+    if let Some(id) = &cli.id {
+        cfg.id = id.clone();
+    }
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -110,7 +158,8 @@ fn main() {
     let args = parse_args(&cli.args);
     let r = rt.block_on(functions::call(&ctx, &cli.function, &args));
     let opts = OutputOptions {
-        color: !cli.no_color && std::io::IsTerminal::is_terminal(&std::io::stdout()),
+        color: !cli.no_color
+            && (cli.force_color || std::io::IsTerminal::is_terminal(&std::io::stdout())),
         indent: cli
             .out_indent
             .map(|i| if i < 0 { NO_INDENT } else { i as usize }),

@@ -8,73 +8,93 @@ use brine_cli::output::{render, OutputOptions, Outputter, NO_INDENT};
 use brine_master::keys::{KeyState, KeyStore};
 use brine_protocol::config::MasterConfig;
 use brine_protocol::crypt::{pem_finger, HashType};
+use brine_protocol::optparse::tools;
 use brine_protocol::payload::{map, Value};
-use clap::Parser;
 use serde_json::json;
 
-#[derive(Parser)]
-#[command(name = "salt-key", version, about = "Manage minion keys (Brine)")]
+/// What `salt-key` uses of its command line.
 struct Cli {
-    #[arg(short = 'c', long = "config-dir", default_value = "/etc/salt")]
     config_dir: PathBuf,
-    /// List all keys.
-    #[arg(short = 'L', long = "list-all")]
-    list_all: bool,
-    /// List keys in one state: pre, un, acc, rej, den, all.
-    #[arg(short = 'l', long = "list")]
     list: Option<String>,
-    /// Accept the pending keys matching a glob.
-    #[arg(short = 'a', long = "accept")]
     accept: Option<String>,
-    /// Accept all pending keys.
-    #[arg(short = 'A', long = "accept-all")]
     accept_all: bool,
-    /// Reject the pending keys matching a glob.
-    #[arg(short = 'r', long = "reject")]
     reject: Option<String>,
-    /// Reject all pending keys.
-    #[arg(short = 'R', long = "reject-all")]
     reject_all: bool,
-    /// Delete the keys matching a glob.
-    #[arg(short = 'd', long = "delete")]
     delete: Option<String>,
-    /// Delete all keys.
-    #[arg(short = 'D', long = "delete-all")]
     delete_all: bool,
-    /// Print the fingerprints of the keys matching a glob.
-    #[arg(short = 'f', long = "finger")]
     finger: Option<String>,
-    /// Print all fingerprints.
-    #[arg(short = 'F', long = "finger-all")]
     finger_all: bool,
-    /// Answer yes to every question.
-    #[arg(short = 'y', long = "yes")]
+    print: Option<String>,
+    print_all: bool,
     yes: bool,
-    #[arg(long = "include-rejected")]
     include_rejected: bool,
-    #[arg(long = "include-accepted")]
     include_accepted: bool,
-    #[arg(long = "include-denied")]
     include_denied: bool,
-    #[arg(long = "include-all")]
     include_all: bool,
-    #[arg(long = "out", visible_alias = "output")]
     out: Option<String>,
-    #[arg(
-        long = "out-indent",
-        visible_alias = "output-indent",
-        allow_hyphen_values = true
-    )]
     out_indent: Option<i64>,
-    #[arg(long = "no-color", visible_alias = "no-colour")]
     no_color: bool,
-    /// Hash for fingerprints (default: the master's hash_type).
-    #[arg(long = "hash-type")]
-    hash_type: Option<String>,
-    #[arg(short = 'q', long = "quiet")]
+    force_color: bool,
     quiet: bool,
-    #[arg(long = "log-level", default_value = "warning")]
     log_level: String,
+}
+
+/// Options of Salt's `salt-key` that Brine does not implement: refused rather than ignored.
+const UNSUPPORTED: &[&str] = &[
+    "saltfile",
+    "user",
+    "rotate_aes_key",
+    "preserve_minions",
+    "eauth",
+    "mktoken",
+    "username",
+    "password",
+    "output_file",
+    "output_file_append",
+    "state_output",
+    "state_verbose",
+    "gen_keys",
+    "gen_keys_dir",
+    "keysize",
+    "gen_signature",
+    "priv",
+    "signature_path",
+    "pub",
+    "auto_create",
+    "key_logfile",
+    "log_level_logfile",
+];
+
+fn cli() -> Cli {
+    let parser = tools::salt_key();
+    let p = parser.parse_or_exit();
+    parser.refuse_unsupported(&p, UNSUPPORTED);
+    let s = |dest: &str| p.str(dest).map(str::to_string);
+    Cli {
+        config_dir: PathBuf::from(p.str("config_dir").unwrap_or("/etc/salt")),
+        list: s("list"),
+        accept: s("accept"),
+        accept_all: p.flag("accept_all"),
+        reject: s("reject"),
+        reject_all: p.flag("reject_all"),
+        delete: s("delete"),
+        delete_all: p.flag("delete_all"),
+        finger: s("finger"),
+        finger_all: p.flag("finger_all"),
+        print: s("print"),
+        print_all: p.flag("print_all"),
+        yes: p.flag("yes"),
+        include_rejected: p.flag("include_rejected"),
+        include_accepted: p.flag("include_accepted"),
+        include_denied: p.flag("include_denied"),
+        include_all: p.flag("include_all"),
+        out: s("output"),
+        out_indent: p.int("output_indent"),
+        no_color: p.flag("no_color"),
+        force_color: p.flag("force_color"),
+        quiet: p.flag("quiet"),
+        log_level: s("log_level").unwrap_or_else(|| "warning".into()),
+    }
 }
 
 struct Ctx {
@@ -85,7 +105,7 @@ struct Ctx {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let cli = cli();
     match run(cli) {
         Ok(code) => std::process::exit(code),
         Err(msg) => {
@@ -140,7 +160,7 @@ fn run(cli: Cli) -> Result<i32, String> {
         None => Outputter::Key,
     };
     let opts = OutputOptions {
-        color: !cli.no_color && std::io::stdout().is_terminal(),
+        color: !cli.no_color && (cli.force_color || std::io::stdout().is_terminal()),
         indent: cli
             .out_indent
             .map(|i| if i < 0 { NO_INDENT } else { i as usize }),
@@ -190,12 +210,9 @@ fn run(cli: Cli) -> Result<i32, String> {
     }
     if cli.finger.is_some() || cli.finger_all {
         let pattern = cli.finger.clone().unwrap_or_else(|| "*".into());
-        let hash_name = cli
-            .hash_type
-            .clone()
-            .unwrap_or_else(|| ctx.cfg.hash_type.clone());
+        let hash_name = &ctx.cfg.hash_type;
         let hash =
-            HashType::parse(&hash_name).ok_or_else(|| format!("unknown hash type {hash_name}"))?;
+            HashType::parse(hash_name).ok_or_else(|| format!("unknown hash type {hash_name}"))?;
         let mut m = serde_json::Map::new();
         for (state, ids) in ctx.keys.name_match(&pattern) {
             let mut f = serde_json::Map::new();
@@ -217,6 +234,21 @@ fn run(cli: Cli) -> Result<i32, String> {
         }
         if !local.is_empty() {
             m.insert("local".into(), serde_json::Value::Object(local));
+        }
+        ctx.print(serde_json::Value::Object(m));
+        return Ok(0);
+    }
+    if cli.print.is_some() || cli.print_all {
+        let pattern = cli.print.clone().unwrap_or_else(|| "*".into());
+        let mut m = serde_json::Map::new();
+        for (state, ids) in ctx.keys.name_match(&pattern) {
+            let mut keys = serde_json::Map::new();
+            for id in ids {
+                if let Some(text) = ctx.keys.read(state, &id) {
+                    keys.insert(id, json!(text));
+                }
+            }
+            m.insert(state.dir().into(), serde_json::Value::Object(keys));
         }
         ctx.print(serde_json::Value::Object(m));
         return Ok(0);

@@ -5,44 +5,72 @@ use std::time::Duration;
 
 use brine_cli::local::{parse_args, wait_for, CliError, Local};
 use brine_cli::output::{render, OutputOptions, Outputter, NO_INDENT};
+use brine_protocol::optparse::tools;
 use brine_protocol::payload::{get, get_str, map, to_json, Value};
-use clap::Parser;
 
-#[derive(Parser)]
-#[command(
-    name = "salt-run",
-    version,
-    about = "Run runner functions on the master (Brine)",
-    override_usage = "salt-run [options] <function> [arguments]"
-)]
+/// What `salt-run` uses of its command line.
 struct Cli {
-    #[arg(short = 'c', long = "config-dir", default_value = "/etc/salt")]
     config_dir: PathBuf,
-    /// Seconds to wait for the runner (default: the master's rest_timeout-like 300 s).
-    #[arg(short = 't', long = "timeout", default_value_t = 300)]
     timeout: u64,
-    /// Print the job id and exit without waiting.
-    #[arg(long = "async")]
     run_async: bool,
-    #[arg(long = "out", visible_alias = "output")]
     out: Option<String>,
-    #[arg(
-        long = "out-indent",
-        visible_alias = "output-indent",
-        allow_hyphen_values = true
-    )]
     out_indent: Option<i64>,
-    #[arg(long = "no-color", visible_alias = "no-colour")]
     no_color: bool,
-    #[arg(short = 'l', long = "log-level", default_value = "warning")]
+    force_color: bool,
     log_level: String,
     function: String,
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     args: Vec<String>,
 }
 
+/// Options of Salt's `salt-run` that Brine does not implement: refused rather than ignored.
+const UNSUPPORTED: &[&str] = &[
+    "saltfile",
+    "args_stdin",
+    "jid",
+    "no_parse",
+    "doc",
+    "eauth",
+    "mktoken",
+    "username",
+    "password",
+    "output_file",
+    "output_file_append",
+    "state_output",
+    "state_verbose",
+    "profiling_path",
+    "profiling_enabled",
+    "log_file",
+    "log_level_logfile",
+];
+
+fn cli() -> Cli {
+    let parser = tools::salt_run();
+    let p = parser.parse_or_exit();
+    parser.refuse_unsupported(&p, UNSUPPORTED);
+    let mut args = p.args.clone().into_iter();
+    let Some(function) = args.next() else {
+        eprint!(
+            "{}",
+            parser.error_text("The runner function to run is missing")
+        );
+        std::process::exit(brine_protocol::optparse::EX_USAGE);
+    };
+    Cli {
+        config_dir: PathBuf::from(p.str("config_dir").unwrap_or("/etc/salt")),
+        timeout: p.int("timeout").map(|t| t.max(0) as u64).unwrap_or(300),
+        run_async: p.flag("async"),
+        out: p.str("output").map(str::to_string),
+        out_indent: p.int("output_indent"),
+        no_color: p.flag("no_color"),
+        force_color: p.flag("force_color"),
+        log_level: p.str("log_level").unwrap_or("warning").to_string(),
+        function,
+        args: args.collect(),
+    }
+}
+
 fn main() {
-    let cli = Cli::parse();
+    let cli = cli();
     match run(cli) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
@@ -63,7 +91,8 @@ fn run(cli: Cli) -> Result<i32, CliError> {
         None => Outputter::Nested,
     };
     let opts = OutputOptions {
-        color: !cli.no_color && std::io::IsTerminal::is_terminal(&std::io::stdout()),
+        color: !cli.no_color
+            && (cli.force_color || std::io::IsTerminal::is_terminal(&std::io::stdout())),
         indent: cli
             .out_indent
             .map(|i| if i < 0 { NO_INDENT } else { i as usize }),

@@ -10,91 +10,143 @@ use brine_cli::output::{
     choose_outputter, no_response_message, render_with_retcode, OutputOptions, Outputter,
     NO_INDENT, NO_MINIONS_MATCHED,
 };
+use brine_protocol::optparse::{tools, Parsed};
 use brine_protocol::payload::{get, get_str, map, to_json, Value};
-use clap::Parser;
 
-#[derive(Parser)]
-#[command(
-    name = "salt",
-    version,
-    about = "Publish commands to minions (Brine)",
-    override_usage = "salt [options] '<target>' <function> [arguments]"
-)]
+/// What `salt` uses of its command line.
 struct Cli {
-    #[arg(short = 'c', long = "config-dir", default_value = "/etc/salt")]
     config_dir: PathBuf,
-    /// Seconds to wait for the minions to return.
-    #[arg(short = 't', long = "timeout")]
     timeout: Option<u64>,
-    /// Print the job id and exit without waiting for returns.
-    #[arg(long = "async")]
     run_async: bool,
-    /// Gather all returns and print them once.
-    #[arg(short = 's', long = "static")]
     static_: bool,
-    #[arg(long = "out", visible_alias = "output")]
     out: Option<String>,
-    #[arg(
-        long = "out-indent",
-        visible_alias = "output-indent",
-        allow_hyphen_values = true
-    )]
     out_indent: Option<i64>,
-    #[arg(long = "no-color", visible_alias = "no-colour")]
     no_color: bool,
-    #[arg(long = "force-color", visible_alias = "force-colour")]
     force_color: bool,
-    /// Target with a Perl-compatible regular expression.
-    #[arg(short = 'E', long = "pcre")]
-    pcre: bool,
-    /// Target a comma-separated list of minion ids.
-    #[arg(short = 'L', long = "list")]
-    list: bool,
-    /// Target by grain, `key:glob`.
-    #[arg(short = 'G', long = "grain")]
-    grain: bool,
-    /// Target by grain, `key:regex`.
-    #[arg(long = "grain-pcre")]
-    grain_pcre: bool,
-    /// Target by pillar, `key:glob`.
-    #[arg(short = 'I', long = "pillar")]
-    pillar: bool,
-    /// Target by IP address or subnet.
-    #[arg(short = 'S', long = "ipcidr")]
-    ipcidr: bool,
-    /// Compound target (`G@os:Debian and web*`).
-    #[arg(short = 'C', long = "compound")]
-    compound: bool,
-    /// Target a nodegroup from the master config.
-    #[arg(short = 'N', long = "nodegroup")]
+    tgt_type: &'static str,
     nodegroup: bool,
-    /// Also show the jid.
-    #[arg(short = 'v', long = "verbose")]
     verbose: bool,
-    #[arg(long = "show-jid")]
     show_jid: bool,
-    #[arg(long = "hide-timeout")]
     hide_timeout: bool,
-    /// Returners the minions also send their returns to.
-    #[arg(short = 'r', long = "return", default_value = "")]
     returner: String,
-    /// Separator of the arguments of a multi-function call.
-    #[arg(long = "args-separator", default_value = ",")]
     args_separator: String,
-    /// Show the documentation of the function(s) (sys.doc).
-    #[arg(short = 'd', long = "doc", visible_alias = "documentation")]
-    doc: bool,
-    /// Log level on the console.
-    #[arg(short = 'l', long = "log-level", default_value = "warning")]
+    delimiter: String,
     log_level: String,
     target: String,
-    function: Option<String>,
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    function: String,
     args: Vec<String>,
 }
 
+/// Options of Salt's `salt` that Brine does not implement: refused rather than ignored.
+const UNSUPPORTED: &[&str] = &[
+    "saltfile",
+    "module_executors",
+    "executor_opts",
+    "args_stdin",
+    "no_parse",
+    "failhard",
+    "subset",
+    "batch",
+    "batch_wait",
+    "batch_safe_limit",
+    "batch_safe_size",
+    "return_config",
+    "return_kwargs",
+    "cli_summary",
+    "metadata",
+    "state_output_diff",
+    "config_dump",
+    "preview_target",
+    "list_hosts",
+    "range",
+    "eauth",
+    "mktoken",
+    "username",
+    "password",
+    "output_file",
+    "output_file_append",
+    "state_output",
+    "state_verbose",
+    "log_file",
+    "log_level_logfile",
+];
+
+/// The target type Salt's `salt` derives from its targeting switches (the first one set, in
+/// Salt's order).
+fn target_type(p: &Parsed) -> &'static str {
+    [
+        ("pcre", "pcre"),
+        ("list", "list"),
+        ("grain", "grain"),
+        ("grain_pcre", "grain_pcre"),
+        ("nodegroup", "compound"),
+        ("compound", "compound"),
+        ("pillar_target", "pillar"),
+        ("pillar_pcre", "pillar_pcre"),
+        ("ipcidr", "ipcidr"),
+    ]
+    .iter()
+    .find(|(dest, _)| p.flag(dest))
+    .map(|(_, t)| *t)
+    .unwrap_or("glob")
+}
+
+fn cli() -> Cli {
+    let parser = tools::salt();
+    let p = parser.parse_or_exit();
+    parser.refuse_unsupported(&p, UNSUPPORTED);
+    let mut args = p.args.clone();
+    if p.flag("doc") {
+        // As Salt: `salt -d` documents everything on every minion, `salt '*' -d test.ping`
+        // one function.
+        if args.is_empty() {
+            args.push("*".into());
+        }
+        if args.len() < 2 {
+            args.push("sys.doc".into());
+        }
+        if args[1] != "sys.doc" {
+            args.insert(1, "sys.doc".into());
+        }
+    }
+    if args.len() < 2 {
+        let what = if args.is_empty() {
+            "The target and the function to run are missing"
+        } else {
+            "The function to run is missing"
+        };
+        eprint!("{}", parser.error_text(what));
+        std::process::exit(brine_protocol::optparse::EX_USAGE);
+    }
+    let mut rest = args.into_iter();
+    let target = rest.next().expect("two arguments");
+    let function = rest.next().expect("two arguments");
+    Cli {
+        config_dir: PathBuf::from(p.str("config_dir").unwrap_or("/etc/salt")),
+        timeout: p.int("timeout").map(|t| t.max(0) as u64),
+        run_async: p.flag("async"),
+        static_: p.flag("static"),
+        out: p.str("output").map(str::to_string),
+        out_indent: p.int("output_indent"),
+        no_color: p.flag("no_color"),
+        force_color: p.flag("force_color"),
+        tgt_type: target_type(&p),
+        nodegroup: p.flag("nodegroup"),
+        verbose: p.flag("verbose"),
+        show_jid: p.flag("show_jid"),
+        hide_timeout: !p.bool_or("show_timeout", true),
+        returner: p.str("return").unwrap_or("").to_string(),
+        args_separator: p.str("args_separator").unwrap_or(",").to_string(),
+        delimiter: p.str("delimiter").unwrap_or(":").to_string(),
+        log_level: p.str("log_level").unwrap_or("warning").to_string(),
+        target,
+        function,
+        args: rest.collect(),
+    }
+}
+
 fn main() {
-    let cli = Cli::parse();
+    let cli = cli();
     let code = match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -110,26 +162,6 @@ fn main() {
         }
     };
     std::process::exit(code);
-}
-
-fn target_type(cli: &Cli) -> &'static str {
-    if cli.pcre {
-        "pcre"
-    } else if cli.list {
-        "list"
-    } else if cli.grain {
-        "grain"
-    } else if cli.grain_pcre {
-        "grain_pcre"
-    } else if cli.pillar {
-        "pillar"
-    } else if cli.ipcidr {
-        "ipcidr"
-    } else if cli.compound || cli.nodegroup {
-        "compound"
-    } else {
-        "glob"
-    }
 }
 
 fn run(cli: Cli) -> Result<i32, CliError> {
@@ -158,21 +190,10 @@ fn run(cli: Cli) -> Result<i32, CliError> {
             .map(|i| if i < 0 { NO_INDENT } else { i as usize }),
         static_: cli.static_,
     };
-    let (mut fun, mut words) =
-        match &cli.function {
-            Some(f) => (f.clone(), cli.args.clone()),
-            None if cli.doc => ("sys.doc".to_string(), vec![]),
-            None => return Err(CliError::new(
-                "The function to run is missing: salt [options] '<target>' <function> [arguments]",
-                2,
-            )),
-        };
-    if cli.doc {
-        words.insert(0, std::mem::replace(&mut fun, "sys.doc".into()));
-    }
+    let (fun, words) = (cli.function.clone(), cli.args.clone());
     let mut local = Local::open(&cli.config_dir)?;
-    let tgt_type = target_type(&cli);
-    let tgt: Value = if cli.list {
+    let tgt_type = cli.tgt_type;
+    let tgt: Value = if tgt_type == "list" {
         Value::Array(
             cli.target
                 .split(',')
@@ -252,7 +273,7 @@ fn run(cli: Cli) -> Result<i32, CliError> {
             map(vec![
                 ("show_timeout", Value::from(!cli.hide_timeout)),
                 ("show_jid", Value::from(cli.show_jid)),
-                ("delimiter", Value::from(":")),
+                ("delimiter", Value::from(cli.delimiter.clone())),
             ]),
         ),
     ];

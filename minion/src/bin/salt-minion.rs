@@ -1,34 +1,26 @@
-//! salt-minion -c CONFIG_DIR [-l LEVEL]
+//! salt-minion [options]: Salt's command line (`-c CONFIG_DIR`, `-l LEVEL`, `-d`).
 
-use clap::Parser;
-
-#[derive(Parser)]
-#[command(name = "salt-minion", version, about = "Brine salt-minion")]
-struct Cli {
-    /// Directory holding the `minion` config file and `minion.d/`.
-    #[arg(short = 'c', long = "config-dir", default_value = "/etc/salt")]
-    config_dir: std::path::PathBuf,
-    /// Console log level (Salt's names: quiet, critical, error, warning, info, debug, trace).
-    #[arg(short = 'l', long = "log-level")]
-    log_level: Option<String>,
-    /// Accepted for compatibility with Salt's service files; Brine stays in the foreground.
-    #[arg(short = 'd', long = "daemon")]
-    daemon: bool,
-}
+use brine_protocol::optparse::tools;
 
 fn main() {
-    let cli = Cli::parse();
-    if let Some(l) = &cli.log_level {
-        if brine_transport::logging::level(l).is_none() {
-            eprintln!("salt-minion: unknown log level {l:?}");
-            std::process::exit(2);
-        }
-    }
-    if cli.daemon {
+    let parser = tools::salt_minion();
+    let cli = parser.parse_or_exit();
+    parser.refuse_unsupported(
+        &cli,
+        &[
+            "saltfile",
+            "user",
+            "pidfile",
+            "log_file",
+            "log_level_logfile",
+        ],
+    );
+    if cli.flag("daemon") {
         eprintln!("salt-minion: running in the foreground (-d is not supported by Brine)");
     }
+    let config_dir = cli.str("config_dir").unwrap_or("/etc/salt");
     std::process::exit(brine_minion::daemon::main_with(
-        &cli.config_dir,
-        cli.log_level.as_deref(),
+        config_dir.as_ref(),
+        cli.str("log_level"),
     ));
 }
