@@ -27,6 +27,7 @@ pub const FUNCTIONS: &[(&str, &str)] = &[
     ("manage.status", "Return the accepted minions that answer test.ping (up) and those that do not (down).\n\nCLI Example:\n\n    salt-run manage.status\n"),
     ("manage.up", "Return the minions that answer test.ping.\n\nCLI Example:\n\n    salt-run manage.up\n"),
     ("manage.versions", "Return the Salt version of every minion against the master's.\n\nCLI Example:\n\n    salt-run manage.versions\n"),
+    ("state.orchestrate_show_sls", "Show the states an orchestration SLS (mods, comma-separated) of saltenv (default base) would run, as the master compiles them.\n\nCLI Example:\n\n    salt-run state.orchestrate_show_sls orch.webservers\n"),
     ("test.arg", "Return the positional and keyword arguments given (keywords starting with __ left out).\n\nCLI Example:\n\n    salt-run test.arg foo bar=baz\n"),
     ("test.get_opts", "Return the master's configuration options (as wheel config.values gives them: Salt's defaults filled in, secrets left out).\n\nCLI Example:\n\n    salt-run test.get_opts\n"),
     ("test.metasyntactic", "Return the common metasyntactic words of a locality (us or uk).\n\nCLI Example:\n\n    salt-run test.metasyntactic locality=uk\n"),
@@ -481,6 +482,7 @@ impl Master {
                 out.push((Value::from("Master"), Value::from(master_version)));
                 Ok(Value::Map(out))
             }
+            "state.orchestrate_show_sls" => Ok(self.orchestrate_show_sls(a)),
             "doc.runner" => Ok(docs(FUNCTIONS)),
             "doc.wheel" => Ok(docs(crate::wheel::FUNCTIONS)),
             "test.arg" => {
@@ -579,5 +581,54 @@ mod tests {
         assert_eq!(compare_versions("3006.9", "3007.15"), Less);
         assert_eq!(compare_versions("3007.16", "3007.15"), Greater);
         assert_eq!(compare_versions("3007.100", "3007.15"), Greater);
+    }
+}
+
+impl Master {
+    /// `state.orchestrate_show_sls`: Salt answers `{<master id>: [errors]}` when the SLS files
+    /// cannot be compiled. Brine has no state compiler on the master yet, so an SLS that exists
+    /// in `file_roots` is reported as not compiled rather than shown.
+    fn orchestrate_show_sls(&self, a: &Args) -> Value {
+        let mods: Vec<String> = a
+            .get_list(0, "mods")
+            .unwrap_or_default()
+            .iter()
+            .flat_map(|m| {
+                m.split(',')
+                    .map(|p| p.trim().to_string())
+                    .collect::<Vec<_>>()
+            })
+            .filter(|m| !m.is_empty())
+            .collect();
+        let saltenv = a.get_str(99, "saltenv").unwrap_or_else(|| "base".into());
+        let roots: Vec<std::path::PathBuf> = match self.cfg.raw.values.get("file_roots") {
+            Some(serde_json::Value::Object(envs)) => envs
+                .get(&saltenv)
+                .and_then(|d| d.as_array())
+                .map(|dirs| {
+                    dirs.iter()
+                        .filter_map(|d| d.as_str().map(std::path::PathBuf::from))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            _ if saltenv == "base" => vec![std::path::PathBuf::from("/srv/salt")],
+            _ => vec![],
+        };
+        let errors: Vec<Value> = mods
+            .iter()
+            .map(|m| {
+                let rel = m.replace('.', "/");
+                let found = roots.iter().any(|r| {
+                    r.join(format!("{rel}.sls")).is_file()
+                        || r.join(&rel).join("init.sls").is_file()
+                });
+                Value::from(if found {
+                    format!("Brine cannot compile the SLS '{m}' in env '{saltenv}' yet")
+                } else {
+                    format!("No matching sls found for '{m}' in env '{saltenv}'")
+                })
+            })
+            .collect();
+        map(vec![(self.cfg.id.as_str(), Value::Array(errors))])
     }
 }
