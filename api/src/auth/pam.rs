@@ -179,8 +179,12 @@ unsafe extern "C" fn converse(
     }
     for i in 0..n {
         // SAFETY: libpam passes `num_msg` message pointers (Linux-PAM's layout: an array of
-        // pointers), each to a valid message with a NUL-terminated (or null) text.
-        let m = unsafe { &**msg.add(i) };
+        // pointers), each null or to a valid message with a NUL-terminated (or null) text.
+        let Some(m) = (unsafe { (*msg.add(i)).as_ref() }) else {
+            // SAFETY: `answers` is the calloc'd array of `n` entries filled so far.
+            unsafe { free_answers(answers, n) };
+            return PAM_CONV_ERR;
+        };
         let text = || {
             if m.msg.is_null() {
                 String::new()
@@ -315,6 +319,63 @@ mod tests {
             login("login", "user", "bad\0password"),
             Err(PamError::Denied(_))
         ));
+    }
+
+    #[test]
+    #[allow(unsafe_code)]
+    fn the_conversation_answers_like_salts() {
+        let creds = Credentials {
+            user: CString::new("alice").expect("name"),
+            password: CString::new("s3cret").expect("password"),
+        };
+        let texts = [c"Password: ", c"login: ", c"Welcome", c"Oops"];
+        let styles = [
+            PAM_PROMPT_ECHO_OFF,
+            PAM_PROMPT_ECHO_ON,
+            PAM_TEXT_INFO,
+            PAM_ERROR_MSG,
+        ];
+        let msgs: Vec<PamMessage> = texts
+            .iter()
+            .zip(styles)
+            .map(|(t, msg_style)| PamMessage {
+                msg_style,
+                msg: t.as_ptr(),
+            })
+            .collect();
+        let mut ptrs: Vec<*const PamMessage> = msgs.iter().map(ptr::from_ref).collect();
+        let mut resp: *mut PamResponse = ptr::null_mut();
+        let appdata = ptr::from_ref(&creds).cast_mut().cast();
+        // SAFETY: the arguments are laid out as libpam passes them; the answers are read and
+        // freed as libpam would.
+        let answers = unsafe {
+            let code = converse(4, ptrs.as_mut_ptr(), &mut resp, appdata);
+            assert_eq!(code, PAM_SUCCESS);
+            assert!(!resp.is_null());
+            let answers: Vec<Option<String>> = (0..4)
+                .map(|i| {
+                    let r = (*resp.add(i)).resp;
+                    (!r.is_null()).then(|| CStr::from_ptr(r).to_string_lossy().into_owned())
+                })
+                .collect();
+            free_answers(resp, 4);
+            answers
+        };
+        assert_eq!(
+            answers,
+            [
+                Some("s3cret".to_string()),
+                Some("alice".to_string()),
+                None,
+                None
+            ]
+        );
+        // SAFETY: a null message pointer is refused without touching the answers slot.
+        let code = unsafe {
+            let mut nulls = [ptr::null::<PamMessage>()];
+            converse(1, nulls.as_mut_ptr(), &mut resp, appdata)
+        };
+        assert_eq!(code, PAM_CONV_ERR);
     }
 
     #[test]
