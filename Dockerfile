@@ -5,13 +5,12 @@
 
 # --- Build: the release binaries on Debian bookworm.
 FROM rust:1.95-bookworm AS build
-# PAM headers for salt-api's pam eauth backend and OpenSSL's for the RSA private-key
-# operations (libzmq and SQLite are built from source by their crates with the image's C/C++
-# toolchain).
-RUN apt-get update \
- && apt-get install -y --no-install-recommends libpam0g-dev libssl-dev pkg-config \
- && rm -rf /var/lib/apt/lists/*
+# What the build needs, installed by the script scripts/dev-stack and scripts/test also run
+# (compilers for libzmq, SQLite and ring, built from source by their crates; pkg-config and
+# OpenSSL's headers for the RSA private-key operations).
 WORKDIR /src
+COPY scripts/build-deps scripts/build-deps
+RUN scripts/build-deps && rm -rf /var/lib/apt/lists/*
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
@@ -21,8 +20,8 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
        target/release/salt target/release/salt-key target/release/salt-run \
        target/release/salt-call /out/
 
-# --- Runtime: the binaries and the shared libraries they link (libpam for salt-api,
-# libcrypto for RSA, libstdc++ for the bundled libzmq).
+# --- Runtime: the binaries and the shared libraries they link (libcrypto for RSA, libstdc++
+# for the bundled libzmq), and libpam, which salt-api opens at run time for the pam eauth.
 FROM debian:bookworm-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libpam0g libssl3 libstdc++6 \

@@ -1,8 +1,8 @@
 //! External authentication ("eauth") backends, configured as in Salt: a backend may be used only
 //! when it appears under `external_auth` in the master config.
 //!
-//! * `pam`: system users through libpam (service `auth.pam.service`, default `login`); the groups
-//!   are the user's system groups.
+//! * `pam`: system users through libpam, loaded at run time (service `auth.pam.service`, default
+//!   `login`; see `pam`); the groups are the user's system groups.
 //! * `file`: text, htpasswd or htdigest files (see `file_backend`).
 //! * `sharedsecret`: the password must equal the master option `sharedsecret`.
 //! * `auto`: everybody (a development backend; the ACL still applies).
@@ -11,10 +11,12 @@
 //! tell an unknown user from a wrong password by the response time.
 
 use super::file_backend;
+use super::pam::{self, PamError};
 use brine_protocol::config::MasterConfig;
+use nix::unistd::{getgrouplist, Group, User};
 use rand::Rng;
 use serde_json::Value;
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
@@ -145,80 +147,35 @@ fn equalise_failure_time(started: Instant) {
     }
 }
 
-/// Answers PAM's prompts like Salt's conversation function: the user name for visible prompts,
-/// the password for hidden ones; messages are only logged.
-struct Credentials {
-    user: String,
-    password: CString,
-}
-
-impl pam::Converse for Credentials {
-    fn prompt_echo(&mut self, _msg: &CStr) -> Result<CString, ()> {
-        CString::new(self.user.as_str()).map_err(|_| ())
-    }
-    fn prompt_blind(&mut self, _msg: &CStr) -> Result<CString, ()> {
-        Ok(self.password.clone())
-    }
-    fn info(&mut self, msg: &CStr) {
-        tracing::debug!(message = %msg.to_string_lossy(), "PAM info");
-    }
-    fn error(&mut self, msg: &CStr) {
-        tracing::debug!(message = %msg.to_string_lossy(), "PAM error message");
-    }
-    fn username(&self) -> &str {
-        &self.user
-    }
-}
-
-/// PAM results that mean "these credentials are not good", as opposed to a broken PAM setup.
-const CREDENTIAL_FAILURES: &[&str] = &[
-    "AUTH_ERR",
-    "USER_UNKNOWN",
-    "PERM_DENIED",
-    "ACCT_EXPIRED",
-    "NEW_AUTHTOK_REQD",
-    "AUTHTOK_EXPIRED",
-    "MAXTRIES",
-    "CRED_INSUFFICIENT",
-    "CONV_ERR",
-];
-
 fn pam_authenticate(service: &str, username: &str, password: &str) -> Result<(), EauthError> {
-    if username.is_empty() || username.contains('\0') {
+    if username.is_empty() || username.contains('\0') || password.contains('\0') {
         return Err(EauthError::BadCredentials);
     }
-    let Ok(password) = CString::new(password) else {
-        return Err(EauthError::BadCredentials);
-    };
-    let conv = Credentials {
-        user: username.to_string(),
-        password,
-    };
-    let mut auth = pam::Authenticator::with_handler(service, conv)
-        .map_err(|e| EauthError::Backend(format!("PAM start for service {service:?}: {e:?}")))?;
-    auth.authenticate().map_err(|e| {
-        // `PamError` keeps its code private; its Debug output is the code's name.
-        let code = format!("{e:?}");
-        if CREDENTIAL_FAILURES.contains(&code.as_str()) {
-            EauthError::BadCredentials
-        } else {
-            EauthError::Backend(format!("PAM: {code}"))
+    match pam::login(service, username, password) {
+        Ok(()) => Ok(()),
+        Err(PamError::Denied(reason)) => {
+            tracing::debug!(service, user = username, %reason, "PAM refused the login");
+            Err(EauthError::BadCredentials)
         }
-    })
+        Err(PamError::Unavailable(reason)) => Err(EauthError::Backend(format!(
+            "PAM (service {service:?}): {reason}"
+        ))),
+    }
 }
 
 /// The names of the user's system groups, primary group included (Salt's `get_group_list`).
 pub(crate) fn system_groups(username: &str) -> Vec<String> {
-    if username.contains('\0') {
-        return Vec::new();
-    }
-    let Some(user) = users::get_user_by_name(username) else {
+    let Ok(name) = CString::new(username) else {
         return Vec::new();
     };
-    let mut names: Vec<String> = users::get_user_groups(username, user.primary_group_id())
+    let Ok(Some(user)) = User::from_name(username) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = getgrouplist(&name, user.gid)
         .unwrap_or_default()
-        .iter()
-        .filter_map(|g| g.name().to_str().map(str::to_string))
+        .into_iter()
+        .filter_map(|gid| Group::from_gid(gid).ok().flatten())
+        .map(|g| g.name)
         .collect();
     names.sort();
     names.dedup();
@@ -329,7 +286,7 @@ mod tests {
     }
 
     fn is_root() -> bool {
-        users::get_effective_uid() == 0
+        nix::unistd::geteuid().is_root()
     }
 
     /// Run a command; on failure, its stderr.

@@ -3,5 +3,6 @@
 pub mod acl;
 pub mod eauth;
 mod file_backend;
+mod pam;
 mod pycompat;
 pub mod tokens;
