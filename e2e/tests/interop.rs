@@ -279,6 +279,31 @@ fn brine_master_with_real_3007_and_3006_minions() {
         st.logs()
     );
 
+    // The mine between real and Brine minions, kept by Brine's master (_mine, _mine_get).
+    let (v, _) = st.salt_json(&["real3007", "mine.send", "test.echo", "from-real"]);
+    assert_eq!(v, json!({"real3007": true}));
+    let (v, _) = st.salt_json(&["brine1", "mine.send", "test.echo", "from-brine"]);
+    assert_eq!(v, json!({"brine1": true}));
+    let both_entries = json!({"brine1": "from-brine", "real3007": "from-real"});
+    wait_until(Duration::from_secs(20), || {
+        st.salt_json(&["brine2", "mine.get", "*", "test.echo"]).0["brine2"] == both_entries
+    })
+    .unwrap_or_else(|| panic!("mine entries never met\n{}", st.logs()));
+    let (v, _) = st.salt_json(&["real3006", "mine.get", "*", "test.echo"]);
+    assert_eq!(v["real3006"], both_entries, "a real minion reads the mine");
+    let (v, _) = st.salt_json(&["real3007", "mine.delete", "test.echo"]);
+    assert_eq!(v, json!({"real3007": true}));
+    wait_until(Duration::from_secs(20), || {
+        st.salt_json(&["brine2", "mine.get", "*", "test.echo"]).0["brine2"]
+            == json!({"brine1": "from-brine"})
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "a real minion's mine.delete was not honoured\n{}",
+            st.logs()
+        )
+    });
+
     // Part 1: Brine's master restarts; the real minions reconnect and answer again.
     st.stop_master();
     st.start_master();

@@ -245,6 +245,17 @@ fn schedule_runs_jobs_returns_them_and_persists_changes() {
         json!({"comment": "Deleted Job job1 from schedule.", "result": true, "changes": {"job1": "removed"}})
     );
     assert!(!std::fs::read_to_string(&conf).unwrap().contains("job1"));
+    // SaltGUI asks this of every master; with no SLS, Salt's answer is an error list.
+    let out = st.tool(
+        "salt-run",
+        &["state.orchestrate_show_sls", "*", "--out", "json"],
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (_, errors) = v.as_object().unwrap().iter().next().unwrap();
+    assert_eq!(
+        errors,
+        &json!(["No matching sls found for '*' in env 'base'"])
+    );
     let hidden = salt(
         &st,
         &["m1", "schedule.list", "show_all=True", "return_yaml=False"],
