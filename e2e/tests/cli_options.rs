@@ -141,3 +141,33 @@ fn options_brine_does_not_implement_are_refused() {
         );
     }
 }
+
+/// The test runners that talk to the terminal, as real salt-run shows them: what
+/// `test.stdout_print` prints, then its return; `test.stream`'s progress events as
+/// `{suffix, event}`, then `True`.
+#[test]
+fn salt_run_prints_runner_output_and_progress_events() {
+    let mut st = Stack::new("");
+    st.start_master();
+    let out = st.tool("salt-run", &["test.stdout_print"]);
+    assert!(out.status.success(), "{}", brine_e2e::stderr(&out));
+    assert_eq!(brine_e2e::stdout(&out), "foo\nbar\n");
+
+    let out = st.tool("salt-run", &["test.stream", "--out", "json"]);
+    assert!(out.status.success(), "{}", brine_e2e::stderr(&out));
+    let text = brine_e2e::stdout(&out);
+    let docs: Vec<Value> = serde_json::Deserializer::from_str(&text)
+        .into_iter::<Value>()
+        .collect::<Result<_, _>>()
+        .unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert_eq!(docs.len(), 100, "99 progress events and the return: {text}");
+    assert_eq!(docs[0]["suffix"], "progress");
+    assert_eq!(docs[0]["event"]["message"], "Runner is 1% done");
+    assert!(docs[0]["event"]["_stamp"].is_string());
+    assert_eq!(docs[98]["event"]["message"], "Runner is 99% done");
+    assert_eq!(docs[99], Value::Bool(true));
+
+    let out = st.tool("salt-run", &["--quiet", "test.stream"]);
+    assert!(out.status.success());
+    assert_eq!(brine_e2e::stdout(&out), "", "--quiet shows nothing");
+}

@@ -46,9 +46,9 @@ fn saltgui_pages_show_the_stack_in_chromium() {
     let saltgui = saltgui.canonicalize().unwrap();
 
     let (mut st, port) = api_stack_config(
-        &format!(
-            "auto_accept: True\ntimeout: 8\npillar_data:\n  brine_role: web\n  brine_ports: [80, 443]"
-        ),
+        "auto_accept: True\ntimeout: 8\n\
+         netapi_enable_clients: [local, local_async, runner, runner_async, wheel, wheel_async]\n\
+         pillar_data:\n  brine_role: web\n  brine_ports: [80, 443]",
         "admin:adminpw\n",
         "    admin: ['.*', '@runner', '@wheel', '@jobs']",
     );

@@ -13,27 +13,7 @@ use crate::master::{str_value, Master};
 use crate::wheel::Args;
 
 /// Every runner function Brine has, with its documentation (`doc.runner`).
-pub const FUNCTIONS: &[(&str, &str)] = &[
-    ("doc.runner", "Return the documentation of every runner function, keyed by name.\n\nCLI Example:\n\n    salt-run doc.runner\n"),
-    ("doc.wheel", "Return the documentation of every wheel function, keyed by name.\n\nCLI Example:\n\n    salt-run doc.wheel\n"),
-    ("jobs.active", "Return the jobs running on the minions now (asks every minion for saltutil.running), with who runs each and who has returned.\n\nCLI Example:\n\n    salt-run jobs.active\n"),
-    ("jobs.list_job", "Return one job from the job cache: what was run, on which minions, when, and every return.\n\nCLI Example:\n\n    salt-run jobs.list_job 20130916125524463507\n"),
-    ("jobs.list_jobs", "Return the jobs in the job cache. search_function and search_target narrow the list: a glob, a list of globs or comma-separated globs, any of which may match.\n\nCLI Example:\n\n    salt-run jobs.list_jobs search_function='test.*,pkg.install'\n"),
-    ("jobs.lookup_jid", "Return the returns of one job, keyed by minion; missing=True also names the minions that did not return.\n\nCLI Example:\n\n    salt-run jobs.lookup_jid 20130916125524463507\n"),
-    ("jobs.print_job", "Return one job from the job cache, keyed by its jid.\n\nCLI Example:\n\n    salt-run jobs.print_job 20130916125524463507\n"),
-    ("manage.alived", "Return the minions connected to the master now.\n\nCLI Example:\n\n    salt-run manage.alived\n"),
-    ("manage.down", "Return the accepted minions that do not answer test.ping.\n\nCLI Example:\n\n    salt-run manage.down\n"),
-    ("manage.present", "Return the minions connected to the master now.\n\nCLI Example:\n\n    salt-run manage.present\n"),
-    ("manage.status", "Return the accepted minions that answer test.ping (up) and those that do not (down).\n\nCLI Example:\n\n    salt-run manage.status\n"),
-    ("manage.up", "Return the minions that answer test.ping.\n\nCLI Example:\n\n    salt-run manage.up\n"),
-    ("manage.versions", "Return the Salt version of every minion against the master's.\n\nCLI Example:\n\n    salt-run manage.versions\n"),
-    ("state.orchestrate_show_sls", "Show the states an orchestration SLS (mods, comma-separated) of saltenv (default base) would run, as the master compiles them.\n\nCLI Example:\n\n    salt-run state.orchestrate_show_sls orch.webservers\n"),
-    ("test.arg", "Return the positional and keyword arguments given (keywords starting with __ left out).\n\nCLI Example:\n\n    salt-run test.arg foo bar=baz\n"),
-    ("test.get_opts", "Return the master's configuration options (as wheel config.values gives them: Salt's defaults filled in, secrets left out).\n\nCLI Example:\n\n    salt-run test.get_opts\n"),
-    ("test.metasyntactic", "Return the common metasyntactic words of a locality (us or uk).\n\nCLI Example:\n\n    salt-run test.metasyntactic locality=uk\n"),
-    ("test.raw_arg", "Return the positional and keyword arguments given, all of them.\n\nCLI Example:\n\n    salt-run test.raw_arg foo bar=baz\n"),
-    ("test.sleep", "Sleep s_time seconds (default 10), then return True.\n\nCLI Example:\n\n    salt-run test.sleep s_time=5\n"),
-];
+pub use brine_protocol::catalog::RUNNERS as FUNCTIONS;
 
 type MapPairs = Vec<(Value, Value)>;
 
@@ -141,7 +121,7 @@ impl Master {
         ];
         self.bus
             .fire(&format!("salt/run/{jid}/new"), map(head.clone()));
-        let (ret, success) = match self.run_runner(fun, &args).await {
+        let (ret, success) = match self.run_runner(jid, fun, &args).await {
             Ok(v) => (v, true),
             Err(msg) => (Value::from(msg), false),
         };
@@ -284,7 +264,12 @@ impl Master {
     }
 
     /// Run one runner function.
-    pub async fn run_runner(self: &Arc<Self>, fun: &str, a: &Args) -> Result<Value, String> {
+    pub async fn run_runner(
+        self: &Arc<Self>,
+        jid: &str,
+        fun: &str,
+        a: &Args,
+    ) -> Result<Value, String> {
         let timeout = a
             .get(99, "timeout")
             .and_then(|v| crate::master::int_value(Some(v)))
@@ -512,6 +497,30 @@ impl Master {
                     words.iter().map(|w| Value::from(*w)).collect(),
                 ))
             }
+            "test.stream" => {
+                // Salt's progress events: salt-run prints each as it comes.
+                for i in 1..100 {
+                    self.bus.fire(
+                        &format!("salt/run/{jid}/progress"),
+                        map(vec![(
+                            "message",
+                            Value::from(format!("Runner is {i}% done")),
+                        )]),
+                    );
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Ok(Value::from(true))
+            }
+            "test.stdout_print" => {
+                // Salt's runner prints in the process running it (salt-run's terminal): Brine
+                // runs runners in the master, so the printed text goes to salt-run as an event.
+                tracing::info!("runner test.stdout_print (jid {jid}) prints: foo");
+                self.bus.fire(
+                    &format!("salt/run/{jid}/stdout"),
+                    map(vec![("text", Value::from("foo\n"))]),
+                );
+                Ok(Value::from("bar"))
+            }
             "test.sleep" => {
                 let secs = match a.get(0, "s_time") {
                     None => 10.0,
@@ -570,20 +579,6 @@ fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
     parts(a).cmp(&parts(b))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn versions_compare_numerically() {
-        use std::cmp::Ordering::*;
-        assert_eq!(compare_versions("3007.15", "3007.15"), Equal);
-        assert_eq!(compare_versions("3006.9", "3007.15"), Less);
-        assert_eq!(compare_versions("3007.16", "3007.15"), Greater);
-        assert_eq!(compare_versions("3007.100", "3007.15"), Greater);
-    }
-}
-
 impl Master {
     /// `state.orchestrate_show_sls`: Salt answers `{<master id>: [errors]}` when the SLS files
     /// cannot be compiled. Brine has no state compiler on the master yet, so an SLS that exists
@@ -630,5 +625,19 @@ impl Master {
             })
             .collect();
         map(vec![(self.cfg.id.as_str(), Value::Array(errors))])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_compare_numerically() {
+        use std::cmp::Ordering::*;
+        assert_eq!(compare_versions("3007.15", "3007.15"), Equal);
+        assert_eq!(compare_versions("3006.9", "3007.15"), Less);
+        assert_eq!(compare_versions("3007.16", "3007.15"), Greater);
+        assert_eq!(compare_versions("3007.100", "3007.15"), Greater);
     }
 }

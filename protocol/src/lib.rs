@@ -3,6 +3,7 @@
 //! No sockets live here: only the codecs, the crypto, the identifiers and the
 //! matching rules that the master, the minion and the tools share.
 
+pub mod catalog;
 pub mod config;
 pub mod crypt;
 pub mod event;

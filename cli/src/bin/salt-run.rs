@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use brine_cli::local::{parse_args, wait_for, CliError, Local};
+use brine_cli::local::{parse_args, CliError, Local};
 use brine_cli::output::{render, OutputOptions, Outputter, NO_INDENT};
 use brine_protocol::optparse::tools;
 use brine_protocol::payload::{get, get_str, map, to_json, Value};
@@ -13,6 +13,7 @@ struct Cli {
     config_dir: PathBuf,
     timeout: u64,
     run_async: bool,
+    quiet: bool,
     out: Option<String>,
     out_indent: Option<i64>,
     no_color: bool,
@@ -59,6 +60,7 @@ fn cli() -> Cli {
         config_dir: PathBuf::from(p.str("config_dir").unwrap_or("/etc/salt")),
         timeout: p.int("timeout").map(|t| t.max(0) as u64).unwrap_or(300),
         run_async: p.flag("async"),
+        quiet: p.flag("quiet"),
         out: p.str("output").map(str::to_string),
         out_indent: p.int("output_indent"),
         no_color: p.flag("no_color"),
@@ -149,19 +151,52 @@ fn run(cli: Cli) -> Result<i32, CliError> {
         return Ok(0);
     }
     let listener = listener.as_mut().expect("listening when not async");
-    let tag = format!("salt/run/{jid}/ret");
-    let Some(ev) = wait_for(listener, &tag, Duration::from_secs(cli.timeout.max(1)))? else {
-        return Err(CliError::new(
-            format!(
-                "No answer from runner {} within {} s (jid {jid})",
-                cli.function, cli.timeout
-            ),
-            1,
-        ));
+    // Like Salt's salt-run: the runner's own events (progress, ...) are printed as they come,
+    // `{suffix, event}`, unless --quiet; text the runner printed is written as it is.
+    let prefix = format!("salt/run/{jid}/");
+    let deadline = std::time::Instant::now() + Duration::from_secs(cli.timeout.max(1));
+    let ev = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let next = if left.is_zero() {
+            None
+        } else {
+            listener
+                .next(left)
+                .map_err(|e| CliError::new(format!("event bus: {e}"), 2))?
+        };
+        let Some(ev) = next else {
+            return Err(CliError::new(
+                format!(
+                    "No answer from runner {} within {} s (jid {jid})",
+                    cli.function, cli.timeout
+                ),
+                1,
+            ));
+        };
+        let Some(suffix) = ev.tag.strip_prefix(&prefix) else {
+            continue;
+        };
+        match suffix {
+            "ret" => break ev,
+            "new" => {}
+            "stdout" => {
+                if let Some(text) = get_str(&ev.data, "text") {
+                    print!("{text}");
+                }
+            }
+            _ if cli.quiet => {}
+            _ => {
+                let shown = serde_json::json!({"suffix": suffix, "event": to_json(&ev.data)});
+                let text = render(out, &shown, &opts);
+                if !text.is_empty() {
+                    println!("{text}");
+                }
+            }
+        }
     };
     let ret = get(&ev.data, "return").cloned().unwrap_or(Value::Nil);
     let text = render(out, &to_json(&ret), &opts);
-    if !text.is_empty() {
+    if !text.is_empty() && !cli.quiet {
         println!("{text}");
     }
     let success = get(&ev.data, "success") != Some(&Value::from(false));

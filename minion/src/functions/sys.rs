@@ -1,5 +1,6 @@
 //! The `sys` execution module: what functions this minion has, and their docs.
 
+use brine_protocol::catalog::RUNNERS;
 use rmpv::Value;
 
 use super::args::{py_str, Bound, Signature};
@@ -11,10 +12,18 @@ pub enum Fun {
     Doc,
     ListFunctions,
     ListModules,
+    ListRunnerFunctions,
+    RunnerDoc,
 }
 
 impl Fun {
-    pub(crate) const ALL: &'static [Fun] = &[Fun::Doc, Fun::ListFunctions, Fun::ListModules];
+    pub(crate) const ALL: &'static [Fun] = &[
+        Fun::Doc,
+        Fun::ListFunctions,
+        Fun::ListModules,
+        Fun::ListRunnerFunctions,
+        Fun::RunnerDoc,
+    ];
 
     pub(crate) fn spec(self) -> Spec {
         let (name, pyname, sig, doc) = match self {
@@ -57,6 +66,32 @@ impl Fun {
         salt '*' sys.list_modules 's*'
     ",
             ),
+            Fun::ListRunnerFunctions => (
+                "sys.list_runner_functions",
+                "list_runner_functions",
+                Signature::new(&[], 0, true, false),
+                "
+    List the runner functions of the master, optionally only those of the
+    given modules or matching the given globs.
+
+    CLI Example:
+
+        salt '*' sys.list_runner_functions jobs 'test.*'
+    ",
+            ),
+            Fun::RunnerDoc => (
+                "sys.runner_doc",
+                "runner_doc",
+                Signature::new(&[], 0, true, false),
+                "
+    Return the docstrings of the master's runner functions: all of them, those
+    of a module ('jobs'), one function or a glob.
+
+    CLI Example:
+
+        salt '*' sys.runner_doc jobs
+    ",
+            ),
         };
         Spec {
             name,
@@ -73,6 +108,8 @@ impl Fun {
             Fun::Doc => docs(&patterns),
             Fun::ListFunctions => strings(list_functions(&patterns)),
             Fun::ListModules => strings(list_modules(&patterns)),
+            Fun::ListRunnerFunctions => strings(list_runner_functions(&patterns)),
+            Fun::RunnerDoc => runner_docs(&patterns),
         })
     }
 }
@@ -90,44 +127,67 @@ fn all_specs() -> Vec<Spec> {
 /// `sys.doc`: `{"mod.fun": "docstring"}` for the functions the patterns select.
 pub(crate) fn docs(patterns: &[String]) -> Value {
     let specs = all_specs();
-    let selected = specs.iter().filter(|spec| {
-        patterns.is_empty()
-            || patterns.iter().any(|p| {
-                if p.contains('*') {
-                    fnmatch(p, spec.name)
-                } else if p.is_empty() {
-                    true
-                } else {
-                    let prefix = if p.ends_with('.') {
-                        p.clone()
-                    } else {
-                        format!("{p}.")
-                    };
-                    spec.name == p || spec.name.starts_with(&prefix)
-                }
-            })
-    });
+    let selected = specs.iter().filter(|spec| doc_selects(patterns, spec.name));
     map_of(selected.map(|spec| (spec.name, Value::from(spec.doc))))
+}
+
+/// `sys.doc`'s rule: a glob, a module (`test`, `test.`), a function, or everything.
+fn doc_selects(patterns: &[String], name: &str) -> bool {
+    patterns.is_empty()
+        || patterns.iter().any(|p| {
+            if p.contains('*') {
+                fnmatch(p, name)
+            } else if p.is_empty() {
+                true
+            } else {
+                let prefix = if p.ends_with('.') {
+                    p.clone()
+                } else {
+                    format!("{p}.")
+                };
+                name == p || name.starts_with(&prefix)
+            }
+        })
+}
+
+/// `sys.list_functions`' rule: a glob or dotted name matched as a glob, else a module.
+fn list_selects(patterns: &[String], name: &str) -> bool {
+    patterns.is_empty()
+        || patterns.iter().any(|p| {
+            if p.contains('*') || p.contains('.') {
+                fnmatch(p, name)
+            } else {
+                name.starts_with(&format!("{p}."))
+            }
+        })
 }
 
 /// `sys.list_functions`.
 pub(crate) fn list_functions(patterns: &[String]) -> Vec<&'static str> {
-    let names = super::list_functions();
-    if patterns.is_empty() {
-        return names;
-    }
-    names
+    super::list_functions()
         .into_iter()
-        .filter(|name| {
-            patterns.iter().any(|p| {
-                if p.contains('*') || p.contains('.') {
-                    fnmatch(p, name)
-                } else {
-                    name.starts_with(&format!("{p}."))
-                }
-            })
-        })
+        .filter(|name| list_selects(patterns, name))
         .collect()
+}
+
+/// `sys.list_runner_functions`: the runner functions of the master this minion belongs to
+/// (Brine's master runs the runners in [`brine_protocol::catalog::RUNNERS`]).
+fn list_runner_functions(patterns: &[String]) -> Vec<&'static str> {
+    RUNNERS
+        .iter()
+        .map(|(name, _)| *name)
+        .filter(|name| list_selects(patterns, name))
+        .collect()
+}
+
+/// `sys.runner_doc`.
+fn runner_docs(patterns: &[String]) -> Value {
+    map_of(
+        RUNNERS
+            .iter()
+            .filter(|(name, _)| doc_selects(patterns, name))
+            .map(|(name, doc)| (*name, Value::from(*doc))),
+    )
 }
 
 /// `sys.list_modules`.
@@ -233,6 +293,28 @@ mod tests {
             all.ret.as_array().unwrap().len(),
             crate::functions::list_functions().len()
         );
+    }
+
+    #[tokio::test]
+    async fn runner_functions_and_docs_come_from_the_masters_table() {
+        let r = call(&ctx(), "sys.list_runner_functions", &[s("jobs")]).await;
+        let names: Vec<&str> = r
+            .ret
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|v| v.as_str())
+            .collect();
+        assert!(names.contains(&"jobs.lookup_jid") && names.iter().all(|n| n.starts_with("jobs.")));
+        let all = call(&ctx(), "sys.list_runner_functions", &[]).await;
+        assert_eq!(all.ret.as_array().unwrap().len(), RUNNERS.len());
+        let d = call(&ctx(), "sys.runner_doc", &[s("test.arg")]).await;
+        assert_eq!(d.ret.as_map().unwrap().len(), 1);
+        assert!(map_get(&d.ret, "test.arg")
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .contains("CLI Example"));
     }
 
     #[tokio::test]

@@ -1,0 +1,28 @@
+//! The runner functions Brine's master runs, with their documentation: the master's
+//! `doc.runner` and the minion's `sys.list_runner_functions` and `sys.runner_doc` read this one
+//! table.
+
+/// Every runner function Brine has, sorted by name, with its documentation.
+pub const RUNNERS: &[(&str, &str)] = &[
+    ("doc.runner", "Return the documentation of every runner function, keyed by name.\n\nCLI Example:\n\n    salt-run doc.runner\n"),
+    ("doc.wheel", "Return the documentation of every wheel function, keyed by name.\n\nCLI Example:\n\n    salt-run doc.wheel\n"),
+    ("jobs.active", "Return the jobs running on the minions now (asks every minion for saltutil.running), with who runs each and who has returned.\n\nCLI Example:\n\n    salt-run jobs.active\n"),
+    ("jobs.list_job", "Return one job from the job cache: what was run, on which minions, when, and every return.\n\nCLI Example:\n\n    salt-run jobs.list_job 20130916125524463507\n"),
+    ("jobs.list_jobs", "Return the jobs in the job cache. search_function and search_target narrow the list: a glob, a list of globs or comma-separated globs, any of which may match.\n\nCLI Example:\n\n    salt-run jobs.list_jobs search_function='test.*,pkg.install'\n"),
+    ("jobs.lookup_jid", "Return the returns of one job, keyed by minion; missing=True also names the minions that did not return.\n\nCLI Example:\n\n    salt-run jobs.lookup_jid 20130916125524463507\n"),
+    ("jobs.print_job", "Return one job from the job cache, keyed by its jid.\n\nCLI Example:\n\n    salt-run jobs.print_job 20130916125524463507\n"),
+    ("manage.alived", "Return the minions connected to the master now.\n\nCLI Example:\n\n    salt-run manage.alived\n"),
+    ("manage.down", "Return the accepted minions that do not answer test.ping.\n\nCLI Example:\n\n    salt-run manage.down\n"),
+    ("manage.present", "Return the minions connected to the master now.\n\nCLI Example:\n\n    salt-run manage.present\n"),
+    ("manage.status", "Return the accepted minions that answer test.ping (up) and those that do not (down).\n\nCLI Example:\n\n    salt-run manage.status\n"),
+    ("manage.up", "Return the minions that answer test.ping.\n\nCLI Example:\n\n    salt-run manage.up\n"),
+    ("manage.versions", "Return the Salt version of every minion against the master's.\n\nCLI Example:\n\n    salt-run manage.versions\n"),
+    ("state.orchestrate_show_sls", "Show the states an orchestration SLS (mods, comma-separated) of saltenv (default base) would run, as the master compiles them.\n\nCLI Example:\n\n    salt-run state.orchestrate_show_sls orch.webservers\n"),
+    ("test.arg", "Return the positional and keyword arguments given (keywords starting with __ left out).\n\nCLI Example:\n\n    salt-run test.arg foo bar=baz\n"),
+    ("test.get_opts", "Return the master's configuration options (as wheel config.values gives them: Salt's defaults filled in, secrets left out).\n\nCLI Example:\n\n    salt-run test.get_opts\n"),
+    ("test.metasyntactic", "Return the common metasyntactic words of a locality (us or uk).\n\nCLI Example:\n\n    salt-run test.metasyntactic locality=uk\n"),
+    ("test.raw_arg", "Return the positional and keyword arguments given, all of them.\n\nCLI Example:\n\n    salt-run test.raw_arg foo bar=baz\n"),
+    ("test.sleep", "Sleep s_time seconds (default 10), then return True.\n\nCLI Example:\n\n    salt-run test.sleep s_time=5\n"),
+    ("test.stdout_print", "Print 'foo' and return 'bar' (the printed text reaches salt-run's terminal).\n\nCLI Example:\n\n    salt-run test.stdout_print\n"),
+    ("test.stream", "Fire 99 progress events ('Runner is N% done'), one every 0.1 s, and return True.\n\nCLI Example:\n\n    salt-run test.stream\n"),
+];
