@@ -218,6 +218,31 @@ fn schedule_runs_jobs_returns_them_and_persists_changes() {
         json!({"comment": "Job nojob does not exist.", "result": false})
     );
 
+    // return_job: nocache runs the job and announces its return without storing it.
+    let mark = st.dir.path().join("nocache-mark");
+    let job_args = format!("job_args=[touch {}]", mark.display());
+    let add = salt(
+        &st,
+        &[
+            "m1",
+            "schedule.add",
+            "quiet",
+            "function=cmd.run",
+            &job_args,
+            "return_job=nocache",
+            "seconds=3600",
+        ],
+    );
+    assert_eq!(add["m1"]["result"], json!(true), "{add}");
+    salt(&st, &["m1", "schedule.run_job", "quiet"]);
+    wait_until(Duration::from_secs(20), || mark.exists())
+        .unwrap_or_else(|| panic!("the nocache job did not run\n{}", st.logs()));
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        jobs_of(&st, "cmd.run").is_empty(),
+        "a nocache return was stored"
+    );
+
     let off = salt(&st, &["m1", "schedule.disable"]);
     assert_eq!(
         off["m1"],

@@ -39,10 +39,13 @@ netapi_enable_clients: [local, local_async, runner, runner_async, wheel, wheel_a
 
 /// A POST the typed helpers do not cover: any body, any content type, maybe no token.
 fn raw(api: &Api, path: &str, ctype: &str, body: Vec<u8>, token: Option<&str>) -> (u16, Json) {
+    // A server may answer an oversized or malformed body early and close the connection
+    // without reading the rest: never reuse such a connection for the next request.
     let mut req = api
         .http
         .post(api.url(path))
         .header(CONTENT_TYPE, ctype)
+        .header(reqwest::header::CONNECTION, "close")
         .body(body);
     if let Some(t) = token {
         req = req.header("X-Auth-Token", t);

@@ -904,10 +904,19 @@ impl Master {
         } else {
             jid
         };
+        // A scheduled job with `return_job: nocache`: its return is announced, not stored.
+        let nocache = jid == "nocache";
+        let jid = if nocache {
+            let new = gen_jid();
+            set(&mut load, "jid", Value::from(new.clone()));
+            new
+        } else {
+            jid
+        };
         remove(&mut load, "_stamp");
         self.bus
             .fire(&format!("salt/job/{jid}/ret/{id}"), load.clone());
-        if self.cfg.job_cache {
+        if self.cfg.job_cache && !nocache {
             match self.store.save_return(&load) {
                 Ok(true) => {}
                 Ok(false) => tracing::info!("duplicate return of {id} for {jid} ignored"),

@@ -129,7 +129,7 @@ impl Master {
     /// every function may be read; with it, only the functions some pattern for the asker
     /// allows (`None` when none is left).
     fn mine_get_acl(&self, asker: &str, functions: Vec<String>) -> Option<Vec<String>> {
-        let Some(acl) = self.cfg.raw.values.get("mine_get") else {
+        let Some(acl) = &self.cfg.mine_get else {
             return Some(functions);
         };
         let serde_json::Value::Object(acl) = acl else {

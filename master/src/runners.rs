@@ -596,19 +596,12 @@ impl Master {
             .filter(|m| !m.is_empty())
             .collect();
         let saltenv = a.get_str(99, "saltenv").unwrap_or_else(|| "base".into());
-        let roots: Vec<std::path::PathBuf> = match self.cfg.raw.values.get("file_roots") {
-            Some(serde_json::Value::Object(envs)) => envs
-                .get(&saltenv)
-                .and_then(|d| d.as_array())
-                .map(|dirs| {
-                    dirs.iter()
-                        .filter_map(|d| d.as_str().map(std::path::PathBuf::from))
-                        .collect()
-                })
-                .unwrap_or_default(),
-            _ if saltenv == "base" => vec![std::path::PathBuf::from("/srv/salt")],
-            _ => vec![],
-        };
+        let roots: Vec<std::path::PathBuf> = self
+            .cfg
+            .file_roots
+            .get(&saltenv)
+            .map(|dirs| dirs.iter().map(std::path::PathBuf::from).collect())
+            .unwrap_or_default();
         let errors: Vec<Value> = mods
             .iter()
             .map(|m| {

@@ -96,13 +96,8 @@ impl Minion {
             Some(config_dir),
             Some(channel.clone()),
         ));
-        let values = &cfg.raw.values;
-        let mine_enabled = values.get("mine_enabled").and_then(|v| v.as_bool()) != Some(false);
-        let mine_interval = values
-            .get("mine_interval")
-            .and_then(|v| v.as_u64())
-            .unwrap_or(60);
-        if mine_enabled && mine_interval > 0 {
+        let mine_interval = cfg.mine_interval;
+        if cfg.mine_enabled && mine_interval > 0 {
             // Salt's own job that keeps the mine fresh (hidden from `schedule.list`).
             let item = serde_json::json!({
                 "function": "mine.update",
@@ -470,7 +465,11 @@ impl Minion {
             tracing::debug!("schedule job {} starts", due.name);
             tokio::spawn(self.clone().run_scheduled(due));
         }
-        let events = self.services.beacons.process(&self.cfg.id, now);
+        // Beacons read files and may run `systemctl`: off the async workers.
+        let (beacons, id) = (self.services.beacons.clone(), self.cfg.id.clone());
+        let events = tokio::task::spawn_blocking(move || beacons.process(&id, now))
+            .await
+            .unwrap_or_default();
         if !events.is_empty() {
             tracing::debug!("{} beacon events", events.len());
             let events: Vec<Value> = events

@@ -587,6 +587,36 @@ impl Reader<'_> {
     }
 }
 
+/// `file_roots`: `{saltenv: [dir, ...]}` (a single directory may be written as a string).
+fn file_roots(r: &Reader<'_>) -> Result<BTreeMap<String, Vec<String>>, ConfigError> {
+    let Some(v) = r.value("file_roots") else {
+        return Ok(BTreeMap::from([(
+            "base".to_owned(),
+            vec!["/srv/salt".to_owned(), "/srv/spm/salt".to_owned()],
+        )]));
+    };
+    let Value::Object(envs) = v else {
+        return Err(r.type_error("file_roots", "a mapping of saltenv to directories", v));
+    };
+    envs.iter()
+        .map(|(env, dirs)| {
+            let dirs = match dirs {
+                Value::String(d) => vec![d.clone()],
+                Value::Array(items) => items
+                    .iter()
+                    .map(|d| match d {
+                        Value::String(d) => Ok(d.clone()),
+                        other => Err(r.type_error("file_roots", "directory names", other)),
+                    })
+                    .collect::<Result<_, _>>()?,
+                Value::Null => Vec::new(),
+                other => return Err(r.type_error("file_roots", "a list of directories", other)),
+            };
+            Ok((env.clone(), dirs))
+        })
+        .collect()
+}
+
 /// Python's `int(str)`: surrounding whitespace, a sign and `_` separators allowed.
 fn parse_python_int(s: &str) -> Option<i64> {
     let t = s.trim();
@@ -888,6 +918,10 @@ pub struct MasterConfig {
     pub presence_events: bool,
     pub loop_interval: u64,
     pub nodegroups: BTreeMap<String, rmpv::Value>,
+    /// `file_roots`: directories by saltenv (Salt's default `base: [/srv/salt, /srv/spm/salt]`).
+    pub file_roots: BTreeMap<String, Vec<String>>,
+    /// `mine_get`: `{minion-id regex: [function regex, ...]}`; `None` when not set (all allowed).
+    pub mine_get: Option<Value>,
     pub pub_hwm: i32,
     pub job_cache: bool,
     pub minion_data_cache: bool,
@@ -1024,6 +1058,8 @@ impl MasterConfig {
             presence_events: r.bool("presence_events", false)?,
             loop_interval: r.number("loop_interval", 60)?,
             nodegroups: nodegroups(&r)?,
+            file_roots: file_roots(&r)?,
+            mine_get: r.value("mine_get").cloned(),
             pub_hwm: {
                 let hwm = r.int("pub_hwm", 1000)?;
                 i32::try_from(hwm)
@@ -1092,6 +1128,15 @@ pub struct MinionConfig {
     pub timeout_default: Option<u64>,
     pub file_client: String,
     pub user: String,
+    /// `schedule`: the scheduler's jobs (and its `enabled` setting).
+    pub schedule: Value,
+    /// `beacons`: the beacons by name (and their `enabled` setting).
+    pub beacons: Value,
+    /// `mine_functions`: what `mine.update` sends.
+    pub mine_functions: Value,
+    pub mine_enabled: bool,
+    /// `mine_interval`, in minutes.
+    pub mine_interval: u64,
     pub raw: RawConfig,
 }
 
@@ -1199,6 +1244,11 @@ impl MinionConfig {
             timeout_default: r.number_opt("timeout")?,
             file_client: r.string("file_client", "remote")?,
             user: r.string("user", "root")?,
+            schedule: r.mapping("schedule")?,
+            beacons: r.mapping("beacons")?,
+            mine_functions: r.mapping("mine_functions")?,
+            mine_enabled: r.bool("mine_enabled", true)?,
+            mine_interval: r.unsigned("mine_interval", 60)?,
             raw: RawConfig::default(),
         };
         Ok(MinionConfig { raw, ..config })
@@ -1318,6 +1368,8 @@ mod tests {
         assert_eq!(cfg.worker_threads, 5);
         assert_eq!(cfg.keep_jobs_seconds, 86400);
         assert_eq!((cfg.timeout, cfg.gather_job_timeout), (5, 10));
+        assert_eq!(cfg.file_roots["base"], ["/srv/salt", "/srv/spm/salt"]);
+        assert_eq!(cfg.mine_get, None);
         assert!(cfg.sign_pub_messages && cfg.rotate_aes_key && cfg.auth_events && cfg.job_cache);
         assert!(!cfg.auto_accept && !cfg.open_mode && !cfg.zmq_filtering && !cfg.presence_events);
         assert_eq!(cfg.publish_signing_algorithm, "PKCS1v15-SHA1");
@@ -1530,6 +1582,8 @@ mod tests {
         assert_eq!(cfg.id, "web1");
         assert_eq!(cfg.master, ["127.0.0.1"]);
         assert_eq!(cfg.master_port, 4506);
+        assert_eq!((cfg.mine_enabled, cfg.mine_interval), (true, 60));
+        assert_eq!(cfg.schedule, serde_json::json!({}));
         assert_eq!(cfg.publish_port, None);
         assert_eq!(cfg.pki_dir, root.join("etc/salt/pki/minion"));
         assert_eq!(cfg.cachedir, root.join("var/cache/salt/minion"));

@@ -150,22 +150,18 @@ impl Services {
         config_dir: Option<&std::path::Path>,
         master: Option<Arc<crate::channel::Channel>>,
     ) -> Services {
-        let values = &cfg.raw.values;
         let dropin = |name: &str| config_dir.map(|d| d.join("minion.d").join(name));
         Services {
             schedule: Arc::new(crate::schedule::Schedule::new(
-                values.get("schedule"),
+                Some(&cfg.schedule),
                 dropin("_schedule.conf"),
             )),
             beacons: Arc::new(crate::beacons::Beacons::new(
-                values.get("beacons"),
+                Some(&cfg.beacons),
                 dropin("beacons.conf"),
             )),
             master,
-            mine_functions: values
-                .get("mine_functions")
-                .cloned()
-                .unwrap_or(serde_json::Value::Null),
+            mine_functions: cfg.mine_functions.clone(),
         }
     }
 
