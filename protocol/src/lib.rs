@@ -8,6 +8,7 @@ pub mod config;
 pub mod crypt;
 pub mod event;
 pub mod jid;
+pub mod loads;
 pub mod optparse;
 pub mod payload;
 pub mod pyrepr;
