@@ -2,19 +2,21 @@
 //! port and a reader of its event bus (the tools run on the master's host, as Salt's do).
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use brine_client::link::{local_host, LinkPublisher, MasterLink};
+use brine_client::{ClientError, LocalClient};
 use brine_protocol::config::MasterConfig;
-use brine_protocol::payload::{dumps, get, get_str, loads, map, Value};
+use brine_protocol::loads::PublishRefused;
+use brine_protocol::payload::{get, get_str, Value};
 use brine_transport::eventbus::{Event, EventListener};
-use brine_transport::{tcp_endpoint, ReqClient};
+use tokio::sync::mpsc;
 
 pub struct Local {
     pub cfg: MasterConfig,
-    key: String,
     pub user: String,
-    req: ReqClient,
-    _ctx: zmq::Context,
+    pub link: Arc<MasterLink>,
 }
 
 /// A failure the tools report in one line and turn into an exit code.
@@ -56,50 +58,21 @@ impl Local {
         } else {
             user.clone()
         };
-        let key = std::fs::read_to_string(cfg.cachedir.join(format!(".{key_user}_key")))
-            .or_else(|_| std::fs::read_to_string(cfg.cachedir.join(".root_key")))
-            .map(|k| k.trim().to_string())
-            .unwrap_or_default();
-        let host = match cfg.interface.as_str() {
-            "0.0.0.0" => "127.0.0.1",
-            "::" => "::1",
-            other => other,
-        }
-        .to_string();
-        let ctx = zmq::Context::new();
-        let req = ReqClient::new(&ctx, &tcp_endpoint(&host, cfg.ret_port));
-        Ok(Local {
-            cfg,
-            key,
-            user,
-            req,
-            _ctx: ctx,
-        })
-    }
-
-    pub fn root_key(&self) -> &str {
-        &self.key
+        let link = Arc::new(MasterLink::new(
+            local_host(&cfg.interface),
+            cfg.ret_port,
+            &cfg.cachedir,
+            &key_user,
+        ));
+        Ok(Local { cfg, user, link })
     }
 
     /// A clear request to the master; the decoded reply.
-    pub fn clear(&mut self, load: Value, timeout: Duration) -> Result<Value, CliError> {
-        let env = map(vec![
-            ("enc", Value::from("clear")),
-            ("load", load),
-            ("version", Value::from(3)),
-        ]);
-        let reply = self.req.request(&dumps(&env), timeout).map_err(|_| {
-            CliError::new(
-                "Salt request timed out. The master is not responding. You may need to run your \
-                 command with `--async` in order to bypass the congested event bus. With \
-                 `--async`, the CLI tool will print the job id (jid) and exit immediately without \
-                 listening for responses. You can then use `salt-run jobs.lookup_jid` to look up \
-                 the results of the job in the job cache later.",
-                2,
-            )
-        })?;
-        let v = loads(&reply)
-            .map_err(|e| CliError::new(format!("undecodable answer from the master: {e}"), 2))?;
+    pub fn clear(&self, load: Value, timeout: Duration) -> Result<Value, CliError> {
+        let v = self
+            .link
+            .clear_blocking(load, timeout)
+            .map_err(request_error)?;
         if let Some(e) = get(&v, "error") {
             let msg = get_str(e, "message")
                 .map(str::to_string)
@@ -131,12 +104,68 @@ impl Local {
         })
     }
 
+    /// The master's events for a [`brine_client::LocalClient`]: connected now (so that no
+    /// return of a job published next is missed), read on a thread of their own.
+    pub fn feed(&self) -> Result<mpsc::Receiver<Arc<Event>>, CliError> {
+        let mut listener = self.listen()?;
+        let (tx, rx) = mpsc::channel(1024);
+        std::thread::spawn(move || loop {
+            match listener.next(Duration::from_millis(500)) {
+                Ok(Some(ev)) => {
+                    if tx.blocking_send(Arc::new(ev)).is_err() {
+                        return;
+                    }
+                }
+                Ok(None) if tx.is_closed() => return,
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!("event bus: {e}");
+                    return;
+                }
+            }
+        });
+        Ok(rx)
+    }
+
+    /// The local client the tools publish jobs with, as this user.
+    pub fn client(&self) -> LocalClient<LinkPublisher> {
+        LocalClient::new(self.link.as_user(&self.user))
+    }
+
+    /// The one gather policy, with the timeout the user gave (or the master's).
+    pub fn timeouts(&self, timeout: Option<u64>) -> brine_client::Timeouts {
+        brine_client::timeouts(
+            Some(timeout.unwrap_or(self.cfg.timeout)),
+            self.cfg.gather_job_timeout,
+            self.cfg.gather_hard_stop,
+        )
+    }
+
     /// The fields every clear command from a tool carries.
     pub fn auth_fields(&self) -> Vec<(&'static str, Value)> {
         vec![
-            ("key", Value::from(self.key.clone())),
+            ("key", Value::from(self.link.key())),
             ("user", Value::from(self.user.clone())),
         ]
+    }
+}
+
+/// A request the master did not answer, in Salt's words.
+pub fn request_error(e: ClientError) -> CliError {
+    match e {
+        ClientError::Unavailable(_) => CliError::new(
+            "Salt request timed out. The master is not responding. You may need to run your \
+             command with `--async` in order to bypass the congested event bus. With \
+             `--async`, the CLI tool will print the job id (jid) and exit immediately without \
+             listening for responses. You can then use `salt-run jobs.lookup_jid` to look up \
+             the results of the job in the job cache later.",
+            2,
+        ),
+        ClientError::Undecodable(e) => {
+            CliError::new(format!("undecodable answer from the master: {e}"), 2)
+        }
+        ClientError::Refused(PublishRefused::Error { message, .. }) => CliError::new(message, 1),
+        ClientError::Refused(PublishRefused::NoJob(m)) => CliError::new(m, 1),
     }
 }
 

@@ -897,6 +897,10 @@ pub struct MasterConfig {
     pub keep_jobs_seconds: u64,
     pub timeout: u64,
     pub gather_job_timeout: u64,
+    /// Brine-only `brine_gather_hard_stop`: seconds after which a local client (`salt`,
+    /// salt-api's `local*`, runners) stops waiting for returns even while minions report the
+    /// job running (Salt has no such limit). Default 3600.
+    pub gather_hard_stop: u64,
     pub log_file: PathBuf,
     pub log_level: String,
     pub log_level_logfile: Option<String>,
@@ -1037,6 +1041,7 @@ impl MasterConfig {
             keep_jobs_seconds,
             timeout: r.number("timeout", 5)?,
             gather_job_timeout: r.unsigned("gather_job_timeout", 10)?,
+            gather_hard_stop: r.unsigned("brine_gather_hard_stop", 3600)?,
             log_file: log_file(&r, root, "/var/log/salt/master")?,
             log_level: r.string("log_level", "warning")?,
             log_level_logfile: r.string_opt("log_level_logfile")?,

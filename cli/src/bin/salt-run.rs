@@ -100,7 +100,7 @@ fn run(cli: Cli) -> Result<i32, CliError> {
             .map(|i| if i < 0 { NO_INDENT } else { i as usize }),
         static_: false,
     };
-    let mut local = Local::open(&cli.config_dir)?;
+    let local = Local::open(&cli.config_dir)?;
     let mut args = parse_args(&cli.args);
     let kwarg = match args.last() {
         Some(Value::Map(m))

@@ -1,17 +1,16 @@
 //! salt [options] '<target>' <function> [arguments]
 
-use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
 use brine_cli::local::{parse_args, CliError, Local};
 use brine_cli::output::{
     choose_outputter, no_response_message, render_with_retcode, OutputOptions, Outputter,
     NO_INDENT, NO_MINIONS_MATCHED,
 };
+use brine_protocol::loads::{Fun, PublishRequest, Tgt};
 use brine_protocol::optparse::{tools, Parsed};
-use brine_protocol::payload::{get, get_str, map, to_json, Value};
+use brine_protocol::payload::{get, get_str, to_json, Value};
 
 /// What `salt` uses of its command line.
 struct Cli {
@@ -191,20 +190,20 @@ fn run(cli: Cli) -> Result<i32, CliError> {
         static_: cli.static_,
     };
     let (fun, words) = (cli.function.clone(), cli.args.clone());
-    let mut local = Local::open(&cli.config_dir)?;
+    let local = Local::open(&cli.config_dir)?;
     let tgt_type = cli.tgt_type;
-    let tgt: Value = if tgt_type == "list" {
-        Value::Array(
+    let tgt = if tgt_type == "list" {
+        Tgt::List(
             cli.target
                 .split(',')
                 .map(str::trim)
                 .filter(|s| !s.is_empty())
-                .map(Value::from)
+                .map(str::to_string)
                 .collect(),
         )
     } else if cli.nodegroup {
         match local.cfg.nodegroups.get(&cli.target) {
-            Some(Value::Array(ids)) => Value::from(format!(
+            Some(Value::Array(ids)) => Tgt::Expr(format!(
                 "L@{}",
                 ids.iter()
                     .filter_map(|v| match v {
@@ -214,7 +213,9 @@ fn run(cli: Cli) -> Result<i32, CliError> {
                     .collect::<Vec<_>>()
                     .join(",")
             )),
-            Some(v @ Value::String(_)) => v.clone(),
+            Some(Value::String(s)) if s.as_str().is_some() => {
+                Tgt::Expr(s.as_str().unwrap_or_default().to_string())
+            }
             _ => {
                 return Err(CliError::new(
                     format!(
@@ -227,7 +228,7 @@ fn run(cli: Cli) -> Result<i32, CliError> {
             }
         }
     } else {
-        Value::from(cli.target.clone())
+        Tgt::Expr(cli.target.clone())
     };
     // Multi-function: "test.ping,test.echo" with arguments split by the separator.
     let (fun_value, arg_value) = if fun.contains(',') {
@@ -248,50 +249,35 @@ fn run(cli: Cli) -> Result<i32, CliError> {
             )));
         }
         (
-            Value::Array(funs.iter().map(|f| Value::from(*f)).collect()),
-            Value::Array(arg_lists),
+            Fun::Many(funs.iter().map(|f| f.to_string()).collect()),
+            arg_lists,
         )
     } else {
-        (Value::from(fun.clone()), Value::Array(parse_args(&words)))
+        (Fun::One(fun.clone()), parse_args(&words))
     };
-    let timeout = Duration::from_secs(cli.timeout.unwrap_or(local.cfg.timeout).max(1));
-    let mut listener = if cli.run_async {
+    let mut req = PublishRequest::new(tgt, fun_value, arg_value, tgt_type);
+    req.ret = cli.returner.clone();
+    req.kwargs
+        .insert("show_timeout", Value::from(!cli.hide_timeout));
+    req.kwargs.insert("show_jid", Value::from(cli.show_jid));
+    req.kwargs
+        .insert("delimiter", Value::from(cli.delimiter.clone()));
+    let timeouts = local.timeouts(cli.timeout);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::new(format!("cannot start: {e}"), 2))?;
+    let client = local.client();
+    // Listen before publishing, so that no return is missed.
+    let feed = if cli.run_async {
         None
     } else {
-        Some(local.listen()?)
+        Some(local.feed()?)
     };
-    let mut load = vec![
-        ("cmd", Value::from("publish")),
-        ("tgt", tgt),
-        ("fun", fun_value.clone()),
-        ("arg", arg_value),
-        ("tgt_type", Value::from(tgt_type)),
-        ("ret", Value::from(cli.returner.clone())),
-        ("jid", Value::from("")),
-        (
-            "kwargs",
-            map(vec![
-                ("show_timeout", Value::from(!cli.hide_timeout)),
-                ("show_jid", Value::from(cli.show_jid)),
-                ("delimiter", Value::from(cli.delimiter.clone())),
-            ]),
-        ),
-    ];
-    load.extend(local.auth_fields());
-    let reply = local.clear(map(load), Duration::from_secs(30))?;
-    let inner = get(&reply, "load").cloned().unwrap_or(Value::Nil);
-    let jid = get_str(&inner, "jid").map(str::to_string);
-    let minions: Vec<String> = match get(&inner, "minions") {
-        Some(Value::Array(a)) => a
-            .iter()
-            .filter_map(|v| match v {
-                Value::String(s) => s.as_str().map(str::to_string),
-                _ => None,
-            })
-            .collect(),
-        _ => vec![],
-    };
-    let Some(jid) = jid.filter(|_| !minions.is_empty()) else {
+    let job = rt
+        .block_on(client.publish(req))
+        .map_err(brine_cli::local::request_error)?;
+    if job.minions.is_empty() || job.jid.is_empty() {
         println!("{NO_MINIONS_MATCHED}");
         let empty = render_with_retcode(
             out.unwrap_or(Outputter::Nested),
@@ -304,7 +290,8 @@ fn run(cli: Cli) -> Result<i32, CliError> {
         }
         eprintln!("ERROR: No return received");
         return Ok(2);
-    };
+    }
+    let jid = job.jid.clone();
     if cli.run_async {
         println!("Executed command with job ID: {jid}");
         return Ok(0);
@@ -312,115 +299,31 @@ fn run(cli: Cli) -> Result<i32, CliError> {
     if cli.verbose || cli.show_jid {
         println!("jid: {jid}");
     }
-    let listener = listener.as_mut().expect("listening when not async");
-    let expected: BTreeSet<String> = minions.iter().cloned().collect();
-    let mut returned: Vec<(String, Value)> = Vec::new();
     let mut static_out: Vec<(String, serde_json::Value)> = Vec::new();
     let mut failed = false;
-    let prefix = format!("salt/job/{jid}/ret/");
-    let mut deadline = Instant::now() + timeout;
-    let gather = Duration::from_secs(local.cfg.gather_job_timeout.max(1));
-    let mut find_job: Option<(String, Instant, BTreeSet<String>, bool)> = None;
     let stdout = std::io::stdout();
-    loop {
-        if returned.len() >= expected.len() {
-            break;
-        }
-        let now = Instant::now();
-        if let Some((_, fj_deadline, waiting, running)) = &find_job {
-            if waiting.is_empty() || now >= *fj_deadline {
-                if *running {
-                    deadline = now + timeout;
-                    find_job = None;
-                } else {
-                    break;
-                }
-            }
-        } else if now >= deadline {
-            // Ask the missing minions whether they are still at it.
-            let missing: Vec<Value> = expected
-                .iter()
-                .filter(|m| !returned.iter().any(|(r, _)| r == *m))
-                .cloned()
-                .map(Value::from)
-                .collect();
-            let waiting: BTreeSet<String> = missing
-                .iter()
-                .filter_map(|v| match v {
-                    Value::String(s) => s.as_str().map(str::to_string),
-                    _ => None,
-                })
-                .collect();
-            let mut fl = vec![
-                ("cmd", Value::from("publish")),
-                ("tgt", Value::Array(missing)),
-                ("fun", Value::from("saltutil.find_job")),
-                ("arg", Value::Array(vec![Value::from(jid.clone())])),
-                ("tgt_type", Value::from("list")),
-                ("ret", Value::from("")),
-                ("jid", Value::from("")),
-                ("kwargs", map(vec![("delimiter", Value::from(":"))])),
-            ];
-            fl.extend(local.auth_fields());
-            let fj = local
-                .clear(map(fl), Duration::from_secs(30))
-                .ok()
-                .and_then(|r| {
-                    get(&r, "load")
-                        .and_then(|l| get_str(l, "jid"))
-                        .map(str::to_string)
-                });
-            match fj {
-                Some(fjid) => find_job = Some((fjid, Instant::now() + gather, waiting, false)),
-                None => break,
-            }
-            continue;
-        }
-        let until = match &find_job {
-            Some((_, d, _, _)) => *d,
-            None => deadline,
-        };
-        let ev = match listener.next(until.saturating_duration_since(Instant::now())) {
-            Ok(Some(ev)) => ev,
-            Ok(None) => continue,
-            Err(e) => return Err(CliError::new(format!("event bus: {e}"), 2)),
-        };
-        if let Some(id) = ev.tag.strip_prefix(&prefix) {
-            if !expected.contains(id) || returned.iter().any(|(r, _)| r == id) {
-                continue;
-            }
-            let retcode = brine_protocol::payload::get(&ev.data, "retcode")
-                .map(retcode_of)
-                .unwrap_or(0);
+    let feed = feed.expect("listening when not async");
+    let missing = rt.block_on(async {
+        let mut returns = client.returns(feed, &job, timeouts);
+        while let Some((id, ev)) = returns.next().await {
+            let retcode = get(&ev.data, "retcode").map(retcode_of).unwrap_or(0);
             if retcode != 0 {
                 failed = true;
             }
             let ret = get(&ev.data, "return").cloned().unwrap_or(Value::Nil);
-            let data = serde_json::json!({ id: to_json(&ret) });
             if cli.static_ {
-                static_out.push((id.to_string(), to_json(&ret)));
+                static_out.push((id, to_json(&ret)));
             } else {
+                let data = serde_json::json!({ id: to_json(&ret) });
                 let o = choose_outputter(out, get_str(&ev.data, "out"));
                 let text = render_with_retcode(o, &data, &opts, retcode);
                 if !text.is_empty() {
                     let _ = writeln!(stdout.lock(), "{text}");
                 }
             }
-            returned.push((id.to_string(), ev.data.clone()));
-        } else if let Some((fjid, _, waiting, running)) = &mut find_job {
-            if let Some(id) = ev.tag.strip_prefix(&format!("salt/job/{fjid}/ret/")) {
-                waiting.remove(id);
-                if matches!(get(&ev.data, "return"), Some(Value::Map(m)) if !m.is_empty()) {
-                    *running = true;
-                }
-            }
         }
-    }
-    let missing: Vec<String> = expected
-        .iter()
-        .filter(|m| !returned.iter().any(|(r, _)| r == *m))
-        .cloned()
-        .collect();
+        returns.missing()
+    });
     for id in &missing {
         failed = true;
         let msg = serde_json::Value::from(no_response_message(&jid));
