@@ -1,104 +1,923 @@
-//! `brine-swarm`: N simulated minions against a Salt-compatible master.
+//! brine-bench: Brine and real Salt 3007 side by side on this machine, same config, same
+//! workloads, each repeated; writes BENCHMARKS.md with medians, spreads, ratios and a plot.
+//!
+//!   brine-bench --salt-venv /path/to/venv [--runs 3] [--out BENCHMARKS.md]
+//!   brine-bench --smoke            (Brine only, a few seconds: what CI runs)
 
-use std::process::ExitCode;
+mod baseline;
+mod jobs;
+mod load;
+mod procs;
+mod report;
+mod stack;
+mod swarm;
 
-use brine_swarm::config::Settings;
-use brine_swarm::{keys, swarm};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
 use clap::Parser;
+use serde_json::json;
 
-fn main() -> ExitCode {
-    let settings = Settings::parse();
-    let checked = match settings.check() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("brine-swarm: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    match brine_transport::limits::raise_open_files(u64::MAX) {
-        Ok((soft, _)) => {
-            let need = settings.count as u64 * 2 + 64;
-            if soft < need {
-                eprintln!(
-                    "brine-swarm: warning: the open-file limit is {soft}, {need} are needed \
-                     for {} minions (raise it with `ulimit -n`, see bench/README.md)",
-                    settings.count
-                );
-            }
-        }
-        Err(e) => eprintln!("brine-swarm: warning: cannot raise the open-file limit: {e}"),
+use report::{Better, Report};
+use stack::{Kind, Stack};
+
+#[derive(Parser, Clone, Debug)]
+#[command(
+    name = "brine-bench",
+    about = "Benchmark Brine against real Salt 3007 on this machine and write BENCHMARKS.md"
+)]
+struct Cli {
+    /// Venv holding real Salt (salt==3007.15 and cherrypy); without it only Brine is measured.
+    #[arg(long)]
+    salt_venv: Option<PathBuf>,
+    /// Repetitions of every workload (at least 3 for a real report).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Seconds each time-boxed workload runs.
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+    /// Concurrent clients of W2, W3, W5 and the login workload.
+    #[arg(long, default_value_t = 16)]
+    clients: usize,
+    /// Swarm sizes for the fan-out workload (W4), ascending.
+    #[arg(long, value_delimiter = ',', default_value = "100,1000,5000,10000")]
+    swarm: Vec<usize>,
+    /// Seconds after which a fan-out size is the last one tried for an implementation (also
+    /// the sign-in budget beyond the launch time).
+    #[arg(long, default_value_t = 240)]
+    swarm_limit: u64,
+    /// RSA key size of the swarm's minions (their keys are generated once and cached; the
+    /// masters' own keys are 2048 bits either way).
+    #[arg(long, default_value_t = 1024)]
+    swarm_key_bits: usize,
+    /// Swarm minions started per second.
+    #[arg(long, default_value_t = 200.0)]
+    swarm_rate: f64,
+    /// Key cache of the swarm (default: brine-swarm's own, ~/.cache/brine-swarm).
+    #[arg(long)]
+    swarm_keys_dir: Option<PathBuf>,
+    /// Jobs stored for the job-store workload (W6).
+    #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
+    stored: Vec<usize>,
+    /// Seconds of idleness before the idle memory is read (W7).
+    #[arg(long, default_value_t = 10.0)]
+    idle: f64,
+    /// Only these workloads (e.g. W1,W4); default all.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Where the report goes (default BENCHMARKS.md; with --smoke a temp file). The plot is
+    /// written next to it as <name>-fanout.svg.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Keep the daemons' directories and logs (printed at the end).
+    #[arg(long)]
+    keep: bool,
+    /// A few seconds, Brine only, tiny sizes: keeps the harness working in CI.
+    #[arg(long)]
+    smoke: bool,
+}
+
+impl Cli {
+    fn wants(&self, w: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|o| o.eq_ignore_ascii_case(w))
     }
-    let dir = settings
-        .keys_dir
-        .clone()
-        .unwrap_or_else(|| keys::default_dir(settings.key_bits));
-    let t0 = std::time::Instant::now();
+
+    fn smoke_sized(mut self) -> Cli {
+        if self.smoke {
+            self.salt_venv = None;
+            self.runs = 1;
+            self.seconds = 0.5;
+            self.clients = 4;
+            self.swarm = vec![5];
+            self.swarm_limit = 60;
+            self.swarm_key_bits = 1024;
+            self.stored = vec![50];
+            self.idle = 0.5;
+        }
+        self
+    }
+}
+
+fn log(msg: impl AsRef<str>) {
     eprintln!(
-        "brine-swarm: loading {} keys ({} bits) from {}",
-        settings.count,
-        settings.key_bits,
-        dir.display()
+        "[brine-bench {}] {}",
+        chrono::Local::now().format("%H:%M:%S"),
+        msg.as_ref()
     );
-    let keys = match keys::load_all(
-        &dir,
-        settings.key_bits,
-        settings.start_index,
-        settings.count,
-        checked.threads,
-        &|n| eprintln!("brine-swarm: {n} keys ready"),
-    ) {
-        Ok(k) => k,
+}
+
+fn main() {
+    let cli = Cli::parse().smoke_sized();
+    match run(&cli) {
+        Ok(path) => println!("report: {}", path.display()),
         Err(e) => {
-            eprintln!("brine-swarm: keys in {}: {e}", dir.display());
-            return ExitCode::from(1);
-        }
-    };
-    eprintln!(
-        "brine-swarm: {} keys ready in {:.1}s; starting {} minions at {}/s against {}:{}",
-        keys.len(),
-        t0.elapsed().as_secs_f64(),
-        settings.count,
-        settings.connect_rate,
-        settings.master,
-        settings.master_port
-    );
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(checked.threads)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("brine-swarm: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let result = rt.block_on(swarm::run(settings, keys, stop_signal()));
-    rt.shutdown_timeout(std::time::Duration::from_secs(1));
-    match result {
-        Ok(summary) => {
-            println!("{summary}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("brine-swarm: {e}");
-            ExitCode::from(2)
+            eprintln!("brine-bench: {e:#}");
+            std::process::exit(1);
         }
     }
 }
 
-/// SIGINT or SIGTERM.
-async fn stop_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
+/// Raise this process's open-file limit (inherited by the daemons and the swarm): thousands
+/// of minions mean tens of thousands of sockets.
+fn raise_nofile() -> String {
+    let pid = std::process::id().to_string();
+    for limit in ["1048576", "262144", "65536"] {
+        let ok = Command::new("prlimit")
+            .args(["--pid", &pid, &format!("--nofile={limit}:{limit}")])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            return limit.to_string();
         }
     }
+    nofile_limit().map_or_else(
+        || "unknown".into(),
+        |n| format!("{n} (could not be raised)"),
+    )
+}
+
+/// Minions one brine-swarm process can hold under an open-files limit of `nofile` (two
+/// connections each, and some room for everything else).
+fn per_swarm_process(nofile: u64) -> usize {
+    usize::try_from(nofile.saturating_sub(500) / 2)
+        .unwrap_or(usize::MAX)
+        .clamp(100, 1_000_000)
+}
+
+/// The soft open-files limit of this process, from /proc/self/limits.
+fn nofile_limit() -> Option<u64> {
+    std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("Max open files"))
+                .and_then(|l| l.split_whitespace().nth(3))
+                .and_then(|v| v.parse().ok())
+        })
+}
+
+fn command_line() -> String {
+    let mut args: Vec<String> = std::env::args().collect();
+    if let (Some(first), Ok(cwd)) = (args.first_mut(), std::env::current_dir()) {
+        if let Ok(rel) = Path::new(first.as_str()).strip_prefix(&cwd) {
+            *first = rel.display().to_string();
+        }
+    }
+    args.join(" ")
+}
+
+fn salt_version(venv: &Path) -> String {
+    Command::new(venv.join("bin/python"))
+        .args(["-c", "import salt.version, cherrypy; print(salt.version.__version__, 'cherrypy', cherrypy.__version__)"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn brine_version() -> String {
+    let rev = Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let dirty = Command::new("git")
+        .args(["status", "--porcelain", "--untracked-files=no"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .is_some_and(|o| !o.stdout.is_empty());
+    let profile = std::env::current_exe()
+        .ok()
+        .and_then(|p| {
+            p.parent()
+                .and_then(|d| d.file_name())
+                .map(|n| n.to_string_lossy().to_string())
+        })
+        .unwrap_or_default();
+    format!(
+        "{} {}{}, {profile} build",
+        env!("CARGO_PKG_VERSION"),
+        rev.map(|r| format!("commit {r}"))
+            .unwrap_or_else(|| "no git".into()),
+        if dirty { " + uncommitted changes" } else { "" }
+    )
+}
+
+fn run(cli: &Cli) -> anyhow::Result<PathBuf> {
+    anyhow::ensure!(cli.runs >= 1, "--runs must be at least 1");
+    let t_start = Instant::now();
+    let out = match (&cli.out, cli.smoke) {
+        (Some(p), _) => p.clone(),
+        (None, false) => PathBuf::from("BENCHMARKS.md"),
+        (None, true) => {
+            let d = std::env::temp_dir().join(format!("brine-bench-smoke-{}", std::process::id()));
+            std::fs::create_dir_all(&d)?;
+            d.join("BENCHMARKS.md")
+        }
+    };
+    let nofile = raise_nofile();
+    let load_start = report::loadavg();
+    let mut kinds = vec![Kind::Brine];
+    if let Some(v) = &cli.salt_venv {
+        anyhow::ensure!(
+            v.join("bin/salt-master").exists() && v.join("bin/salt-api").exists(),
+            "{} has no bin/salt-master and bin/salt-api",
+            v.display()
+        );
+        kinds.push(Kind::Salt);
+    }
+    let mut rep = Report::new(kinds.clone());
+    rep.smoke = cli.smoke;
+    rep.runs = cli.runs;
+    rep.seconds = cli.seconds;
+    rep.clients = cli.clients;
+    rep.command = command_line();
+    rep.started = chrono::Local::now()
+        .format("%Y-%m-%d %H:%M:%S %z")
+        .to_string();
+    rep.machine = report::machine();
+    rep.machine.push(("Brine".into(), brine_version()));
+    if let Some(v) = &cli.salt_venv {
+        rep.machine.push((
+            "Salt".into(),
+            format!("{} (venv {})", salt_version(v), v.display()),
+        ));
+    }
+    rep.machine.push(("Open files limit".into(), nofile));
+    if cli.salt_venv.is_none() {
+        rep.note(
+            "general",
+            "No --salt-venv: only Brine was measured (no ratios).",
+        );
+    }
+    let root = tempfile::Builder::new().prefix("brine-bench-").tempdir()?;
+    log(format!("work directory {}", root.path().display()));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+
+    if cli.wants("baselines") || cli.wants("W1") || cli.only.is_empty() {
+        baselines(cli, &rt, &mut rep);
+    }
+    for kind in &kinds {
+        log(format!("=== {} ===", kind.name()));
+        if let Err(e) = system(cli, *kind, root.path(), &rt, &mut rep) {
+            log(format!("{}: {e:#}", kind.name()));
+            rep.note(
+                "general",
+                format!("{}: the run stopped early: {e:#}", kind.name()),
+            );
+        }
+    }
+    rep.took = t_start.elapsed().as_secs_f64();
+    rep.machine.push((
+        "Load average (1/5/15 min) at start → end".into(),
+        format!("{load_start} → {}", report::loadavg()),
+    ));
+    let svg_path = out.with_file_name(format!(
+        "{}-fanout.svg",
+        out.file_stem()
+            .map_or("BENCHMARKS".into(), |s| s.to_string_lossy().to_string())
+    ));
+    let svg_name = match report::fanout_svg(&rep.fanout) {
+        Some(svg) => {
+            std::fs::write(&svg_path, svg)?;
+            svg_path
+                .file_name()
+                .map(|n| n.to_string_lossy().to_string())
+        }
+        None => None,
+    };
+    std::fs::write(&out, rep.markdown(svg_name.as_deref(), &cli.swarm))?;
+    if cli.keep {
+        let kept = root.keep();
+        log(format!(
+            "daemons' directories and logs kept in {}",
+            kept.display()
+        ));
+    }
+    Ok(out)
+}
+
+fn baselines(cli: &Cli, rt: &tokio::runtime::Runtime, rep: &mut Report) {
+    log("baselines");
+    let mut p50 = vec![];
+    let mut p99 = vec![];
+    let mut rate = vec![];
+    let mut zp50 = vec![];
+    let mut zp99 = vec![];
+    let mut zrate = vec![];
+    let mut sign_openssl = vec![];
+    let mut sign_rsa = vec![];
+    for _ in 0..cli.runs {
+        match baseline::rsa_signing(cli.seconds) {
+            Ok((fast, pure)) => {
+                sign_openssl.push(fast);
+                sign_rsa.push(pure);
+            }
+            Err(e) => rep.note("Baselines", format!("RSA signing failed: {e:#}")),
+        }
+        match rt.block_on(baseline::axum_hello(cli.seconds, cli.clients)) {
+            Ok((l, r)) => {
+                p50.push(l.p50_ms);
+                p99.push(l.p99_ms);
+                rate.push(r.per_second);
+            }
+            Err(e) => rep.note("Baselines", format!("axum hello-world failed: {e:#}")),
+        }
+        match baseline::zmq_round_trip(cli.seconds) {
+            Ok(z) => {
+                zp50.push(z.p50_us);
+                zp99.push(z.p99_us);
+                zrate.push(z.per_second);
+            }
+            Err(e) => rep.note("Baselines", format!("ZeroMQ round trip failed: {e:#}")),
+        }
+    }
+    let c = cli.clients;
+    rep.baselines
+        .push(("axum hello-world, 1 client: p50 latency".into(), "ms", p50));
+    rep.baselines
+        .push(("axum hello-world, 1 client: p99 latency".into(), "ms", p99));
+    rep.baselines.push((
+        format!("axum hello-world, {c} clients: requests/s"),
+        "req/s",
+        rate,
+    ));
+    rep.baselines.push((
+        "RSA-2048 publish signature, OpenSSL (Brine's master)".into(),
+        "ms",
+        sign_openssl,
+    ));
+    rep.baselines.push((
+        "RSA-2048 publish signature, `rsa` crate".into(),
+        "ms",
+        sign_rsa,
+    ));
+    rep.baselines
+        .push(("ZeroMQ REQ/REP round trip: p50".into(), "µs", zp50));
+    rep.baselines
+        .push(("ZeroMQ REQ/REP round trip: p99".into(), "µs", zp99));
+    rep.baselines.push((
+        "ZeroMQ REQ/REP, 1 client: round trips/s".into(),
+        "1/s",
+        zrate,
+    ));
+}
+
+/// Record a failed figure and go on.
+fn failed(
+    rep: &mut Report,
+    section: &'static str,
+    name: &str,
+    unit: &'static str,
+    better: Better,
+    kind: Kind,
+    e: &anyhow::Error,
+) {
+    log(format!("{} {section} {name}: {e:#}", kind.name()));
+    rep.fail(section, name, unit, better, kind, &format!("{e:#}"));
+}
+
+/// Every workload against one implementation.
+fn system(
+    cli: &Cli,
+    kind: Kind,
+    root: &Path,
+    rt: &tokio::runtime::Runtime,
+    rep: &mut Report,
+) -> anyhow::Result<()> {
+    let mut st = Stack::create(kind, root, cli.salt_venv.as_deref())?;
+    let secs = cli.seconds;
+    let clients = cli.clients;
+
+    // W7: starts (one fresh, then restarts) and idle memory after each.
+    log("W7 footprint: starts and idle memory");
+    for i in 0..=cli.runs {
+        if i > 0 && !cli.wants("W7") {
+            break;
+        }
+        let t = st.start()?;
+        let name = if i == 0 {
+            "start to first test.ping through the API (fresh install)"
+        } else {
+            "start to first test.ping through the API (restart, keys in place)"
+        };
+        rep.add("W7", name, "s", Better::Lower, kind, t);
+        log(format!("  start {i}: first ping after {t:.2} s"));
+        if i == 0 {
+            continue;
+        }
+        std::thread::sleep(Duration::from_secs_f64(cli.idle));
+        let parts = [
+            ("master", st.master_pid()),
+            ("salt-api", st.api_pid()),
+            ("minion (m1)", st.minion_pid()),
+        ];
+        for (what, pid) in parts {
+            if let Some(pid) = pid {
+                rep.add(
+                    "W7",
+                    &format!("{what} idle RSS"),
+                    "MiB",
+                    Better::Lower,
+                    kind,
+                    procs::rss_mib(pid),
+                );
+                rep.add(
+                    "W7",
+                    &format!("{what} idle PSS"),
+                    "MiB",
+                    Better::Lower,
+                    kind,
+                    procs::pss_mib(pid),
+                );
+            }
+        }
+        if let Some(pid) = st.master_pid() {
+            rep.add(
+                "W7",
+                "master processes",
+                "count",
+                Better::Lower,
+                kind,
+                procs::tree(pid).len() as f64,
+            );
+        }
+        if i < cli.runs {
+            st.stop();
+        }
+    }
+    if !st.running() {
+        st.start()?;
+    }
+
+    let http = load::client(Duration::from_secs(60));
+    let base = st.url("");
+    let tok = rt.block_on(load::login(&http, &base))?;
+    let ping_m1 = load::post_json(
+        &http,
+        st.url("/"),
+        Some(tok.clone()),
+        json!({"client": "local", "tgt": "m1", "fun": "test.ping"}),
+        Some(load::pinged_m1),
+    );
+    let async_m1 = load::post_json(
+        &http,
+        st.url("/"),
+        Some(tok.clone()),
+        json!({"client": "local_async", "tgt": "m1", "fun": "test.ping"}),
+        Some(load::got_jid),
+    );
+
+    if cli.wants("W1") {
+        log("W1 latency, one client");
+        for _ in 0..cli.runs {
+            match rt.block_on(load::latency(&ping_m1, secs, 30)) {
+                Ok(l) => {
+                    rep.add("W1", "p50 latency", "ms", Better::Lower, kind, l.p50_ms);
+                    rep.add("W1", "p99 latency", "ms", Better::Lower, kind, l.p99_ms);
+                    rep.add(
+                        "W1",
+                        "requests per run",
+                        "count",
+                        Better::Higher,
+                        kind,
+                        l.samples as f64,
+                    );
+                    if l.failures > 0 {
+                        rep.fail(
+                            "W1",
+                            "p50 latency",
+                            "ms",
+                            Better::Lower,
+                            kind,
+                            &format!("{} failed requests", l.failures),
+                        );
+                    }
+                }
+                Err(e) => failed(rep, "W1", "p50 latency", "ms", Better::Lower, kind, &e),
+            }
+        }
+    }
+
+    let rate_row = |rep: &mut Report, section: &'static str, name: &str, req: &load::Req| {
+        for _ in 0..cli.runs {
+            let r = rt.block_on(load::throughput(req, clients, secs));
+            if r.per_second > 0.0 {
+                rep.add(section, name, "req/s", Better::Higher, kind, r.per_second);
+            }
+            if r.failures > 0 {
+                rep.fail(
+                    section,
+                    name,
+                    "req/s",
+                    Better::Higher,
+                    kind,
+                    &format!("{} failed requests in a run", r.failures),
+                );
+            }
+        }
+    };
+
+    if cli.wants("W2") {
+        log("W2 throughput");
+        rate_row(
+            rep,
+            "W2",
+            &format!("requests/s ({clients} clients)"),
+            &ping_m1,
+        );
+    }
+    if cli.wants("Login") {
+        log("POST /login throughput");
+        let login = load::post_json(
+            &http,
+            st.url("/login"),
+            None,
+            json!({"username": stack::USER, "password": "x", "eauth": "auto"}),
+            Some(load::got_token),
+        );
+        rate_row(
+            rep,
+            "Login",
+            &format!("POST /login per second ({clients} clients)"),
+            &login,
+        );
+    }
+    if cli.wants("W3") {
+        log("W3 submissions");
+        rate_row(
+            rep,
+            "W3",
+            &format!("local_async submissions/s ({clients} clients)"),
+            &async_m1,
+        );
+        std::thread::sleep(Duration::from_secs_f64(secs));
+        let minions = load::post_json(
+            &http,
+            st.url("/minions"),
+            Some(tok.clone()),
+            json!({"tgt": "m1", "fun": "test.ping"}),
+            Some(load::got_jid),
+        );
+        rate_row(
+            rep,
+            "W3",
+            &format!("POST /minions submissions/s ({clients} clients)"),
+            &minions,
+        );
+        // Let the minion work through what was submitted.
+        std::thread::sleep(Duration::from_secs_f64(secs));
+    }
+    if cli.wants("W5") {
+        log("W5 events under W3 load");
+        let events = st.url("/events");
+        for readers in [1usize, 10] {
+            for _ in 0..cli.runs {
+                let r = rt.block_on(load::events_under_load(
+                    &events, &tok, readers, &async_m1, clients, secs,
+                ));
+                match r {
+                    Ok(r) => {
+                        let total: f64 = r.per_reader.iter().sum();
+                        if readers == 1 {
+                            rep.add(
+                                "W5",
+                                "1 client: events/s received",
+                                "events/s",
+                                Better::Higher,
+                                kind,
+                                total,
+                            );
+                        } else {
+                            rep.add(
+                                "W5",
+                                "10 clients: events/s per client (mean)",
+                                "events/s",
+                                Better::Higher,
+                                kind,
+                                total / readers as f64,
+                            );
+                            rep.add(
+                                "W5",
+                                "10 clients: total events/s received",
+                                "events/s",
+                                Better::Higher,
+                                kind,
+                                total,
+                            );
+                        }
+                        rep.add(
+                            "W5",
+                            &format!(
+                                "local_async submissions/s meanwhile ({readers} reader{})",
+                                if readers == 1 { "" } else { "s" }
+                            ),
+                            "req/s",
+                            Better::Higher,
+                            kind,
+                            r.load.per_second,
+                        );
+                    }
+                    Err(e) => failed(
+                        rep,
+                        "W5",
+                        &format!("{readers} client(s): events/s"),
+                        "events/s",
+                        Better::Higher,
+                        kind,
+                        &e,
+                    ),
+                }
+                std::thread::sleep(Duration::from_secs_f64(secs.min(5.0)));
+            }
+        }
+    }
+
+    if cli.wants("W6") {
+        for &n in &cli.stored {
+            if let Err(e) = job_store(cli, kind, &mut st, rt, rep, n) {
+                failed(
+                    rep,
+                    "W6",
+                    &format!("runner jobs.list_jobs, {n} stored"),
+                    "s",
+                    Better::Lower,
+                    kind,
+                    &e,
+                );
+            }
+        }
+    }
+
+    if cli.wants("W4") {
+        fan_out(cli, kind, &mut st, rep)?;
+    }
+    st.stop();
+    Ok(())
+}
+
+/// Remove every stored job (master stopped).
+fn clear_job_store(st: &Stack) -> anyhow::Result<()> {
+    let c = st.cachedir();
+    for f in ["jobs.sqlite", "jobs.sqlite-wal", "jobs.sqlite-shm"] {
+        let p = c.join(f);
+        if p.exists() {
+            std::fs::remove_file(p)?;
+        }
+    }
+    if c.join("jobs").is_dir() {
+        std::fs::remove_dir_all(c.join("jobs"))?;
+    }
+    Ok(())
+}
+
+fn job_store(
+    cli: &Cli,
+    kind: Kind,
+    st: &mut Stack,
+    rt: &tokio::runtime::Runtime,
+    rep: &mut Report,
+    n: usize,
+) -> anyhow::Result<()> {
+    log(format!("W6 job store: filling {n} jobs"));
+    st.stop();
+    clear_job_store(st)?;
+    let jids = jobs::synthetic_jids(n);
+    let t = Instant::now();
+    match kind {
+        Kind::Brine => jobs::fill_brine(&st.cachedir(), &jids)?,
+        Kind::Salt => jobs::fill_salt(
+            cli.salt_venv
+                .as_deref()
+                .ok_or_else(|| anyhow::anyhow!("no venv"))?,
+            &st.master_conf_dir().join("master"),
+            &st.cachedir(),
+            &jids,
+        )?,
+    }
+    log(format!(
+        "  filled in {:.1} s; starting",
+        t.elapsed().as_secs_f64()
+    ));
+    st.start()?;
+    let http = load::client(Duration::from_secs(cli.swarm_limit.max(60) + 300));
+    let tok = rt.block_on(load::login(&http, &st.url("")))?;
+    let jid = &jids[jids.len() / 2];
+    let get_job = load::get(
+        &http,
+        st.url(&format!("/jobs/{jid}")),
+        Some(tok.clone()),
+        Some(|v: &serde_json::Value| {
+            v["info"][0]["Result"]["m1"].is_object() || v["return"][0]["m1"] == json!(true)
+        }),
+    );
+    let list = st.url("/");
+    for _ in 0..cli.runs {
+        match rt.block_on(load::latency(&get_job, (cli.seconds / 2.0).min(3.0), 5)) {
+            Ok(l) => rep.add(
+                "W6",
+                &format!("GET /jobs/<jid> p50, {n} stored"),
+                "ms",
+                Better::Lower,
+                kind,
+                l.p50_ms,
+            ),
+            Err(e) => failed(
+                rep,
+                "W6",
+                &format!("GET /jobs/<jid> p50, {n} stored"),
+                "ms",
+                Better::Lower,
+                kind,
+                &e,
+            ),
+        }
+    }
+    let name = format!("runner jobs.list_jobs, {n} stored");
+    for _ in 0..cli.runs {
+        let t = Instant::now();
+        let r = rt.block_on(async {
+            let v: serde_json::Value = http
+                .post(&list)
+                .header("X-Auth-Token", &tok)
+                .header("Accept", "application/json")
+                .json(&json!({"client": "runner", "fun": "jobs.list_jobs"}))
+                .send()
+                .await?
+                .error_for_status()?
+                .json()
+                .await?;
+            anyhow::Ok(v)
+        });
+        let secs = t.elapsed().as_secs_f64();
+        match r {
+            Ok(v) => {
+                let listed = v["return"][0].as_object().map_or(0, |m| m.len());
+                if listed >= n {
+                    rep.add("W6", &name, "s", Better::Lower, kind, secs);
+                } else {
+                    rep.fail(
+                        "W6",
+                        &name,
+                        "s",
+                        Better::Lower,
+                        kind,
+                        &format!("listed {listed} of {n} jobs"),
+                    );
+                }
+            }
+            Err(e) => {
+                failed(rep, "W6", &name, "s", Better::Lower, kind, &e);
+                break;
+            }
+        }
+        if secs > cli.swarm_limit as f64 {
+            rep.fail(
+                "W6",
+                &name,
+                "s",
+                Better::Lower,
+                kind,
+                "one call took over the time limit: fewer runs",
+            );
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn fan_out(cli: &Cli, kind: Kind, st: &mut Stack, rep: &mut Report) -> anyhow::Result<()> {
+    let Some(binary) = procs::sibling("brine-swarm") else {
+        rep.note(
+            "W4",
+            format!(
+                "{}: not measured: the brine-swarm binary is not built next to brine-bench \
+                 (cargo build --release --workspace --bins).",
+                kind.name()
+            ),
+        );
+        return Ok(());
+    };
+    st.stop();
+    clear_job_store(st)?;
+    let nofile = nofile_limit().unwrap_or(u64::MAX);
+    let opts = swarm::SwarmOpts {
+        binary,
+        keys_dir: cli.swarm_keys_dir.clone(),
+        key_bits: cli.swarm_key_bits,
+        connect_rate: cli.swarm_rate,
+        per_process: per_swarm_process(nofile),
+        limit: Duration::from_secs(cli.swarm_limit),
+    };
+    let mut results = vec![];
+    for &n in &cli.swarm {
+        // Each minion holds one connection to each master port. Both masters keep the two
+        // ports in different processes, so one process needs about one open file per minion;
+        // beyond the open-files limit a size fails for that reason alone.
+        let files = n as u64 + 500;
+        if files > nofile {
+            rep.note(
+                "W4",
+                format!(
+                    "{}: {n} minions not attempted: a master process needs about {files} open \
+                     files (one connection per minion on each port) and this machine's \
+                     open-files limit is {nofile} and cannot be raised here.",
+                    kind.name()
+                ),
+            );
+            break;
+        }
+        log(format!("W4 fan-out: {n} minions"));
+        let r = swarm::measure(st, &opts, n, cli.runs)?;
+        for f in &r.runs {
+            if f.returns >= n {
+                rep.add(
+                    "W4",
+                    &format!("{n} minions: fan-out time"),
+                    "s",
+                    Better::Lower,
+                    kind,
+                    f.seconds,
+                );
+                rep.add(
+                    "W4",
+                    &format!("{n} minions: master CPU during fan-out"),
+                    "CPU s",
+                    Better::Lower,
+                    kind,
+                    f.master_cpu,
+                );
+                rep.add(
+                    "W4",
+                    &format!("{n} minions: salt-api CPU during fan-out"),
+                    "CPU s",
+                    Better::Lower,
+                    kind,
+                    f.api_cpu,
+                );
+            }
+        }
+        if let Some(s) = r.sign_in {
+            rep.add(
+                "W4",
+                &format!("{n} minions: all signed in after"),
+                "s",
+                Better::Lower,
+                kind,
+                s,
+            );
+        }
+        rep.add(
+            "W4",
+            &format!("{n} minions: master peak RSS"),
+            "MiB",
+            Better::Lower,
+            kind,
+            r.peak_rss,
+        );
+        rep.add(
+            "W4",
+            &format!("{n} minions: master peak PSS"),
+            "MiB",
+            Better::Lower,
+            kind,
+            r.peak_pss,
+        );
+        if let Some(f) = &r.failure {
+            rep.fail(
+                "W4",
+                &format!("{n} minions: fan-out time"),
+                "s",
+                Better::Lower,
+                kind,
+                f,
+            );
+        }
+        log(format!(
+            "  {n}: sign-in {:?} s, runs {:?}, peak RSS {:.0} MiB, failure {:?}",
+            r.sign_in,
+            r.runs
+                .iter()
+                .map(|f| (f.seconds, f.returns))
+                .collect::<Vec<_>>(),
+            r.peak_rss,
+            r.failure
+        ));
+        let stop = !r.ok() || r.too_slow;
+        results.push(r);
+        if stop {
+            break;
+        }
+    }
+    rep.fanout.insert(kind, results);
+    st.stop();
+    Ok(())
 }

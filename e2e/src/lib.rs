@@ -35,14 +35,22 @@ pub fn bin(name: &str) -> PathBuf {
     p
 }
 
+/// A test cannot run because something it needs is missing: under CI (`CI=true`, as
+/// `scripts/test` sets it) that is a failure, elsewhere a note and a skip.
+pub fn missing_dependency(why: &str) {
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    assert!(!ci, "{why} (CI=true: a missing dependency fails the test)");
+    eprintln!("skipped: {why}");
+}
+
 /// The venv made by scripts/test, or None (with a note) when the test runs outside it.
 pub fn test_venv(test: &str) -> Option<PathBuf> {
     match std::env::var_os("BRINE_TEST_VENV") {
         Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
         _ => {
-            eprintln!(
-                "{test}: skipped, it needs the Python venv of scripts/test (BRINE_TEST_VENV is not set)"
-            );
+            missing_dependency(&format!(
+                "{test} needs the Python venv of scripts/test (BRINE_TEST_VENV is not set)"
+            ));
             None
         }
     }

@@ -30,7 +30,9 @@ pub fn venvs() -> Option<(PathBuf, PathBuf)> {
             Some((a, b))
         }
         _ => {
-            println!("interop tests skipped: they need real Salt (BRINE_SALT3007/BRINE_SALT3006), run scripts/test");
+            crate::missing_dependency(
+                "interop tests need real Salt (BRINE_SALT3007/BRINE_SALT3006): run scripts/test",
+            );
             None
         }
     }

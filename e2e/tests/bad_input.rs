@@ -480,7 +480,7 @@ fn master_started_as_root_runs_as_its_user() {
     const USER: &str = "brinemastertest";
     let root = std::process::Command::new("id").arg("-u").output().unwrap();
     if stdout(&root).trim() != "0" {
-        println!("skipped: switching users needs root");
+        brine_e2e::missing_dependency("switching users needs root");
         return;
     }
     let userdel = || {
@@ -492,7 +492,7 @@ fn master_started_as_root_runs_as_its_user() {
         .output()
         .unwrap();
     if !made.status.success() {
-        println!("skipped: cannot create the test user: {}", stderr(&made));
+        brine_e2e::missing_dependency(&format!("cannot create the test user: {}", stderr(&made)));
         return;
     }
     struct Cleanup<F: FnMut()>(F);

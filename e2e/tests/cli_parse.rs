@@ -313,8 +313,8 @@ fn the_same_argv_parses_as_salt_3007_parses_it() {
         assert_prints_its_parse(tool);
     }
     let Some(venv) = std::env::var_os("BRINE_SALT3007").map(PathBuf::from) else {
-        println!(
-            "cli_parse: comparison with Salt skipped, it needs BRINE_SALT3007 (scripts/salt-venvs)"
+        brine_e2e::missing_dependency(
+            "cli_parse: the comparison with Salt needs BRINE_SALT3007 (scripts/salt-venvs)",
         );
         return;
     };

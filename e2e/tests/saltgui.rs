@@ -40,7 +40,7 @@ fn saltgui_pages_show_the_stack_in_chromium() {
     if !missing.is_empty() {
         let why = format!("SaltGUI browser test needs: {}", missing.join(", "));
         assert!(std::env::var_os("BRINE_REQUIRE_BROWSER").is_none(), "{why}");
-        eprintln!("skipped: {why}");
+        brine_e2e::missing_dependency(&why);
         return;
     }
     let saltgui = saltgui.canonicalize().unwrap();

@@ -239,7 +239,7 @@ fn glob(pattern: &Path) -> Vec<PathBuf> {
                 if name.starts_with('.') && !component.starts_with('.') {
                     continue;
                 }
-                if fnmatch(&name, component) {
+                if crate::target::fnmatch(component, &name) {
                     next.push(dir.join(name));
                 }
             }
@@ -247,61 +247,6 @@ fn glob(pattern: &Path) -> Vec<PathBuf> {
         current = next;
     }
     current.into_iter().filter(|p| p.exists()).collect()
-}
-
-/// Shell-style matching as Python's `fnmatch.fnmatchcase`.
-fn fnmatch(name: &str, pattern: &str) -> bool {
-    let name: Vec<char> = name.chars().collect();
-    let pattern: Vec<char> = pattern.chars().collect();
-    fnmatch_at(&name, &pattern)
-}
-
-fn fnmatch_at(name: &[char], pattern: &[char]) -> bool {
-    let Some((&first, rest)) = pattern.split_first() else {
-        return name.is_empty();
-    };
-    match first {
-        '*' => (0..=name.len()).any(|skip| fnmatch_at(&name[skip..], rest)),
-        '?' => !name.is_empty() && fnmatch_at(&name[1..], rest),
-        '[' => match parse_class(rest) {
-            Some((negated, items, after)) => {
-                let Some((&c, name_rest)) = name.split_first() else {
-                    return false;
-                };
-                let hit = items.iter().any(|&(lo, hi)| lo <= c && c <= hi);
-                hit != negated && fnmatch_at(name_rest, after)
-            }
-            // An unclosed `[` is a literal, as in Python.
-            None => name.first() == Some(&'[') && fnmatch_at(&name[1..], rest),
-        },
-        literal => name.first() == Some(&literal) && fnmatch_at(&name[1..], rest),
-    }
-}
-
-type CharClass<'a> = (bool, Vec<(char, char)>, &'a [char]);
-
-fn parse_class(pattern: &[char]) -> Option<CharClass<'_>> {
-    let mut i = 0;
-    let negated = pattern.first() == Some(&'!');
-    if negated {
-        i += 1;
-    }
-    let start = i;
-    let mut items = Vec::new();
-    while i < pattern.len() {
-        let c = pattern[i];
-        if c == ']' && i > start {
-            return Some((negated, items, &pattern[i + 1..]));
-        }
-        if i + 2 < pattern.len() && pattern[i + 1] == '-' && pattern[i + 2] != ']' {
-            items.push((c, pattern[i + 2]));
-            i += 3;
-        } else {
-            items.push((c, c));
-            i += 1;
-        }
-    }
-    None
 }
 
 /// Salt's `_read_conf_file`: a YAML mapping (empty file = empty mapping),
@@ -1713,13 +1658,5 @@ mod tests {
         );
         assert!(is_uri("udp://localhost:514") && is_uri("file:///dev/log"));
         assert!(!is_uri("/var/log/salt/master") && !is_uri("relative/log"));
-    }
-
-    #[test]
-    fn fnmatch_follows_python() {
-        assert!(fnmatch("a.conf", "*.conf"));
-        assert!(!fnmatch("a.conf.bak", "*.conf"));
-        assert!(fnmatch("10.conf", "[0-9]?.conf"));
-        assert!(!fnmatch("a0.conf", "[!a]*.conf"));
     }
 }

@@ -210,42 +210,7 @@ pub(crate) fn list_modules(patterns: &[String]) -> Vec<&'static str> {
     modules
 }
 
-/// Python's `fnmatch.fnmatch` on POSIX (case-sensitive): `*`, `?`, `[seq]`, `[!seq]`.
-pub(crate) fn fnmatch(pattern: &str, name: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    fn go(p: &[char], n: &[char]) -> bool {
-        match p.first() {
-            None => n.is_empty(),
-            Some('*') => (0..=n.len()).any(|i| go(&p[1..], &n[i..])),
-            Some('?') => !n.is_empty() && go(&p[1..], &n[1..]),
-            Some('[') => {
-                let Some(close) = p.iter().skip(2).position(|c| *c == ']').map(|i| i + 2) else {
-                    return n.first() == Some(&'[') && go(&p[1..], &n[1..]);
-                };
-                let Some(&c) = n.first() else { return false };
-                let (negate, set) = match p[1] {
-                    '!' => (true, &p[2..close]),
-                    _ => (false, &p[1..close]),
-                };
-                let mut hit = false;
-                let mut i = 0;
-                while i < set.len() {
-                    if i + 2 < set.len() && set[i + 1] == '-' {
-                        hit |= set[i] <= c && c <= set[i + 2];
-                        i += 3;
-                    } else {
-                        hit |= set[i] == c;
-                        i += 1;
-                    }
-                }
-                hit != negate && go(&p[close + 1..], &n[1..])
-            }
-            Some(c) => n.first() == Some(c) && go(&p[1..], &n[1..]),
-        }
-    }
-    go(&p, &n)
-}
+pub(crate) use brine_protocol::target::fnmatch;
 
 #[cfg(test)]
 mod tests {

@@ -453,3 +453,38 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod python_oracle {
+    /// Each case as Python 3.11's `fnmatch.fnmatchcase(name, pattern)` answers it.
+    const CASES: &[(&str, &str, bool)] = &[
+        ("[z-a]", "m", false),
+        ("[!z-a]", "m", true),
+        ("[az-b]", "a", true),
+        ("[az-b]", "b", false),
+        ("[az-b]", "m", false),
+        ("web[3-1]", "web2", false),
+        ("web[1-3]", "web2", true),
+        ("[a-c-e]", "d", false),
+        ("[a-c-e]", "-", true),
+        ("[]-a]", "b", false),
+        ("[b-a]*", "x", false),
+        ("x[z-a-c]y", "x-y", true),
+        ("x[z-a-c]y", "xby", false),
+        ("[!]", "!", false),
+        ("[!]a]", "b", true),
+        ("*.[ch]", "f.c", true),
+        ("a\\*b", "a\\xb", true),
+    ];
+
+    #[test]
+    fn reversed_ranges_and_brackets_as_python() {
+        for &(pat, name, want) in CASES {
+            assert_eq!(
+                super::fnmatch(pat, name),
+                want,
+                "fnmatch({pat:?}, {name:?})"
+            );
+        }
+    }
+}

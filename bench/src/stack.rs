@@ -15,11 +15,15 @@ pub enum Kind {
     Salt,
 }
 
+/// Real Salt as the benchmark runs it: the release Brine reproduces.
+pub static SALT_LABEL: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("Salt {}", brine_protocol::SALT_VERSION));
+
 impl Kind {
     pub fn name(self) -> &'static str {
         match self {
             Kind::Brine => "Brine",
-            Kind::Salt => "Salt 3007.15",
+            Kind::Salt => SALT_LABEL.as_str(),
         }
     }
 

@@ -279,7 +279,10 @@ fn compare(brine: f64, salt: f64, better: Better) -> (String, String) {
 fn section_table(out: &mut String, rows: &[&Row], kinds: &[Kind]) {
     let both = kinds.len() == 2;
     if both {
-        out.push_str("| Figure | Brine: median (min–max) | Salt 3007.15: median (min–max) | Brine/Salt | Better by |\n");
+        out.push_str(&format!(
+            "| Figure | Brine: median (min–max) | {}: median (min–max) | Brine/Salt | Better by |\n",
+            *crate::stack::SALT_LABEL
+        ));
         out.push_str("|---|---|---|---|---|\n");
     } else {
         out.push_str("| Figure | Brine: median (min–max) |\n|---|---|\n");
@@ -351,9 +354,9 @@ impl Report {
     pub fn markdown(&self, svg_name: Option<&str>, planned_sizes: &[usize]) -> String {
         let mut o = String::new();
         let title = if self.smoke {
-            "# Benchmarks (smoke run: tiny sizes, Brine only, numbers mean nothing)"
+            "# Benchmarks (smoke run: tiny sizes, Brine only, numbers mean nothing)".to_string()
         } else {
-            "# Benchmarks: Brine vs Salt 3007.15"
+            format!("# Benchmarks: Brine vs {}", *crate::stack::SALT_LABEL)
         };
         let _ = writeln!(o, "{title}\n");
         let _ = writeln!(
