@@ -84,13 +84,7 @@ impl Minion {
             &extra,
             &master_host,
         ));
-        let job_timeout = cfg
-            .raw
-            .values
-            .get("job_timeout")
-            .and_then(|v| v.as_u64())
-            .filter(|t| *t > 0)
-            .map(Duration::from_secs);
+        let job_timeout = cfg.job_timeout.map(Duration::from_secs);
         let services = Arc::new(Services::from_config(
             &cfg,
             Some(config_dir),

@@ -881,7 +881,21 @@ pub struct MasterConfig {
     pub rest_tornado: Value,
     /// Brine-only `brine_job_store: {backend: sqlite, path: ...}`; default sqlite at `cachedir/jobs.sqlite`.
     pub job_store: Value,
-    pub raw: RawConfig,
+    /// Brine-only `brine_max_request_size`: the largest request the ret port handles (64 MiB).
+    pub max_request_size: usize,
+    /// Brine-only `brine_store_events`: keep every bus event in the job store (default off).
+    pub store_events: bool,
+    /// `max_open_files`: the open-file limit the master raises itself to (100,000).
+    pub max_open_files: u64,
+    /// Brine-only `pillar_data`: a static pillar given to every minion (no pillar compiler yet).
+    pub pillar_data: Option<Value>,
+    /// `api_logfile`: salt-api's log file (default `api` next to `log_file`).
+    pub api_logfile: Option<PathBuf>,
+    /// `permissive_acl`: eauth users without a matching ACL entry may still run anything.
+    pub permissive_acl: bool,
+    /// `sharedsecret`: the secret of the `sharedsecret` eauth backend.
+    pub sharedsecret: Option<String>,
+    raw: RawConfig,
 }
 
 impl MasterConfig {
@@ -1023,9 +1037,25 @@ impl MasterConfig {
             rest_cherrypy: r.any("rest_cherrypy"),
             rest_tornado: r.any("rest_tornado"),
             job_store,
+            max_request_size: r.unsigned("brine_max_request_size", 64 * 1024 * 1024)? as usize,
+            store_events: r.bool("brine_store_events", false)?,
+            max_open_files: r.unsigned("max_open_files", 100_000)?,
+            pillar_data: match r.value("pillar_data") {
+                None => None,
+                Some(v @ Value::Object(_)) => Some(v.clone()),
+                Some(v) => return Err(r.type_error("pillar_data", "a mapping", v)),
+            },
+            api_logfile: r.string_opt("api_logfile")?.map(PathBuf::from),
+            permissive_acl: r.bool("permissive_acl", false)?,
+            sharedsecret: r.string_opt("sharedsecret")?,
             raw: RawConfig::default(),
         };
         Ok(MasterConfig { raw, ..config })
+    }
+
+    /// Every key of the merged configuration, as Salt's `opts` (`wheel config.values`).
+    pub fn opts(&self) -> &Map<String, Value> {
+        &self.raw.values
     }
 }
 
@@ -1087,7 +1117,9 @@ pub struct MinionConfig {
     pub mine_enabled: bool,
     /// `mine_interval`, in minutes.
     pub mine_interval: u64,
-    pub raw: RawConfig,
+    /// Brine's `job_timeout`: seconds after which a running job is stopped (none by default).
+    pub job_timeout: Option<u64>,
+    raw: RawConfig,
 }
 
 impl MinionConfig {
@@ -1199,9 +1231,15 @@ impl MinionConfig {
             mine_functions: r.mapping("mine_functions")?,
             mine_enabled: r.bool("mine_enabled", true)?,
             mine_interval: r.unsigned("mine_interval", 60)?,
+            job_timeout: r.number_opt("job_timeout")?.filter(|t| *t > 0),
             raw: RawConfig::default(),
         };
         Ok(MinionConfig { raw, ..config })
+    }
+
+    /// Every key of the merged configuration, as Salt's `opts` (`config.items`).
+    pub fn opts(&self) -> &Map<String, Value> {
+        &self.raw.values
     }
 }
 
