@@ -118,17 +118,13 @@ impl ApiConfig {
             ("rest_tornado", &cfg.rest_tornado)
         } else {
             let file = cfg
-                .raw
-                .sources
-                .get("rest_cherrypy")
+                .source_of("rest_cherrypy")
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|| "master config".into());
             return Err(ApiConfigError::NoApi { file });
         };
         let file = cfg
-            .raw
-            .sources
-            .get(section)
+            .source_of(section)
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| "master config".into());
         let bad = |key: &str, msg: &str| ApiConfigError::Bad {
@@ -188,12 +184,7 @@ impl ApiConfig {
             };
             p.trim_end_matches('/').to_string()
         };
-        let rest_timeout = cfg
-            .raw
-            .values
-            .get("rest_timeout")
-            .and_then(as_u64)
-            .unwrap_or(300);
+        let rest_timeout = cfg.rest_timeout;
         let api = ApiConfig {
             port: port as u16,
             host: string(host_key, "0.0.0.0")?,

@@ -53,11 +53,8 @@ pub fn main_with(config_dir: &Path, log_level: Option<&str>) -> anyhow::Result<(
         .or_else(|| brine_transport::logging::level(&cfg.log_level))
         .unwrap_or(tracing_subscriber::filter::LevelFilter::WARN);
     let api_log = cfg
-        .raw
-        .values
-        .get("api_logfile")
-        .and_then(|v| v.as_str())
-        .map(std::path::PathBuf::from)
+        .api_logfile
+        .clone()
         .unwrap_or_else(|| cfg.log_file.with_file_name("api"));
     brine_transport::logging::init(console, Some((&api_log, console)));
     let rt = tokio::runtime::Builder::new_multi_thread()

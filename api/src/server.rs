@@ -536,12 +536,8 @@ fn first_object(v: Json) -> Option<Map<String, Json>> {
 }
 
 fn token_ttl(st: &AppState, low: &Map<String, Json>) -> Result<u64, ApiError> {
-    let allow = st
-        .cfg
-        .raw
-        .values
-        .get("token_expire_user_override")
-        .is_some_and(|v| v.as_bool() == Some(true) || v.is_object() || v.is_array());
+    let v = &st.cfg.token_expire_user_override;
+    let allow = v.as_bool() == Some(true) || v.is_object() || v.is_array();
     // Checked even when overrides are off: a malformed field is a client error either way.
     match clients::bounded(low, "token_expire", clients::MAX_SECONDS)? {
         Some(t) if allow && t > 0 => Ok(t),

@@ -20,12 +20,7 @@ pub const MAX_REQUEST_SIZE: usize = 64 * 1024 * 1024;
 
 /// `brine_max_request_size` from the config, or the default.
 pub fn max_request_size(cfg: &MasterConfig) -> usize {
-    cfg.raw
-        .values
-        .get("brine_max_request_size")
-        .and_then(|v| v.as_u64())
-        .map(|v| v as usize)
-        .unwrap_or(MAX_REQUEST_SIZE)
+    cfg.max_request_size
 }
 
 /// Where the embedded job store lives: `brine_job_store: {path: ...}` or `cachedir/jobs.sqlite`.
@@ -44,12 +39,7 @@ pub const MAX_OPEN_FILES: u64 = 100_000;
 /// capped by the hard limit. Every minion holds a connection to the request port, so the
 /// usual soft limit of 1024 would stop a master near 1000 minions. Returns (soft, hard).
 pub fn raise_open_files(cfg: &MasterConfig) -> std::io::Result<(u64, u64)> {
-    let want = cfg
-        .raw
-        .values
-        .get("max_open_files")
-        .and_then(|v| v.as_u64())
-        .unwrap_or(MAX_OPEN_FILES);
+    let want = cfg.max_open_files;
     brine_transport::limits::raise_open_files(want)
 }
 
@@ -163,11 +153,7 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
     let keywatch = tokio::spawn(watch_key_events(master.clone()));
     let recorder = master
         .cfg
-        .raw
-        .values
-        .get("brine_store_events")
-        .and_then(|v| v.as_bool())
-        .unwrap_or(false)
+        .store_events
         .then(|| tokio::spawn(record_events(master.clone())));
 
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;

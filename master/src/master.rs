@@ -1013,9 +1013,8 @@ impl Master {
     /// `pillar_data` map (if any) is given to every minion, else an empty map.
     fn compile_pillar(&self, _id: &str, _grains: &Value) -> Value {
         self.cfg
-            .raw
-            .values
-            .get("pillar_data")
+            .pillar_data
+            .as_ref()
             .map(brine_protocol::payload::from_json)
             .filter(|v| matches!(v, Value::Map(_)))
             .unwrap_or(Value::Map(vec![]))

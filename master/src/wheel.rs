@@ -360,7 +360,7 @@ impl Master {
             }
             "minions.connected" => Ok(ids(self.connected_ids())),
             "config.values" => {
-                let mut v = from_json(&serde_json::Value::Object(self.cfg.raw.values.clone()));
+                let mut v = from_json(&serde_json::Value::Object(self.cfg.opts().clone()));
                 for (k, val) in [
                     ("id", Value::from(self.cfg.id.clone())),
                     ("interface", Value::from(self.cfg.interface.clone())),

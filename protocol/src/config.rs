@@ -895,6 +895,13 @@ pub struct MasterConfig {
     pub permissive_acl: bool,
     /// `sharedsecret`: the secret of the `sharedsecret` eauth backend.
     pub sharedsecret: Option<String>,
+    /// `auth.pam.service`: the PAM service eauth `pam` authenticates with (`login`).
+    pub auth_pam_service: String,
+    /// `rest_timeout`: seconds salt-api waits for a lowstate call (300).
+    pub rest_timeout: u64,
+    /// `token_expire_user_override`: `True`, or the users (a list or map) who may set their
+    /// token's lifetime.
+    pub token_expire_user_override: Value,
     raw: RawConfig,
 }
 
@@ -1048,6 +1055,9 @@ impl MasterConfig {
             api_logfile: r.string_opt("api_logfile")?.map(PathBuf::from),
             permissive_acl: r.bool("permissive_acl", false)?,
             sharedsecret: r.string_opt("sharedsecret")?,
+            auth_pam_service: r.string("auth.pam.service", "login")?,
+            rest_timeout: r.unsigned("rest_timeout", 300)?,
+            token_expire_user_override: r.any("token_expire_user_override"),
             raw: RawConfig::default(),
         };
         Ok(MasterConfig { raw, ..config })
@@ -1056,6 +1066,11 @@ impl MasterConfig {
     /// Every key of the merged configuration, as Salt's `opts` (`wheel config.values`).
     pub fn opts(&self) -> &Map<String, Value> {
         &self.raw.values
+    }
+
+    /// The file that set `key`, if a file did.
+    pub fn source_of(&self, key: &str) -> Option<&Path> {
+        self.raw.sources.get(key).map(PathBuf::as_path)
     }
 }
 

@@ -15,7 +15,7 @@
 //! aborting the whole check; `^option` keys of an eauth block are never taken as user names.
 
 use super::eauth::Identity;
-use super::pycompat::{expr_match, py_repr, py_str, re_match, re_valid, truthy};
+use super::pycompat::{expr_match, py_repr, py_str, re_match, re_valid};
 use brine_protocol::config::MasterConfig;
 use serde_json::{Map, Value};
 use std::collections::HashSet;
@@ -48,7 +48,7 @@ pub fn auth_list(cfg: &MasterConfig, id: &Identity) -> Vec<Value> {
     let Some(block) = eauth_block(cfg, &id.eauth) else {
         return Vec::new();
     };
-    let permissive = cfg.raw.values.get("permissive_acl").is_some_and(truthy);
+    let permissive = cfg.permissive_acl;
     let mut list = Vec::new();
     let mut name_matched = false;
     for (key, value) in block {

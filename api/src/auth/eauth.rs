@@ -99,7 +99,7 @@ fn check(
     match eauth {
         "auto" => Ok(Vec::new()),
         "sharedsecret" => {
-            let secret = cfg.raw.values.get("sharedsecret").and_then(Value::as_str);
+            let secret = cfg.sharedsecret.as_deref();
             match secret {
                 Some(s) if bool::from(s.as_bytes().ct_eq(password.as_bytes())) => Ok(Vec::new()),
                 Some(_) => Err(EauthError::BadCredentials),
@@ -114,12 +114,7 @@ fn check(
             file_backend::authenticate(block, username, password).map(|()| Vec::new())
         }
         "pam" => {
-            let service = cfg
-                .raw
-                .values
-                .get("auth.pam.service")
-                .and_then(Value::as_str)
-                .unwrap_or("login");
+            let service = cfg.auth_pam_service.as_str();
             pam_authenticate(service, username, password)?;
             Ok(system_groups(username))
         }

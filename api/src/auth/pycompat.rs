@@ -84,18 +84,6 @@ pub(crate) fn fnmatch(name: &str, pat: &str) -> bool {
     brine_protocol::target::fnmatch(pat, name)
 }
 
-/// Python truthiness of a config value.
-pub(crate) fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(m) => !m.is_empty(),
-    }
-}
-
 /// Python's `int(value)` for the values a YAML config can hold.
 pub(crate) fn py_int(v: &Value) -> Option<i64> {
     match v {
@@ -241,14 +229,10 @@ mod tests {
     }
 
     #[test]
-    fn python_int_and_truthiness() {
+    fn python_int() {
         assert_eq!(py_int(&json!(2)), Some(2));
         assert_eq!(py_int(&json!("3")), Some(3));
         assert_eq!(py_int(&json!(2.9)), Some(2));
         assert_eq!(py_int(&json!("x")), None);
-        assert!(truthy(&json!(true)));
-        assert!(truthy(&json!("yes")));
-        assert!(!truthy(&json!(0)));
-        assert!(!truthy(&json!(null)));
     }
 }
