@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use crate::load::{self, Latency, Rate};
 
 /// Serve `GET /` → "Hello, World!" on a loopback port until the returned sender is dropped.
-pub async fn hello_world() -> anyhow::Result<(String, tokio::sync::oneshot::Sender<()>)> {
+pub(crate) async fn hello_world() -> anyhow::Result<(String, tokio::sync::oneshot::Sender<()>)> {
     let app = axum::Router::new().route("/", axum::routing::get(|| async { "Hello, World!" }));
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = l.local_addr()?;
@@ -22,7 +22,7 @@ pub async fn hello_world() -> anyhow::Result<(String, tokio::sync::oneshot::Send
 }
 
 /// Sequential latency and 16-client throughput of the hello-world.
-pub async fn axum_hello(seconds: f64, clients: usize) -> anyhow::Result<(Latency, Rate)> {
+pub(crate) async fn axum_hello(seconds: f64, clients: usize) -> anyhow::Result<(Latency, Rate)> {
     let (url, _stop) = hello_world().await?;
     let http = load::client(Duration::from_secs(10));
     let req = load::get(&http, url, None, None);
@@ -32,14 +32,14 @@ pub async fn axum_hello(seconds: f64, clients: usize) -> anyhow::Result<(Latency
 }
 
 #[derive(Debug, Clone, Copy)]
-pub struct ZmqRoundTrip {
+pub(crate) struct ZmqRoundTrip {
     pub p50_us: f64,
     pub p99_us: f64,
     pub per_second: f64,
 }
 
 /// One REQ socket sending a small message to a REP socket that echoes it, for `seconds`.
-pub fn zmq_round_trip(seconds: f64) -> anyhow::Result<ZmqRoundTrip> {
+pub(crate) fn zmq_round_trip(seconds: f64) -> anyhow::Result<ZmqRoundTrip> {
     let ctx = zmq::Context::new();
     let rep = ctx.socket(zmq::REP)?;
     rep.bind("tcp://127.0.0.1:*")?;
@@ -87,7 +87,7 @@ pub fn zmq_round_trip(seconds: f64) -> anyhow::Result<ZmqRoundTrip> {
 /// Milliseconds per RSA-2048 PKCS#1 v1.5 SHA-1 signature of a 1 KiB message (what every
 /// publish carries), made through OpenSSL and through the `rsa` crate, each for half of
 /// `seconds`.
-pub fn rsa_signing(seconds: f64) -> anyhow::Result<(f64, f64)> {
+pub(crate) fn rsa_signing(seconds: f64) -> anyhow::Result<(f64, f64)> {
     use brine_protocol::crypt::{set_openssl, PrivateKey, SigAlgo};
     let key = PrivateKey::generate(2048).map_err(|e| anyhow::anyhow!("{e}"))?;
     let msg = vec![0x5a_u8; 1024];

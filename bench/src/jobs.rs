@@ -11,7 +11,7 @@ use brine_protocol::payload::{from_json, Value};
 use serde_json::json;
 
 /// `count` distinct jids one millisecond apart, ending now (Salt's format, local time).
-pub fn synthetic_jids(count: usize) -> Vec<String> {
+pub(crate) fn synthetic_jids(count: usize) -> Vec<String> {
     let now = chrono::Local::now();
     (0..count)
         .map(|i| {
@@ -33,7 +33,7 @@ fn return_of(jid: &str) -> serde_json::Value {
 
 /// Brine: a fresh `cachedir/jobs.sqlite` holding exactly these jobs, written through
 /// `brine_master::jobstore::SqliteStore` (the master must be stopped).
-pub fn fill_brine(cachedir: &Path, jids: &[String]) -> anyhow::Result<()> {
+pub(crate) fn fill_brine(cachedir: &Path, jids: &[String]) -> anyhow::Result<()> {
     let path = cachedir.join("jobs.sqlite");
     for suffix in ["", "-wal", "-shm"] {
         let p = cachedir.join(format!("jobs.sqlite{suffix}"));
@@ -73,7 +73,7 @@ for line in sys.stdin:
 
 /// Salt: a fresh `cachedir/jobs` local_cache holding exactly these jobs (master stopped).
 /// Two Python processes share the work (the machine has two cores).
-pub fn fill_salt(
+pub(crate) fn fill_salt(
     venv: &Path,
     master_conf: &Path,
     cachedir: &Path,

@@ -12,12 +12,12 @@ use serde_json::{json, Value};
 use crate::stack::USER;
 
 /// One request of a workload: resolves to whether it succeeded (status and body checked).
-pub type Req = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = bool> + Send>> + Send + Sync>;
+pub(crate) type Req = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = bool> + Send>> + Send + Sync>;
 
 /// What a successful answer looks like.
-pub type Check = fn(&Value) -> bool;
+pub(crate) type Check = fn(&Value) -> bool;
 
-pub fn client(timeout: Duration) -> reqwest::Client {
+pub(crate) fn client(timeout: Duration) -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(timeout)
         .pool_max_idle_per_host(64)
@@ -27,7 +27,7 @@ pub fn client(timeout: Duration) -> reqwest::Client {
 
 /// POST a JSON body (with the token, if any); succeeded when the status is 2xx and, with a
 /// check, the JSON answer passes it.
-pub fn post_json(
+pub(crate) fn post_json(
     http: &reqwest::Client,
     url: String,
     tok: Option<String>,
@@ -51,7 +51,12 @@ pub fn post_json(
 }
 
 /// GET; succeeded as for [`post_json`].
-pub fn get(http: &reqwest::Client, url: String, tok: Option<String>, check: Option<Check>) -> Req {
+pub(crate) fn get(
+    http: &reqwest::Client,
+    url: String,
+    tok: Option<String>,
+    check: Option<Check>,
+) -> Req {
     let http = http.clone();
     Arc::new(move || {
         let (http, url, tok) = (http.clone(), url.clone(), tok.clone());
@@ -78,21 +83,21 @@ async fn finish(r: reqwest::Result<reqwest::Response>, check: Option<Check>) -> 
 }
 
 /// `return[0].m1 == true`: the one-minion test.ping answered.
-pub fn pinged_m1(v: &Value) -> bool {
+pub(crate) fn pinged_m1(v: &Value) -> bool {
     v["return"][0]["m1"] == json!(true)
 }
 
 /// `return[0].jid` is a string: a job was accepted.
-pub fn got_jid(v: &Value) -> bool {
+pub(crate) fn got_jid(v: &Value) -> bool {
     v["return"][0]["jid"].is_string()
 }
 
 /// `return[0].token` is a string: logged in.
-pub fn got_token(v: &Value) -> bool {
+pub(crate) fn got_token(v: &Value) -> bool {
     v["return"][0]["token"].is_string()
 }
 
-pub async fn login(http: &reqwest::Client, base: &str) -> anyhow::Result<String> {
+pub(crate) async fn login(http: &reqwest::Client, base: &str) -> anyhow::Result<String> {
     let v: Value = http
         .post(format!("{base}/login"))
         .header("Accept", "application/json")
@@ -108,7 +113,7 @@ pub async fn login(http: &reqwest::Client, base: &str) -> anyhow::Result<String>
 }
 
 /// Percentile `p` (0..=1) of sorted samples, nearest rank.
-pub fn pct(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn pct(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }
@@ -117,7 +122,7 @@ pub fn pct(sorted: &[f64], p: f64) -> f64 {
 }
 
 #[derive(Debug, Clone, Copy)]
-pub struct Latency {
+pub(crate) struct Latency {
     pub p50_ms: f64,
     pub p99_ms: f64,
     pub samples: usize,
@@ -126,7 +131,11 @@ pub struct Latency {
 
 /// One client, sequential requests for `seconds` (and at least `min_samples` successful
 /// ones, at most a minute past the deadline): latency percentiles of the successful ones.
-pub async fn latency(req: &Req, seconds: f64, min_samples: usize) -> anyhow::Result<Latency> {
+pub(crate) async fn latency(
+    req: &Req,
+    seconds: f64,
+    min_samples: usize,
+) -> anyhow::Result<Latency> {
     let mut lat = Vec::new();
     let mut failures = 0;
     let start = Instant::now();
@@ -157,14 +166,14 @@ pub async fn latency(req: &Req, seconds: f64, min_samples: usize) -> anyhow::Res
 }
 
 #[derive(Debug, Clone, Copy)]
-pub struct Rate {
+pub(crate) struct Rate {
     pub per_second: f64,
     pub failures: u64,
 }
 
 /// `clients` concurrent loops of `req` for `seconds`: successful requests per second.
 /// Requests still in flight at the deadline are waited for and counted (their time too).
-pub async fn throughput(req: &Req, clients: usize, seconds: f64) -> Rate {
+pub(crate) async fn throughput(req: &Req, clients: usize, seconds: f64) -> Rate {
     let done = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
@@ -245,7 +254,7 @@ fn count_data_lines(buf: &mut Vec<u8>) -> u64 {
 }
 
 #[derive(Debug, Clone)]
-pub struct EventRates {
+pub(crate) struct EventRates {
     /// Events per second received by each reader.
     pub per_reader: Vec<f64>,
     /// Submissions per second of the load that ran meanwhile.
@@ -253,7 +262,7 @@ pub struct EventRates {
 }
 
 /// `readers` clients on /events while `load` runs with `clients` clients for `seconds`.
-pub async fn events_under_load(
+pub(crate) async fn events_under_load(
     events_url: &str,
     tok: &str,
     readers: usize,

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
 /// A binary next to this one (the same target directory), if it was built.
-pub fn sibling(name: &str) -> Option<PathBuf> {
+pub(crate) fn sibling(name: &str) -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let p = exe.parent()?.join(name);
     p.exists().then_some(p)
@@ -17,7 +17,7 @@ pub fn sibling(name: &str) -> Option<PathBuf> {
 static NEXT_PORT: AtomicU16 = AtomicU16::new(0);
 
 /// A free TCP port on 127.0.0.1, below the ephemeral range (32768-60999).
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     if NEXT_PORT.load(Ordering::SeqCst) == 0 {
         let start = 21000 + (std::process::id() % 500) as u16 * 16;
         let _ = NEXT_PORT.compare_exchange(0, start, Ordering::SeqCst, Ordering::SeqCst);
@@ -36,18 +36,18 @@ pub fn free_port() -> u16 {
 
 /// A started child. Dropping it stops the whole process tree it grew: SIGTERM to the child,
 /// then SIGKILL to whatever of the tree is still alive after a grace period.
-pub struct Proc {
+pub(crate) struct Proc {
     pub name: String,
     child: Child,
 }
 
 impl Proc {
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// `Some(status text)` once the process has exited.
-    pub fn exited(&mut self) -> Option<String> {
+    pub(crate) fn exited(&mut self) -> Option<String> {
         match self.child.try_wait() {
             Ok(Some(s)) => Some(s.to_string()),
             Ok(None) => None,
@@ -55,7 +55,7 @@ impl Proc {
         }
     }
 
-    pub fn stop(self) {
+    pub(crate) fn stop(self) {
         drop(self)
     }
 }
@@ -116,7 +116,7 @@ impl Drop for Proc {
 }
 
 /// Start `program args`, stdout to /dev/null and stderr appended to `log`.
-pub fn spawn(name: &str, program: &Path, args: &[&str], log: &Path) -> anyhow::Result<Proc> {
+pub(crate) fn spawn(name: &str, program: &Path, args: &[&str], log: &Path) -> anyhow::Result<Proc> {
     let out = fs::OpenOptions::new().create(true).append(true).open(log)?;
     let child = Command::new(program)
         .args(args)
@@ -132,7 +132,7 @@ pub fn spawn(name: &str, program: &Path, args: &[&str], log: &Path) -> anyhow::R
 }
 
 /// Like [`spawn`] with stdout going to a file too (tools whose output we read later).
-pub fn spawn_logged(
+pub(crate) fn spawn_logged(
     name: &str,
     program: &Path,
     args: &[String],
@@ -154,7 +154,7 @@ pub fn spawn_logged(
 }
 
 /// Every pid in the process tree under `pid`, `pid` first.
-pub fn tree(pid: u32) -> Vec<u32> {
+pub(crate) fn tree(pid: u32) -> Vec<u32> {
     let mut out = vec![pid];
     let mut i = 0;
     while i < out.len() {
@@ -196,7 +196,7 @@ fn status_kb(pid: u32, field: &str) -> u64 {
 
 /// Resident memory of a process tree (sum of each process's RSS), MiB. Forked workers share
 /// pages, so this counts shared pages once per process; see [`pss_mib`].
-pub fn rss_mib(pid: u32) -> f64 {
+pub(crate) fn rss_mib(pid: u32) -> f64 {
     tree(pid)
         .iter()
         .map(|p| status_kb(*p, "VmRSS:"))
@@ -205,7 +205,7 @@ pub fn rss_mib(pid: u32) -> f64 {
 }
 
 /// Proportional set size of a process tree, MiB: shared pages split between their sharers.
-pub fn pss_mib(pid: u32) -> f64 {
+pub(crate) fn pss_mib(pid: u32) -> f64 {
     tree(pid)
         .iter()
         .map(|p| {
@@ -233,7 +233,7 @@ fn stat_cpu(text: &str) -> Option<f64> {
 }
 
 /// CPU seconds (user + system, including reaped children) used so far by a process tree.
-pub fn cpu_seconds(pid: u32) -> f64 {
+pub(crate) fn cpu_seconds(pid: u32) -> f64 {
     tree(pid)
         .iter()
         .filter_map(|p| fs::read_to_string(format!("/proc/{p}/stat")).ok())
@@ -243,13 +243,13 @@ pub fn cpu_seconds(pid: u32) -> f64 {
 
 /// Samples the memory of a process tree in the background: RSS every tick, PSS (dearer to
 /// read) every fifth. `stop` returns the largest samples, (RSS, PSS) in MiB.
-pub struct RssSampler {
+pub(crate) struct RssSampler {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     handle: Option<std::thread::JoinHandle<(f64, f64)>>,
 }
 
 impl RssSampler {
-    pub fn start(pid: u32, every: Duration) -> RssSampler {
+    pub(crate) fn start(pid: u32, every: Duration) -> RssSampler {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let s = stop.clone();
         let handle = std::thread::spawn(move || {
@@ -271,7 +271,7 @@ impl RssSampler {
         }
     }
 
-    pub fn stop(mut self) -> (f64, f64) {
+    pub(crate) fn stop(mut self) -> (f64, f64) {
         self.stop.store(true, Ordering::Relaxed);
         self.handle
             .take()
@@ -282,7 +282,7 @@ impl RssSampler {
 
 /// Poll `f` until it is true or `timeout` passes.
 #[cfg(test)]
-pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+pub(crate) fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + timeout;
     loop {
         if f() {

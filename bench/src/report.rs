@@ -9,14 +9,14 @@ use crate::stack::Kind;
 use crate::swarm::SizeResult;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Better {
+pub(crate) enum Better {
     Lower,
     Higher,
 }
 
 /// One figure of one workload: the value of every run, per implementation.
 #[derive(Debug, Clone)]
-pub struct Row {
+pub(crate) struct Row {
     pub section: &'static str,
     pub name: String,
     pub unit: &'static str,
@@ -27,7 +27,7 @@ pub struct Row {
 }
 
 /// The workloads, in report order: (id, title, what is measured).
-pub const SECTIONS: &[(&str, &str, &str)] = &[
+pub(crate) const SECTIONS: &[(&str, &str, &str)] = &[
     (
         "W1",
         "W1: `POST /` local test.ping to one minion, one client",
@@ -97,7 +97,7 @@ pub const SECTIONS: &[(&str, &str, &str)] = &[
 ];
 
 /// The report's whole content.
-pub struct Report {
+pub(crate) struct Report {
     pub rows: Vec<Row>,
     pub baselines: Vec<(String, &'static str, Vec<f64>)>,
     pub fanout: BTreeMap<Kind, Vec<SizeResult>>,
@@ -115,7 +115,7 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn new(kinds: Vec<Kind>) -> Report {
+    pub(crate) fn new(kinds: Vec<Kind>) -> Report {
         Report {
             rows: vec![],
             baselines: vec![],
@@ -159,7 +159,7 @@ impl Report {
     }
 
     /// Record one run's value of a figure.
-    pub fn add(
+    pub(crate) fn add(
         &mut self,
         section: &'static str,
         name: &str,
@@ -176,7 +176,7 @@ impl Report {
     }
 
     /// Record why a figure has no (or fewer) values for one implementation.
-    pub fn fail(
+    pub(crate) fn fail(
         &mut self,
         section: &'static str,
         name: &str,
@@ -196,13 +196,13 @@ impl Report {
         n.push_str(why);
     }
 
-    pub fn note(&mut self, section: &'static str, text: impl Into<String>) {
+    pub(crate) fn note(&mut self, section: &'static str, text: impl Into<String>) {
         self.notes.entry(section).or_default().push(text.into());
     }
 }
 
 /// Median (mean of the middle two for an even count).
-pub fn median(v: &[f64]) -> Option<f64> {
+pub(crate) fn median(v: &[f64]) -> Option<f64> {
     if v.is_empty() {
         return None;
     }
@@ -217,7 +217,7 @@ pub fn median(v: &[f64]) -> Option<f64> {
 }
 
 /// A number with about three significant digits.
-pub fn num(v: f64) -> String {
+pub(crate) fn num(v: f64) -> String {
     if !v.is_finite() {
         return "n/a".into();
     }
@@ -319,7 +319,10 @@ fn section_table(out: &mut String, rows: &[&Row], kinds: &[Kind]) {
 }
 
 /// Where each implementation's fan-out sizes stopped, one sentence each.
-pub fn fanout_stops(fanout: &BTreeMap<Kind, Vec<SizeResult>>, planned: &[usize]) -> Vec<String> {
+pub(crate) fn fanout_stops(
+    fanout: &BTreeMap<Kind, Vec<SizeResult>>,
+    planned: &[usize],
+) -> Vec<String> {
     let mut out = vec![];
     for (kind, sizes) in fanout {
         let done: Vec<usize> = sizes.iter().filter(|s| s.ok()).map(|s| s.minions).collect();
@@ -351,7 +354,7 @@ pub fn fanout_stops(fanout: &BTreeMap<Kind, Vec<SizeResult>>, planned: &[usize])
 
 impl Report {
     /// The markdown text; `svg_name` is the plot's file name next to it, if one was written.
-    pub fn markdown(&self, svg_name: Option<&str>, planned_sizes: &[usize]) -> String {
+    pub(crate) fn markdown(&self, svg_name: Option<&str>, planned_sizes: &[usize]) -> String {
         let mut o = String::new();
         let title = if self.smoke {
             "# Benchmarks (smoke run: tiny sizes, Brine only, numbers mean nothing)".to_string()
@@ -469,7 +472,7 @@ impl Report {
     }
 
     /// A few one-line comparisons of the most telling figures.
-    pub fn headline(&self) -> Vec<String> {
+    pub(crate) fn headline(&self) -> Vec<String> {
         let picks: [(&str, &str, &str); 8] = [
             ("W1", "p50", "W1 test.ping p50 latency, 1 client"),
             ("W2", "requests", "W2 test.ping throughput, 16 clients"),
@@ -549,7 +552,7 @@ fn esc(s: &str) -> String {
 
 /// SVG of W4: fan-out time (log) against minion count (log), one series per implementation,
 /// medians joined by lines, min–max bars, and a cross where an implementation stopped.
-pub fn fanout_svg(fanout: &BTreeMap<Kind, Vec<SizeResult>>) -> Option<String> {
+pub(crate) fn fanout_svg(fanout: &BTreeMap<Kind, Vec<SizeResult>>) -> Option<String> {
     let points: Vec<(Kind, usize, f64, f64, f64)> = fanout
         .iter()
         .flat_map(|(k, sizes)| {
@@ -722,14 +725,14 @@ fn first_line_with(text: &str, key: &str) -> Option<String> {
 }
 
 /// The 1, 5 and 15 minute load averages (other work on the machine skews every figure).
-pub fn loadavg() -> String {
+pub(crate) fn loadavg() -> String {
     fs::read_to_string("/proc/loadavg")
         .map(|t| t.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_default()
 }
 
 /// CPU model, cores, RAM, kernel and OS, from /proc and /etc/os-release.
-pub fn machine() -> Vec<(String, String)> {
+pub(crate) fn machine() -> Vec<(String, String)> {
     let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let meminfo = fs::read_to_string("/proc/meminfo").unwrap_or_default();
     let model = first_line_with(&cpuinfo, "model name").unwrap_or_else(|| "unknown".into());

@@ -10,24 +10,24 @@ use serde_json::{json, Value};
 use crate::procs::{free_port, sibling, spawn, Proc};
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug, Hash)]
-pub enum Kind {
+pub(crate) enum Kind {
     Brine,
     Salt,
 }
 
 /// Real Salt as the benchmark runs it: the release Brine reproduces.
-pub static SALT_LABEL: std::sync::LazyLock<String> =
+pub(crate) static SALT_LABEL: std::sync::LazyLock<String> =
     std::sync::LazyLock::new(|| format!("Salt {}", brine_protocol::SALT_VERSION));
 
 impl Kind {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Brine => "Brine",
             Kind::Salt => SALT_LABEL.as_str(),
         }
     }
 
-    pub fn slug(self) -> &'static str {
+    pub(crate) fn slug(self) -> &'static str {
         match self {
             Kind::Brine => "brine",
             Kind::Salt => "salt",
@@ -35,11 +35,11 @@ impl Kind {
     }
 }
 
-pub const MINIONS: [&str; 2] = ["m1", "m2"];
+pub(crate) const MINIONS: [&str; 2] = ["m1", "m2"];
 /// The external_auth user of both stacks (`auto` eauth: any password).
-pub const USER: &str = "bench";
+pub(crate) const USER: &str = "bench";
 
-pub struct Stack {
+pub(crate) struct Stack {
     pub kind: Kind,
     pub dir: PathBuf,
     pub ret_port: u16,
@@ -51,7 +51,12 @@ pub struct Stack {
 }
 
 /// The master config both implementations get.
-pub fn master_config(root: &Path, ret_port: u16, publish_port: u16, api_port: u16) -> String {
+pub(crate) fn master_config(
+    root: &Path,
+    ret_port: u16,
+    publish_port: u16,
+    api_port: u16,
+) -> String {
     let user = std::env::var("USER").unwrap_or_else(|_| "root".into());
     format!(
         "interface: 127.0.0.1\nret_port: {ret_port}\npublish_port: {publish_port}\n\
@@ -68,7 +73,7 @@ pub fn master_config(root: &Path, ret_port: u16, publish_port: u16, api_port: u1
 }
 
 /// A minion config both implementations get.
-pub fn minion_config(root: &Path, id: &str, ret_port: u16) -> String {
+pub(crate) fn minion_config(root: &Path, id: &str, ret_port: u16) -> String {
     let user = std::env::var("USER").unwrap_or_else(|_| "root".into());
     format!(
         "master: 127.0.0.1\nmaster_port: {ret_port}\nid: {id}\nroot_dir: {r}\n\
@@ -80,7 +85,7 @@ pub fn minion_config(root: &Path, id: &str, ret_port: u16) -> String {
 
 impl Stack {
     /// Write the configs under `root/<kind>`; nothing is started.
-    pub fn create(kind: Kind, root: &Path, venv: Option<&Path>) -> anyhow::Result<Stack> {
+    pub(crate) fn create(kind: Kind, root: &Path, venv: Option<&Path>) -> anyhow::Result<Stack> {
         let dir = root.join(kind.slug());
         let (ret_port, publish_port, api_port) = (free_port(), free_port(), free_port());
         let m = dir.join("master");
@@ -112,7 +117,7 @@ impl Stack {
     }
 
     /// The executable for one daemon or tool of this implementation.
-    pub fn program(&self, name: &str) -> anyhow::Result<PathBuf> {
+    pub(crate) fn program(&self, name: &str) -> anyhow::Result<PathBuf> {
         match self.kind {
             Kind::Brine => sibling(name).ok_or_else(|| {
                 anyhow::anyhow!(
@@ -128,46 +133,46 @@ impl Stack {
         }
     }
 
-    pub fn master_root(&self) -> PathBuf {
+    pub(crate) fn master_root(&self) -> PathBuf {
         self.dir.join("master")
     }
 
-    pub fn master_conf_dir(&self) -> PathBuf {
+    pub(crate) fn master_conf_dir(&self) -> PathBuf {
         self.master_root().join("etc")
     }
 
-    pub fn cachedir(&self) -> PathBuf {
+    pub(crate) fn cachedir(&self) -> PathBuf {
         self.master_root().join("cache")
     }
 
     /// Where the master keeps accepted minion keys.
-    pub fn accepted_dir(&self) -> PathBuf {
+    pub(crate) fn accepted_dir(&self) -> PathBuf {
         self.master_root().join("pki/minions")
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.api_port)
     }
 
-    pub fn master_pid(&self) -> Option<u32> {
+    pub(crate) fn master_pid(&self) -> Option<u32> {
         self.master.as_ref().map(Proc::pid)
     }
 
-    pub fn api_pid(&self) -> Option<u32> {
+    pub(crate) fn api_pid(&self) -> Option<u32> {
         self.api.as_ref().map(Proc::pid)
     }
 
-    pub fn minion_pid(&self) -> Option<u32> {
+    pub(crate) fn minion_pid(&self) -> Option<u32> {
         self.minions.first().map(Proc::pid)
     }
 
-    pub fn running(&self) -> bool {
+    pub(crate) fn running(&self) -> bool {
         self.master.is_some()
     }
 
     /// Start every daemon and wait for the first `test.ping` answered by both minions through
     /// the API. Returns the seconds that took, from the moment the daemons were started.
-    pub fn start(&mut self) -> anyhow::Result<f64> {
+    pub(crate) fn start(&mut self) -> anyhow::Result<f64> {
         self.stop();
         let t0 = Instant::now();
         let conf = self.master_conf_dir();
@@ -199,7 +204,7 @@ impl Stack {
     }
 
     /// Stop every daemon (minions first, then the API, then the master).
-    pub fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         for p in self.minions.drain(..) {
             p.stop();
         }
@@ -279,7 +284,10 @@ impl Drop for Stack {
     }
 }
 
-pub fn login_blocking(http: &reqwest::blocking::Client, url: &str) -> Result<String, String> {
+pub(crate) fn login_blocking(
+    http: &reqwest::blocking::Client,
+    url: &str,
+) -> Result<String, String> {
     let r = http
         .post(url)
         .header("Accept", "application/json")

@@ -13,10 +13,10 @@ use crate::procs::{cpu_seconds, spawn_logged, RssSampler};
 use crate::stack::Stack;
 
 /// Id prefix of the swarm's minions (their accepted keys are removed between sizes).
-pub const PREFIX: &str = "w4-";
+pub(crate) const PREFIX: &str = "w4-";
 
 #[derive(Debug, Clone)]
-pub struct SwarmOpts {
+pub(crate) struct SwarmOpts {
     pub binary: PathBuf,
     pub keys_dir: Option<PathBuf>,
     pub key_bits: usize,
@@ -30,7 +30,7 @@ pub struct SwarmOpts {
 
 /// One fan-out measurement.
 #[derive(Debug, Clone)]
-pub struct FanOut {
+pub(crate) struct FanOut {
     pub seconds: f64,
     pub returns: usize,
     pub master_cpu: f64,
@@ -39,7 +39,7 @@ pub struct FanOut {
 
 /// What happened at one size for one implementation.
 #[derive(Debug, Clone)]
-pub struct SizeResult {
+pub(crate) struct SizeResult {
     pub minions: usize,
     /// Seconds until every swarm minion was signed in and subscribed.
     pub sign_in: Option<f64>,
@@ -55,14 +55,14 @@ pub struct SizeResult {
 }
 
 impl SizeResult {
-    pub fn ok(&self) -> bool {
+    pub(crate) fn ok(&self) -> bool {
         self.failure.is_none()
     }
 }
 
 /// The "ready" count of the newest progress line in a swarm log
 /// (`[  1.0s] launched 5/5 signed_in 5 ready 5 sub 5 ...`).
-pub fn ready_count(log: &str) -> Option<usize> {
+pub(crate) fn ready_count(log: &str) -> Option<usize> {
     log.lines().rev().find_map(|l| {
         let mut it = l.split_whitespace();
         while let Some(w) = it.next() {
@@ -75,7 +75,7 @@ pub fn ready_count(log: &str) -> Option<usize> {
 }
 
 /// `all_ready_secs` of the JSON summary brine-swarm prints when it stops.
-pub fn summary_ready_secs(log: &str) -> Option<f64> {
+pub(crate) fn summary_ready_secs(log: &str) -> Option<f64> {
     log.lines()
         .rev()
         .filter(|l| l.starts_with('{'))
@@ -84,7 +84,7 @@ pub fn summary_ready_secs(log: &str) -> Option<f64> {
 }
 
 /// Remove the swarm's accepted keys so that the next size starts from nothing (master stopped).
-pub fn forget_swarm_keys(accepted: &Path) -> anyhow::Result<()> {
+pub(crate) fn forget_swarm_keys(accepted: &Path) -> anyhow::Result<()> {
     if let Ok(rd) = fs::read_dir(accepted) {
         for e in rd.flatten() {
             if e.file_name().to_string_lossy().starts_with(PREFIX) {
@@ -96,7 +96,7 @@ pub fn forget_swarm_keys(accepted: &Path) -> anyhow::Result<()> {
 }
 
 /// Measure one size: restart the stack clean, sign the swarm in, fan out `runs` times.
-pub fn measure(
+pub(crate) fn measure(
     st: &mut Stack,
     opts: &SwarmOpts,
     minions: usize,

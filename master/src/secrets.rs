@@ -161,7 +161,7 @@ fn load_root_key(cachedir: &Path, user: &str) -> io::Result<String> {
 }
 
 mod subtle_eq {
-    pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    pub(super) fn ct_eq(a: &[u8], b: &[u8]) -> bool {
         if a.len() != b.len() {
             return false;
         }
