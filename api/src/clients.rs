@@ -109,16 +109,11 @@ fn packed_args(low: &Map<String, Json>) -> Json {
 
 /// Is this client enabled by `netapi_enable_clients`?
 pub fn check_enabled(state: &AppState, client: Option<&str>) -> Result<String, ApiError> {
-    let name = client.unwrap_or("None");
-    if !CLIENTS.contains(&name) {
-        return Err(ApiError::bad_request(format!(
-            "Invalid client specified: '{name}'"
-        )));
-    }
+    let Some(name) = client.filter(|c| CLIENTS.contains(c)) else {
+        return Err(ApiError::invalid_client(client));
+    };
     if !state.cfg.netapi_enable_clients.iter().any(|c| c == name) {
-        return Err(ApiError::bad_request(format!(
-            "Client disabled: '{name}'. Add to 'netapi_enable_clients' master config option to enable."
-        )));
+        return Err(ApiError::client_disabled(name));
     }
     if name == "ssh" {
         return Err(ApiError::bad_request(
@@ -147,9 +142,7 @@ pub async fn run(
         "wheel" | "wheel_async" => wheel(state, caller, &low, client == "wheel_async")
             .await
             .map(|v| vec![v]),
-        other => Err(ApiError::bad_request(format!(
-            "Invalid client specified: '{other}'"
-        ))),
+        other => Err(ApiError::invalid_client(Some(other))),
     }
 }
 
