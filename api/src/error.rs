@@ -19,6 +19,8 @@ pub const NO_PERMISSION: &str = "No permission -- see authorization schemes";
 pub const LOGIN_FAILED: &str = "Could not authenticate using provided credentials";
 /// Salt's message for a `/run` chunk or `/keys` call without any credentials.
 pub const NO_CREDENTIALS: &str = "No authentication credentials given";
+/// Salt's message when the ACL refuses a published job.
+pub const NOT_AUTHORIZED: &str = "Authorization error occurred.";
 /// Salt's message for a body that is not JSON.
 pub const INVALID_JSON: &str = "Invalid JSON document";
 /// Our message for a body that is not YAML (Salt answers 500 there).
@@ -119,6 +121,20 @@ impl ApiError {
             "authentication_failed",
             LOGIN_FAILED,
         )
+    }
+
+    /// 401 "Authorization error occurred." (the ACL refuses a job on these minions).
+    pub fn not_authorized() -> Self {
+        Self::unauthorized(NOT_AUTHORIZED)
+    }
+
+    /// 401 "Authentication failure of type "<kind>" occurred for user <user>." (`eauth`
+    /// credentials that do not authenticate, or a `token`/`eauth` caller the ACL refuses a
+    /// runner or wheel function).
+    pub fn auth_failure(kind: &str, user: &str) -> Self {
+        Self::unauthorized(format!(
+            "Authentication failure of type \"{kind}\" occurred for user {user}."
+        ))
     }
 
     /// 401 "No authentication credentials given".
@@ -297,6 +313,10 @@ mod tests {
         assert_eq!(
             ApiError::client_disabled("ssh").message,
             "Client disabled: 'ssh'. Add to 'netapi_enable_clients' master config option to enable."
+        );
+        assert_eq!(
+            ApiError::auth_failure("token", "alice").message,
+            "Authentication failure of type \"token\" occurred for user alice."
         );
         assert_eq!(
             ApiError::unsupported_content_type().status,

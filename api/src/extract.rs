@@ -161,11 +161,7 @@ impl Credentials {
             } => {
                 let id = authenticate(st, &eauth, &username, &password)
                     .await
-                    .map_err(|_| {
-                        ApiError::unauthorized(format!(
-                            "Authentication failure of type \"eauth\" occurred for user {username}."
-                        ))
-                    })?;
+                    .map_err(|_| ApiError::auth_failure("eauth", &username))?;
                 Ok(Caller {
                     acl: acl::auth_list(&st.cfg, &id),
                     name: id.name,

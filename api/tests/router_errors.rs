@@ -303,7 +303,7 @@ async fn clients_must_be_known_and_enabled() {
     let token = api.token("admin");
     let disabled =
         "Client disabled: 'ssh'. Add to 'netapi_enable_clients' master config option to enable.";
-    for client in ["ssh", "local_batch", "wheel_async"] {
+    for client in ["ssh", "local_batch", "wheel_async", "destroy"] {
         let chunk = json!({"client": client, "tgt": "*", "fun": "test.ping"});
         let answer = api.call(json_req("POST", "/", Some(&token), &chunk)).await;
         assert_eq!(
