@@ -3,7 +3,7 @@
 //! and the request body, read within `max_request_body_size` ([`RawBody`]) and parsed as
 //! rest_cherrypy parses it ([`Parsed`], [`Lowstates`]).
 
-use std::convert::Infallible;
+use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -16,8 +16,9 @@ use serde_json::{Map, Value as Json};
 
 use crate::auth::{acl, eauth, tokens};
 use crate::body::{lowstates, parse_body, Lowstate};
+use crate::config::ApiConfig;
 use crate::error::ApiError;
-use crate::negotiate::{respond, Format};
+use crate::negotiate::{choose, respond, Format};
 use crate::state::{AppState, Caller};
 
 /// The state every handler shares.
@@ -26,7 +27,7 @@ pub type Shared = Arc<AppState>;
 /// The response format the caller accepts. The negotiation itself (CherryPy's rules, 406 for
 /// an `Accept` that allows neither JSON nor YAML) runs first, in [`crate::middleware::guard`],
 /// which stores the result in the request's extensions; endpoints whose answers are not
-/// negotiated (streams, metrics, the key tarball) get JSON.
+/// negotiated (streams, metrics, the key tarball) do not take this extractor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Negotiated(pub Format);
 
@@ -42,20 +43,21 @@ impl Negotiated {
     }
 }
 
+/// The guard's choice; without the guard (a router built without it), the `Accept` header is
+/// negotiated here, with the same rules and the same 406.
 impl<S: Send + Sync> FromRequestParts<S> for Negotiated {
-    type Rejection = Infallible;
+    type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        Ok(negotiated(&parts.extensions))
+        if let Some(chosen) = parts.extensions.get::<Negotiated>() {
+            return Ok(*chosen);
+        }
+        let accept = parts
+            .headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok());
+        choose(accept).map(Negotiated)
     }
-}
-
-/// The format the guard chose for this request (JSON when it chose none).
-pub fn negotiated(extensions: &axum::http::Extensions) -> Negotiated {
-    extensions
-        .get::<Negotiated>()
-        .copied()
-        .unwrap_or(Negotiated(Format::Json))
 }
 
 /// The session token: `X-Auth-Token`, else the `session_id` cookie.
@@ -121,6 +123,47 @@ impl FromRequestParts<Shared> for Session {
         let token = session_token(&parts.headers).ok_or_else(ApiError::no_permission)?;
         let caller = caller_from_token(st, &token)?;
         Ok(Session { caller, token })
+    }
+}
+
+/// A setting that turns authentication off for an endpoint.
+pub trait AuthSwitch {
+    /// Is authentication off?
+    fn disabled(api: &ApiConfig) -> bool;
+}
+
+/// `webhook_disable_auth`.
+pub struct HookAuth;
+
+impl AuthSwitch for HookAuth {
+    fn disabled(api: &ApiConfig) -> bool {
+        api.webhook_disable_auth
+    }
+}
+
+/// `stats_disable_auth`.
+pub struct StatsAuth;
+
+impl AuthSwitch for StatsAuth {
+    fn disabled(api: &ApiConfig) -> bool {
+        api.stats_disable_auth
+    }
+}
+
+/// The [`Session`], unless the setting `A` turns authentication off for the endpoint (then
+/// `None`, and no token is looked at).
+pub struct SessionUnless<A>(pub Option<Session>, PhantomData<A>);
+
+impl<A: AuthSwitch> FromRequestParts<Shared> for SessionUnless<A> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, st: &Shared) -> Result<Self, Self::Rejection> {
+        let session = if A::disabled(&st.api) {
+            None
+        } else {
+            Some(Session::from_request_parts(parts, st).await?)
+        };
+        Ok(SessionUnless(session, PhantomData))
     }
 }
 
@@ -292,5 +335,74 @@ impl FromRequest<Shared> for Lowstates {
     async fn from_request(req: Request, st: &Shared) -> Result<Self, Self::Rejection> {
         let Parsed(body) = Parsed::from_request(req, st).await?;
         lowstates(body).map(Lowstates)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn negotiate(accept: Option<&str>, chosen: Option<Format>) -> Result<Format, ApiError> {
+        let mut builder = axum::http::Request::builder();
+        if let Some(a) = accept {
+            builder = builder.header(header::ACCEPT, a);
+        }
+        let (mut parts, ()) = builder.body(()).expect("request").into_parts();
+        if let Some(f) = chosen {
+            parts.extensions.insert(Negotiated(f));
+        }
+        Negotiated::from_request_parts(&mut parts, &())
+            .await
+            .map(|n| n.0)
+    }
+
+    #[tokio::test]
+    async fn negotiated_takes_the_guards_choice_else_negotiates_itself() {
+        assert_eq!(
+            negotiate(Some("text/html"), Some(Format::Yaml)).await,
+            Ok(Format::Yaml)
+        );
+        assert_eq!(negotiate(None, None).await, Ok(Format::Json));
+        assert_eq!(
+            negotiate(Some("application/x-yaml"), None).await,
+            Ok(Format::Yaml)
+        );
+        let refused = negotiate(Some("text/html"), None).await.expect_err("406");
+        assert_eq!(refused.status, StatusCode::NOT_ACCEPTABLE);
+    }
+
+    #[test]
+    fn session_token_from_header_then_cookie_and_lowstate_credentials() {
+        let mut h = HeaderMap::new();
+        assert_eq!(session_token(&h), None);
+        h.insert(
+            header::COOKIE,
+            "a=1; session_id=fromcookie".parse().unwrap(),
+        );
+        assert_eq!(session_token(&h).as_deref(), Some("fromcookie"));
+        h.insert("x-auth-token", " fromheader ".parse().unwrap());
+        assert_eq!(session_token(&h).as_deref(), Some("fromheader"));
+
+        let low = |v: Json| v.as_object().cloned().expect("object");
+        assert_eq!(
+            Credentials::from_lowstate(&low(
+                serde_json::json!({"token": "t", "username": "u", "password": "p", "eauth": "pam"})
+            )),
+            Some(Credentials::Token("t".into()))
+        );
+        assert_eq!(
+            Credentials::from_lowstate(&low(
+                serde_json::json!({"username": "u", "password": "p", "eauth": "pam"})
+            )),
+            Some(Credentials::Eauth {
+                username: "u".into(),
+                password: "p".into(),
+                eauth: "pam".into()
+            })
+        );
+        assert_eq!(
+            Credentials::from_lowstate(&low(serde_json::json!({"username": "u", "eauth": "pam"}))),
+            None
+        );
     }
 }

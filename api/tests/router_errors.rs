@@ -549,3 +549,20 @@ async fn the_concurrency_limit_is_503() {
     let answer = api.call(req("GET", "/").body(Body::empty()).unwrap()).await;
     assert_error(&answer, 503, "unavailable");
 }
+
+#[tokio::test]
+async fn hook_and_stats_skip_authentication_when_configured() {
+    let api = Api::new(
+        "rest_cherrypy:\n  port: 8000\n  disable_ssl: true\n  webhook_disable_auth: true\n  stats_disable_auth: true\n",
+    );
+    for request in [
+        json_req("POST", "/hook/a", Some("bogus"), &json!({"x": 1})),
+        req("GET", "/stats")
+            .header("x-auth-token", "bogus")
+            .body(Body::empty())
+            .unwrap(),
+    ] {
+        let (status, _, body) = api.call(request).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+}

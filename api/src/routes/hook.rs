@@ -7,37 +7,34 @@ use serde_json::{json, Map};
 
 use crate::body::hook_post;
 use crate::error::ApiError;
-use crate::extract::{Negotiated, RawBody, Session, Shared};
+use crate::extract::{HookAuth, Negotiated, RawBody, SessionUnless, Shared};
 
+/// The session is checked (unless `webhook_disable_auth`) before the body is read.
 pub async fn fire(
     State(st): State<Shared>,
     fmt: Negotiated,
-    session: Result<Session, ApiError>,
+    _: SessionUnless<HookAuth>,
     body: RawBody,
 ) -> Result<Response, ApiError> {
-    fire_tagged(st, fmt, session, body, None).await
+    fire_tagged(st, fmt, body, None).await
 }
 
 pub async fn fire_at(
     State(st): State<Shared>,
     Path(path): Path<String>,
     fmt: Negotiated,
-    session: Result<Session, ApiError>,
+    _: SessionUnless<HookAuth>,
     body: RawBody,
 ) -> Result<Response, ApiError> {
-    fire_tagged(st, fmt, session, body, Some(path)).await
+    fire_tagged(st, fmt, body, Some(path)).await
 }
 
 async fn fire_tagged(
     st: Shared,
     fmt: Negotiated,
-    session: Result<Session, ApiError>,
     body: RawBody,
     path: Option<String>,
 ) -> Result<Response, ApiError> {
-    if !st.api.webhook_disable_auth {
-        session?;
-    }
     let mut tag = "salt/netapi/hook".to_string();
     for seg in path
         .unwrap_or_default()

@@ -10,16 +10,14 @@ use axum::response::Response;
 use serde_json::json;
 
 use crate::error::ApiError;
-use crate::extract::{Negotiated, Session, Shared};
+use crate::extract::{Negotiated, SessionUnless, Shared, StatsAuth};
 
 pub async fn stats(
     State(st): State<Shared>,
     fmt: Negotiated,
-    session: Result<Session, ApiError>,
+    // Checked unless `stats_disable_auth`.
+    _: SessionUnless<StatsAuth>,
 ) -> Result<Response, ApiError> {
-    if !st.api.stats_disable_auth {
-        session?;
-    }
     if !st.api.collect_stats {
         return Ok(fmt.ok(&json!({})));
     }
