@@ -566,3 +566,31 @@ async fn hook_and_stats_skip_authentication_when_configured() {
         assert_eq!(status, StatusCode::OK, "{body}");
     }
 }
+
+#[tokio::test]
+async fn a_master_that_answers_nonsense_is_503() {
+    // 0xc1 is never valid MessagePack.
+    let api = Api::with_ret_port("", support::fake_master(b"\xc1"));
+    let token = api.token("admin");
+    for request in [
+        json_req("POST", "/", Some(&token), &ping()),
+        json_req(
+            "POST",
+            "/",
+            Some(&token),
+            &json!({"client": "runner", "fun": "jobs.list_jobs"}),
+        ),
+        req("GET", "/minions")
+            .header("x-auth-token", &token)
+            .body(Body::empty())
+            .unwrap(),
+        req("GET", "/keys")
+            .header("x-auth-token", &token)
+            .body(Body::empty())
+            .unwrap(),
+    ] {
+        let answer = api.call(request).await;
+        let message = assert_error(&answer, 503, "unavailable");
+        assert!(message.contains("the master"), "{message}");
+    }
+}

@@ -49,6 +49,11 @@ impl Api {
     /// The router for the base config plus `extra` (which may add a `rest_cherrypy` block;
     /// without one, the API listens on the defaults with `disable_ssl` and a 1 KiB body limit).
     pub fn new(extra: &str) -> Api {
+        Api::with_ret_port(extra, unused_port())
+    }
+
+    /// The router with its master link on `ret_port`.
+    pub fn with_ret_port(extra: &str, ret_port: u16) -> Api {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path();
         let rest = if extra.contains("rest_cherrypy:") {
@@ -66,7 +71,7 @@ impl Api {
             "root_dir: {root}\npki_dir: {root}/pki\ncachedir: {root}/cache\nsock_dir: {root}/sock\n\
              interface: 127.0.0.1\nret_port: {ret}\npublish_port: {publish}\n{BASE}{clients}{rest}{extra}\n",
             root = root.display(),
-            ret = unused_port(),
+            ret = ret_port,
             publish = unused_port(),
         );
         for sub in ["pki", "cache", "sock"] {
@@ -139,4 +144,30 @@ pub fn json_req(method: &str, uri: &str, token: Option<&str>, body: &Value) -> R
         b = b.header("x-auth-token", t);
     }
     b.body(Body::from(body.to_string())).expect("request")
+}
+
+/// A "master" on a free port that answers every request with `reply` (a REP socket, for the
+/// API's REQ sockets); its port.
+pub fn fake_master(reply: &'static [u8]) -> u16 {
+    let ctx = zmq::Context::new();
+    let socket = ctx.socket(zmq::REP).expect("REP socket");
+    socket.bind("tcp://127.0.0.1:0").expect("bind");
+    let endpoint = socket
+        .get_last_endpoint()
+        .expect("endpoint")
+        .expect("utf-8 endpoint");
+    let port = endpoint
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("port");
+    std::thread::spawn(move || {
+        let _ctx = ctx;
+        while socket.recv_bytes(0).is_ok() {
+            if socket.send(reply, 0).is_err() {
+                break;
+            }
+        }
+    });
+    port
 }
