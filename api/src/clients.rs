@@ -18,8 +18,11 @@ use crate::error::ApiError;
 use crate::link::BusEvent;
 use crate::state::{AppState, Caller};
 
-/// Every client Salt's rest_cherrypy knows (`GET /` lists them).
+/// Every client Salt's rest_cherrypy knows (`GET /` lists them). Salt lists `destroy` too (its
+/// netapi client's clean-up method, found by reflection); it is never enabled in practice, and
+/// Brine does not run it.
 pub const CLIENTS: &[&str] = &[
+    "destroy",
     "local",
     "local_async",
     "local_batch",
@@ -107,23 +110,19 @@ fn packed_args(low: &Map<String, Json>) -> Json {
     Json::Array(args)
 }
 
-/// Is this client enabled by `netapi_enable_clients`?
+/// Is this a client Salt knows (400 `invalid_client` if not, `'None'` when absent), enabled by
+/// `netapi_enable_clients` (400 `client_disabled` if not), that Brine runs?
 pub fn check_enabled(state: &AppState, client: Option<&str>) -> Result<String, ApiError> {
-    let name = client.unwrap_or("None");
-    if !CLIENTS.contains(&name) {
-        return Err(ApiError::bad_request(format!(
-            "Invalid client specified: '{name}'"
-        )));
-    }
+    let Some(name) = client.filter(|c| CLIENTS.contains(c)) else {
+        return Err(ApiError::invalid_client(client));
+    };
     if !state.cfg.netapi_enable_clients.iter().any(|c| c == name) {
-        return Err(ApiError::bad_request(format!(
-            "Client disabled: '{name}'. Add to 'netapi_enable_clients' master config option to enable."
-        )));
+        return Err(ApiError::client_disabled(name));
     }
-    if name == "ssh" {
-        return Err(ApiError::bad_request(
-            "The ssh client is not supported by Brine's salt-api",
-        ));
+    if matches!(name, "ssh" | "destroy") {
+        return Err(ApiError::bad_request(format!(
+            "The {name} client is not supported by Brine's salt-api"
+        )));
     }
     Ok(name.to_string())
 }
@@ -147,9 +146,7 @@ pub async fn run(
         "wheel" | "wheel_async" => wheel(state, caller, &low, client == "wheel_async")
             .await
             .map(|v| vec![v]),
-        other => Err(ApiError::bad_request(format!(
-            "Invalid client specified: '{other}'"
-        ))),
+        other => Err(ApiError::invalid_client(Some(other))),
     }
 }
 
@@ -209,7 +206,7 @@ async fn publish(
 ) -> Result<Option<(String, Vec<String>)>, ApiError> {
     let tgt = from_json(&call.tgt);
     if !allowed_local(state, caller, call, &tgt) {
-        return Err(ApiError::unauthorized("Authorization error occurred."));
+        return Err(ApiError::not_authorized());
     }
     let mut kwargs = vec![("client", Value::from(client))];
     if let Some(m) = low.get("metadata") {
@@ -447,7 +444,7 @@ async fn local_batch(
         ))
     })?;
     if !allowed_local(state, caller, &call, &from_json(&call.tgt)) {
-        return Err(ApiError::unauthorized("Authorization error occurred."));
+        return Err(ApiError::not_authorized());
     }
     let (timeout, gather_timeout) = timeouts(state, low)?;
     let mut out = Vec::new();
@@ -561,10 +558,7 @@ fn runner_denied(caller: &Caller) -> ApiError {
     } else {
         "eauth"
     };
-    ApiError::unauthorized(format!(
-        "Authentication failure of type \"{kind}\" occurred for user {}.",
-        caller.name
-    ))
+    ApiError::auth_failure(kind, &caller.name)
 }
 
 async fn runner(

@@ -19,8 +19,8 @@ pub const NO_PERMISSION: &str = "No permission -- see authorization schemes";
 pub const LOGIN_FAILED: &str = "Could not authenticate using provided credentials";
 /// Salt's message for a `/run` chunk or `/keys` call without any credentials.
 pub const NO_CREDENTIALS: &str = "No authentication credentials given";
-/// Salt's message for a lowstate `token` that is not hexadecimal.
-pub const INVALID_TOKEN: &str = "Invalid token";
+/// Salt's message when the ACL refuses a published job.
+pub const NOT_AUTHORIZED: &str = "Authorization error occurred.";
 /// Salt's message for a body that is not JSON.
 pub const INVALID_JSON: &str = "Invalid JSON document";
 /// Our message for a body that is not YAML (Salt answers 500 there).
@@ -29,8 +29,6 @@ pub const INVALID_YAML: &str = "Invalid YAML document";
 pub const LOWSTATES_NOT_LIST: &str = "Lowstates must be a list";
 /// Salt's message for a request Content-Type it cannot parse.
 pub const UNSUPPORTED_CONTENT_TYPE: &str = "Content type not supported";
-/// Salt's message for an address refused by `authorized_ips`.
-pub const BAD_IP: &str = "Bad IP";
 /// Salt's message when the master's socket is absent.
 pub const MASTER_UNAVAILABLE: &str = "Salt Master is not available.";
 /// Salt's message for any unexpected failure inside a handler.
@@ -72,14 +70,18 @@ impl ApiError {
         Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
     }
 
-    /// 403, kind `forbidden`.
-    pub fn forbidden(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::FORBIDDEN, "forbidden", message)
-    }
-
     /// 404, kind `not_found`.
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    /// 405 "The method M is not allowed for 'P'.", kind `method_not_allowed`.
+    pub fn method_not_allowed(method: &axum::http::Method, path: &str) -> Self {
+        Self::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            format!("The method {method} is not allowed for '{path}'."),
+        )
     }
 
     /// 406, kind `not_acceptable`.
@@ -121,14 +123,23 @@ impl ApiError {
         )
     }
 
+    /// 401 "Authorization error occurred." (the ACL refuses a job on these minions).
+    pub fn not_authorized() -> Self {
+        Self::unauthorized(NOT_AUTHORIZED)
+    }
+
+    /// 401 "Authentication failure of type "<kind>" occurred for user <user>." (`eauth`
+    /// credentials that do not authenticate, or a `token`/`eauth` caller the ACL refuses a
+    /// runner or wheel function).
+    pub fn auth_failure(kind: &str, user: &str) -> Self {
+        Self::unauthorized(format!(
+            "Authentication failure of type \"{kind}\" occurred for user {user}."
+        ))
+    }
+
     /// 401 "No authentication credentials given".
     pub fn no_credentials() -> Self {
         Self::new(StatusCode::UNAUTHORIZED, "no_credentials", NO_CREDENTIALS)
-    }
-
-    /// 401 "Invalid token" (a lowstate `token` that is not hex).
-    pub fn invalid_token() -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, "invalid_token", INVALID_TOKEN)
     }
 
     /// 400 "Invalid JSON document".
@@ -179,14 +190,19 @@ impl ApiError {
         )
     }
 
-    /// 403 "Bad IP" (`authorized_ips`).
-    pub fn bad_ip() -> Self {
-        Self::forbidden(BAD_IP)
+    /// 400, kind `websocket_upgrade_required`: a plain request to a WebSocket endpoint.
+    pub fn websocket_upgrade_required() -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            "websocket_upgrade_required",
+            "This endpoint speaks WebSocket: send an Upgrade request",
+        )
     }
 
-    /// 503 "Salt Master is not available.".
-    pub fn master_unavailable() -> Self {
-        Self::unavailable(MASTER_UNAVAILABLE)
+    /// 503 "Salt Master is not available: <why>" (kind `unavailable`).
+    pub fn master_unavailable(why: impl fmt::Display) -> Self {
+        let salt = MASTER_UNAVAILABLE.trim_end_matches('.');
+        Self::unavailable(format!("{salt}: {why}"))
     }
 
     /// 500 "An unexpected error occurred".
@@ -276,7 +292,6 @@ mod tests {
         let cases = [
             (ApiError::bad_request("x"), 400, "bad_request"),
             (ApiError::unauthorized("x"), 401, "unauthorized"),
-            (ApiError::forbidden("x"), 403, "forbidden"),
             (ApiError::not_found("x"), 404, "not_found"),
             (ApiError::not_acceptable("x"), 406, "not_acceptable"),
             (ApiError::payload_too_large("x"), 413, "payload_too_large"),
@@ -300,6 +315,10 @@ mod tests {
             "Client disabled: 'ssh'. Add to 'netapi_enable_clients' master config option to enable."
         );
         assert_eq!(
+            ApiError::auth_failure("token", "alice").message,
+            "Authentication failure of type \"token\" occurred for user alice."
+        );
+        assert_eq!(
             ApiError::unsupported_content_type().status,
             StatusCode::NOT_ACCEPTABLE
         );
@@ -307,6 +326,13 @@ mod tests {
             ApiError::unexpected().body()["return"],
             "An unexpected error occurred"
         );
-        assert_eq!(ApiError::bad_ip().to_string(), "403 (forbidden): Bad IP");
+        assert_eq!(
+            ApiError::master_unavailable("timeout").to_string(),
+            "503 (unavailable): Salt Master is not available: timeout"
+        );
+        assert_eq!(
+            ApiError::method_not_allowed(&axum::http::Method::PUT, "/run").message,
+            "The method PUT is not allowed for '/run'."
+        );
     }
 }

@@ -78,9 +78,7 @@ impl MasterLink {
                         ApiError::unavailable(format!("undecodable answer from the master: {e}"))
                     })
                 }
-                Err(e) => Err(ApiError::unavailable(format!(
-                    "Salt Master is not available: {e}"
-                ))),
+                Err(e) => Err(ApiError::master_unavailable(e)),
             }
         })
         .await

@@ -1,28 +1,19 @@
-//! Event streams: `GET /events` (Server-Sent Events, Salt's wire format plus `id:` lines and
-//! keep-alive comments) and `GET /ws` (WebSocket, `data: ` framed events). Both carry only the
-//! events the caller's ACL lets it see, end when its token expires or is revoked, and end
-//! cleanly when the server shuts down.
+//! What feeds the event streams of `GET /events` (Server-Sent Events, Salt's wire format plus
+//! `id:` lines and keep-alive comments) and `GET /ws` (WebSocket, `data: ` framed events). Both
+//! carry only the events the caller's ACL lets it see, end when its token expires or is
+//! revoked, and end cleanly when the server shuts down.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
-use axum::extract::ws::rejection::WebSocketUpgradeRejection as WsRejection;
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Path, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::Response;
+use axum::body::Bytes;
+use axum::extract::ws::{Message, WebSocket};
 use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::auth::acl;
-use crate::error::ApiError;
 use crate::link::BusEvent;
-use crate::negotiate::Format;
-use crate::server::{
-    caller_from_token, session_caller, session_token, shutting_down, until_expiry, Shared,
-};
 use crate::state::{AppState, Caller};
 
 const KEEPALIVE: Duration = Duration::from_secs(15);
@@ -67,45 +58,7 @@ fn sse_block(ev: &BusEvent) -> String {
     )
 }
 
-pub async fn events(State(st): State<Shared>, req: Request) -> Response {
-    if req.uri().query().is_some_and(|q| !q.is_empty()) {
-        return ApiError::bad_request(
-            "The /events endpoint takes no query parameters: send the token in the X-Auth-Token header or the session_id cookie",
-        )
-        .into_response_with(Format::Json);
-    }
-    let caller = match session_caller(&st, req.headers()) {
-        Ok(c) => c,
-        Err(e) => return e.into_response_with(Format::Json),
-    };
-    let token = session_token(req.headers()).unwrap_or_default();
-    let last_id: Option<u64> = req
-        .headers()
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse().ok());
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(64);
-    let st2 = st.clone();
-    tokio::spawn(async move {
-        st2.metrics.event_streams.fetch_add(1, Ordering::Relaxed);
-        pump_sse(&st2, &caller, &token, last_id, tx).await;
-        st2.metrics.event_streams.fetch_sub(1, Ordering::Relaxed);
-    });
-    let body = Body::from_stream(futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|item| (item, rx))
-    }));
-    let mut r = Response::new(body);
-    let h = r.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream;charset=utf-8"),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    r
-}
-
-async fn pump_sse(
+pub(crate) async fn pump_sse(
     st: &Arc<AppState>,
     caller: &Caller,
     token: &str,
@@ -169,48 +122,12 @@ async fn pump_sse(
     }
 }
 
-pub async fn ws_session(
-    State(st): State<Shared>,
-    ws: Result<WebSocketUpgrade, WsRejection>,
-    req: Request,
-) -> Response {
-    let token = session_token(req.headers());
-    ws_common(st, ws.ok(), token).await
-}
-
-pub async fn ws_token(
-    State(st): State<Shared>,
-    Path(token): Path<String>,
-    ws: Result<WebSocketUpgrade, WsRejection>,
-) -> Response {
-    ws_common(st, ws.ok(), Some(token)).await
-}
-
-async fn ws_common(st: Shared, ws: Option<WebSocketUpgrade>, token: Option<String>) -> Response {
-    let Some(token) = token else {
-        return ApiError::unauthorized("No permission -- see authorization schemes")
-            .into_response_with(Format::Json);
-    };
-    let caller = match caller_from_token(&st, &token) {
-        Ok(c) => c,
-        Err(e) => return e.into_response_with(Format::Json),
-    };
-    let Some(ws) = ws else {
-        return ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "websocket_upgrade_required",
-            "This endpoint speaks WebSocket: send an Upgrade request",
-        )
-        .into_response_with(Format::Json);
-    };
-    ws.on_upgrade(move |socket| async move {
-        st.metrics.event_streams.fetch_add(1, Ordering::Relaxed);
-        pump_ws(&st, &caller, &token, socket).await;
-        st.metrics.event_streams.fetch_sub(1, Ordering::Relaxed);
-    })
-}
-
-async fn pump_ws(st: &Arc<AppState>, caller: &Caller, token: &str, mut socket: WebSocket) {
+pub(crate) async fn pump_ws(
+    st: &Arc<AppState>,
+    caller: &Caller,
+    token: &str,
+    mut socket: WebSocket,
+) {
     let mut rx = st.bus.subscribe();
     // Wait for the client to say it is ready (answering every message it sends).
     loop {
@@ -268,4 +185,26 @@ async fn pump_ws(st: &Arc<AppState>, caller: &Caller, token: &str, mut socket: W
         }
     }
     let _ = socket.send(Message::Close(None)).await;
+}
+
+/// Wait for the shutdown signal.
+pub async fn shutting_down(mut rx: tokio::sync::watch::Receiver<bool>) {
+    while !*rx.borrow() {
+        if rx.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// How long until a token's expiry.
+pub fn until_expiry(caller: &Caller) -> Duration {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    caller
+        .claims
+        .as_ref()
+        .map(|c| Duration::from_secs_f64((c.expire - now).max(0.0)))
+        .unwrap_or(Duration::from_secs(365 * 86400))
 }
