@@ -35,3 +35,6 @@ pub mod replay;
 pub mod runners;
 pub mod secrets;
 pub mod wheel;
+
+#[cfg(test)]
+mod tests;
