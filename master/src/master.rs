@@ -350,10 +350,21 @@ impl Master {
         let name = cmd.as_str().to_string();
         let reply = guarded("clear", &name, || match cmd {
             ClearCmd::Auth => self.auth(&load, env.version),
-            ClearCmd::Publish => match PublishRequest::parse(load) {
+            ClearCmd::Publish => match PublishRequest::parse(load.clone()) {
                 Ok(req) => self.clear_publish(req),
-                Err(e) => {
+                // Only an authenticated caller learns what is wrong with its request.
+                Err(e) if self.authenticate_load(&load).is_some() => {
                     tracing::warn!("publish refused: {e}");
+                    map(vec![(
+                        "error",
+                        map(vec![
+                            ("name", Value::from("SaltInvocationError")),
+                            ("message", Value::from(e.to_string())),
+                        ]),
+                    )])
+                }
+                Err(e) => {
+                    tracing::warn!("publish refused: bad root key ({e})");
                     Master::auth_error("AuthenticationError")
                 }
             },
