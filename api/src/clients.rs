@@ -3,11 +3,12 @@
 //! ACL here, then sent to the master as a clear command with the root key, and (for the
 //! synchronous clients) answered from the master's event bus.
 
-use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use brine_client::{LocalClient, Timeouts};
+use brine_protocol::loads::{Fun, PublishReply, PublishRequest, Tgt};
 use brine_protocol::payload::{from_json, get, get_str, map, to_json, Value};
 use serde_json::{json, Map, Value as Json};
 use tokio::sync::broadcast;
@@ -208,171 +209,95 @@ async fn publish(
     if !allowed_local(state, caller, call, &tgt) {
         return Err(ApiError::not_authorized());
     }
-    let mut kwargs = vec![("client", Value::from(client))];
+    let tgt = match tgt {
+        Value::String(s) => Tgt::Expr(s.into_str().unwrap_or_default()),
+        Value::Array(items) => Tgt::List(
+            items
+                .into_iter()
+                .map(|v| match v {
+                    Value::String(s) => s.into_str().ok_or(()),
+                    _ => Err(()),
+                })
+                .collect::<Result<_, _>>()
+                .map_err(|()| {
+                    ApiError::bad_request("'tgt' must be a string or a list of strings")
+                })?,
+        ),
+        _ => {
+            return Err(ApiError::bad_request(
+                "'tgt' must be a string or a list of strings",
+            ))
+        }
+    };
+    let fun = match &call.fun {
+        Json::String(f) => Fun::One(f.clone()),
+        Json::Array(fs) => Fun::Many(
+            fs.iter()
+                .filter_map(Json::as_str)
+                .map(str::to_string)
+                .collect(),
+        ),
+        _ => {
+            return Err(ApiError::bad_request(
+                "'fun' must be a string or a list of strings",
+            ))
+        }
+    };
+    let arg = match from_json(&call.arg) {
+        Value::Array(a) => a,
+        other => vec![other],
+    };
+    let mut req = PublishRequest::new(tgt, fun, arg, &call.tgt_type);
+    req.ret = text(low, "ret").unwrap_or_default();
+    req.jid = text(low, "jid").unwrap_or_default();
+    req.kwargs.insert("client", Value::from(client));
     if let Some(m) = low.get("metadata") {
-        kwargs.push(("metadata", from_json(m)));
+        req.kwargs.insert("metadata", from_json(m));
     }
-    let mut load = vec![
-        ("cmd", Value::from("publish")),
-        ("tgt", tgt),
-        ("fun", from_json(&call.fun)),
-        ("arg", from_json(&call.arg)),
-        ("tgt_type", Value::from(call.tgt_type.clone())),
-        ("ret", Value::from(text(low, "ret").unwrap_or_default())),
-        ("jid", Value::from(text(low, "jid").unwrap_or_default())),
-        ("kwargs", map(kwargs)),
-        ("key", Value::from(state.master.root_key())),
-        ("user", Value::from(caller.name.clone())),
-    ];
-    if let Some(to) = seconds(low, "timeout")? {
-        load.push(("to", Value::from(to)));
-    }
-    let reply = state
-        .master
-        .clear(map(load), Duration::from_secs(30))
+    req.to = seconds(low, "timeout")?.map(|t| t as i64);
+    let job = LocalClient::new(state.master.as_user(&caller.name))
+        .publish(req)
         .await?;
-    if let Some(e) = get(&reply, "error") {
-        let msg = get_str(e, "message")
-            .unwrap_or("the master refused the job")
-            .to_string();
-        // The master's authentication errors are the caller's 401; anything else it refuses
-        // (a jid already in use, ...) is a bad request.
-        return Err(match get_str(e, "name") {
-            Some("SaltInvocationError") => ApiError::bad_request(msg),
-            _ => ApiError::unauthorized(msg),
-        });
-    }
-    let inner = get(&reply, "load").cloned().unwrap_or(Value::Nil);
-    let Some(jid) = get_str(&inner, "jid").map(str::to_string) else {
+    if job.jid.is_empty() {
         return Ok(None);
-    };
-    let minions: Vec<String> = match get(&inner, "minions") {
-        Some(Value::Array(a)) => a
-            .iter()
-            .filter_map(|v| match v {
-                Value::String(s) => s.as_str().map(str::to_string),
-                _ => None,
-            })
-            .collect(),
-        _ => vec![],
-    };
+    }
     state.metrics.jobs_published.fetch_add(1, Ordering::Relaxed);
-    Ok(Some((jid, minions)))
+    Ok(Some((job.jid, job.minions)))
 }
 
-/// Wait for the returns of a job, with Salt's find_job rounds for minions still running.
-/// On the deadline, whatever arrived is the answer: never a hang.
+/// Wait for the returns of a job with the one local client's policy: Salt's find_job rounds
+/// for minions still running, and a hard stop, so never a hang.
 async fn gather(
     state: &Arc<AppState>,
+    caller: &Caller,
     rx: &mut broadcast::Receiver<Arc<BusEvent>>,
     jid: &str,
     minions: &[String],
-    timeout: Duration,
-    gather_timeout: Duration,
+    waits: Timeouts,
 ) -> Vec<(String, Json)> {
-    let expected: BTreeSet<&str> = minions.iter().map(String::as_str).collect();
-    let prefix = format!("salt/job/{jid}/ret/");
-    let mut got: Vec<(String, Json)> = Vec::new();
-    let mut deadline = Instant::now() + timeout;
-    // Never wait forever, whatever the minions claim.
-    let hard_stop = Instant::now() + timeout * 4 + gather_timeout * 4;
-    let mut find_job: Option<(String, Instant, BTreeSet<String>, bool)> = None;
-    while got.len() < expected.len() {
-        let now = Instant::now();
-        if now >= hard_stop {
-            break;
-        }
-        if let Some((_, fj_deadline, waiting, running)) = &find_job {
-            if waiting.is_empty() || now >= *fj_deadline {
-                if *running {
-                    deadline = now + timeout;
-                    find_job = None;
-                    continue;
-                }
-                break;
-            }
-        } else if now >= deadline {
-            let missing: Vec<String> = expected
-                .iter()
-                .filter(|m| !got.iter().any(|(g, _)| g == *m))
-                .map(|m| m.to_string())
-                .collect();
-            let load = map(vec![
-                ("cmd", Value::from("publish")),
-                (
-                    "tgt",
-                    Value::Array(missing.iter().cloned().map(Value::from).collect()),
-                ),
-                ("fun", Value::from("saltutil.find_job")),
-                ("arg", Value::Array(vec![Value::from(jid)])),
-                ("tgt_type", Value::from("list")),
-                ("ret", Value::from("")),
-                ("jid", Value::from("")),
-                ("kwargs", map(vec![("delimiter", Value::from(":"))])),
-                ("key", Value::from(state.master.root_key())),
-                ("user", Value::from("root")),
-            ]);
-            let fj = state
-                .master
-                .clear(load, Duration::from_secs(10))
-                .await
-                .ok()
-                .and_then(|r| {
-                    get(&r, "load")
-                        .and_then(|l| get_str(l, "jid"))
-                        .map(str::to_string)
-                });
-            match fj {
-                Some(fjid) => {
-                    find_job = Some((
-                        fjid,
-                        Instant::now() + gather_timeout,
-                        missing.into_iter().collect(),
-                        false,
-                    ))
-                }
-                None => break,
-            }
-            continue;
-        }
-        let until = find_job.as_ref().map(|f| f.1).unwrap_or(deadline);
-        let ev = match tokio::time::timeout_at(until, rx.recv()).await {
-            Ok(Ok(ev)) => ev,
-            Ok(Err(broadcast::error::RecvError::Lagged(n))) => {
-                tracing::warn!("a waiting request missed {n} events");
-                continue;
-            }
-            Ok(Err(broadcast::error::RecvError::Closed)) => break,
-            Err(_) => continue,
-        };
-        if let Some(id) = ev.tag.strip_prefix(&prefix) {
-            if expected.contains(id) && !got.iter().any(|(g, _)| g == id) {
-                state
-                    .metrics
-                    .returns_received
-                    .fetch_add(1, Ordering::Relaxed);
-                got.push((id.to_string(), ev.data.clone()));
-            }
-        } else if let Some((fjid, _, waiting, running)) = &mut find_job {
-            if let Some(id) = ev.tag.strip_prefix(&format!("salt/job/{fjid}/ret/")) {
-                waiting.remove(id);
-                if matches!(ev.data.get("return"), Some(Json::Object(m)) if !m.is_empty()) {
-                    *running = true;
-                }
-            }
-        }
+    let client = LocalClient::new(state.master.as_user(&caller.name));
+    let job = PublishReply {
+        jid: jid.to_string(),
+        minions: minions.to_vec(),
+        missing: Vec::new(),
+    };
+    let mut returns = client.returns(rx, &job, waits);
+    let mut got = Vec::new();
+    while let Some((id, ev)) = returns.next().await {
+        state
+            .metrics
+            .returns_received
+            .fetch_add(1, Ordering::Relaxed);
+        got.push((id, ev.data.clone()));
     }
     got
 }
 
-fn timeouts(state: &AppState, low: &Map<String, Json>) -> Result<(Duration, Duration), ApiError> {
-    Ok((
-        Duration::from_secs(seconds(low, "timeout")?.unwrap_or(state.cfg.timeout).max(1)),
-        Duration::from_secs(
-            seconds(low, "gather_job_timeout")?
-                .unwrap_or(state.cfg.gather_job_timeout)
-                .max(1),
-        ),
+fn timeouts(state: &AppState, low: &Map<String, Json>) -> Result<Timeouts, ApiError> {
+    Ok(brine_client::timeouts(
+        Some(seconds(low, "timeout")?.unwrap_or(state.cfg.timeout)),
+        seconds(low, "gather_job_timeout")?.unwrap_or(state.cfg.gather_job_timeout),
+        state.cfg.gather_hard_stop,
     ))
 }
 
@@ -410,8 +335,8 @@ async fn local(
     let Some((jid, minions)) = publish(state, caller, low, &call, "local").await? else {
         return Ok(json!({}));
     };
-    let (timeout, gather_timeout) = timeouts(state, low)?;
-    let got = gather(state, &mut rx, &jid, &minions, timeout, gather_timeout).await;
+    let waits = timeouts(state, low)?;
+    let got = gather(state, caller, &mut rx, &jid, &minions, waits).await;
     Ok(shape_returns(got, &jid, full_return(low)))
 }
 
@@ -446,7 +371,7 @@ async fn local_batch(
     if !allowed_local(state, caller, &call, &from_json(&call.tgt)) {
         return Err(ApiError::not_authorized());
     }
-    let (timeout, gather_timeout) = timeouts(state, low)?;
+    let waits = timeouts(state, low)?;
     let mut out = Vec::new();
     for chunk in all.chunks(size.max(1)) {
         let sub = LocalCall {
@@ -459,7 +384,7 @@ async fn local_batch(
         let Some((jid, minions)) = publish(state, caller, low, &sub, "local_batch").await? else {
             continue;
         };
-        let got = gather(state, &mut rx, &jid, &minions, timeout, gather_timeout).await;
+        let got = gather(state, caller, &mut rx, &jid, &minions, waits).await;
         for (id, data) in got {
             let mut m = Map::new();
             m.insert(id, data.get("return").cloned().unwrap_or(Json::Null));
@@ -506,12 +431,12 @@ async fn local_subset(
         fun: json!("sys.list_functions"),
         arg: json!([fun.split('.').next().unwrap_or("")]),
     };
-    let (timeout, gather_timeout) = timeouts(state, low)?;
+    let waits = timeouts(state, low)?;
     let mut rx = state.bus.subscribe();
     let Some((jid, minions)) = publish(state, caller, low, &probe, "local_subset").await? else {
         return Ok(json!({}));
     };
-    let got = gather(state, &mut rx, &jid, &minions, timeout, gather_timeout).await;
+    let got = gather(state, caller, &mut rx, &jid, &minions, waits).await;
     let mut have: Vec<String> = got
         .into_iter()
         .filter(|(_, d)| {
@@ -537,7 +462,7 @@ async fn local_subset(
     let Some((jid, minions)) = publish(state, caller, low, &sub, "local_subset").await? else {
         return Ok(json!({}));
     };
-    let got = gather(state, &mut rx, &jid, &minions, timeout, gather_timeout).await;
+    let got = gather(state, caller, &mut rx, &jid, &minions, waits).await;
     Ok(shape_returns(got, &jid, full_return(low)))
 }
 
@@ -590,7 +515,7 @@ async fn runner(
             map(vec![("arg", from_json(&arg)), ("kwarg", from_json(&kwarg))]),
         ),
         ("client", Value::from(client)),
-        ("key", Value::from(state.master.root_key())),
+        ("key", Value::from(state.master.key())),
         ("user", Value::from(caller.name.clone())),
     ]);
     let reply = state.master.clear(load, Duration::from_secs(30)).await?;
@@ -671,7 +596,7 @@ async fn wheel(
         (Value::from("cmd"), Value::from("wheel")),
         (Value::from("fun"), Value::from(fun.clone())),
         (Value::from("__jid__"), Value::from(jid.clone())),
-        (Value::from("key"), Value::from(state.master.root_key())),
+        (Value::from("key"), Value::from(state.master.key())),
         (Value::from("__user__"), Value::from(caller.name.clone())),
         (Value::from("client"), Value::from(client)),
     ];
@@ -694,7 +619,7 @@ async fn wheel(
         let st = state.clone();
         tokio::spawn(async move {
             if let Err(e) = st.master.clear(load, Duration::from_secs(300)).await {
-                tracing::warn!("wheel_async call failed: {}", e.message);
+                tracing::warn!("wheel_async call failed: {e}");
             }
         });
         return Ok(json!({"tag": format!("salt/wheel/{jid}"), "jid": jid}));

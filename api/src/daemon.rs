@@ -9,9 +9,10 @@ use brine_protocol::config::MasterConfig;
 
 use crate::auth::tokens::TokenKeeper;
 use crate::config::ApiConfig;
-use crate::link::{Bus, MasterLink};
+use crate::link::Bus;
 use crate::metrics::Metrics;
 use crate::state::{AppState, MinionView};
+use brine_client::link::{local_host, MasterLink};
 
 /// Build the shared state for a master config (the API runs next to that master).
 pub fn state(
@@ -21,13 +22,12 @@ pub fn state(
 ) -> anyhow::Result<Arc<AppState>> {
     let tokens = TokenKeeper::open(&cfg.pki_dir, &cfg.cachedir)
         .map_err(|e| anyhow::anyhow!("token key in {}: {e}", cfg.pki_dir.display()))?;
-    let host = match cfg.interface.as_str() {
-        "0.0.0.0" => "127.0.0.1",
-        "::" => "::1",
-        other => other,
-    }
-    .to_string();
-    let master = Arc::new(MasterLink::new(&host, cfg.ret_port, &cfg.cachedir));
+    let master = Arc::new(MasterLink::new(
+        local_host(&cfg.interface),
+        cfg.ret_port,
+        &cfg.cachedir,
+        "root",
+    ));
     let bus = Bus::start(cfg.sock_dir.clone(), api.event_replay);
     let minions = MinionView::new(&cfg)
         .map_err(|e| anyhow::anyhow!("pki dir {}: {e}", cfg.pki_dir.display()))?;

@@ -1,6 +1,6 @@
-//! The API's two links to the master it runs next to: clear requests on the ret port (with the
-//! root key), and the event bus (`master_event_pub.ipc`), read once and fanned out in-process
-//! with a bounded replay buffer for SSE clients that reconnect.
+//! The master's event bus (`master_event_pub.ipc`) as the API reads it: once, fanned out
+//! in-process, with a bounded replay buffer for SSE clients that reconnect. Requests to the
+//! master go through [`brine_client::MasterLink`].
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -8,83 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use brine_protocol::event::{unpack_body, PubDecoder};
-use brine_protocol::payload::{dumps, loads, map, Value};
-use brine_transport::{tcp_endpoint, ReqClient};
 use tokio::io::AsyncReadExt;
 use tokio::sync::broadcast;
-
-use crate::error::ApiError;
-
-/// Clear requests to the master, over a small pool of REQ sockets (one request in flight each).
-pub struct MasterLink {
-    ctx: zmq::Context,
-    endpoint: String,
-    pool: Mutex<Vec<ReqClient>>,
-    root_key_path: PathBuf,
-    root_key: Mutex<String>,
-}
-
-impl MasterLink {
-    pub fn new(host: &str, port: u16, cachedir: &std::path::Path) -> MasterLink {
-        let path = cachedir.join(".root_key");
-        let key = std::fs::read_to_string(&path)
-            .map(|k| k.trim().to_string())
-            .unwrap_or_default();
-        MasterLink {
-            ctx: zmq::Context::new(),
-            endpoint: tcp_endpoint(host, port),
-            pool: Mutex::new(Vec::new()),
-            root_key_path: path,
-            root_key: Mutex::new(key),
-        }
-    }
-
-    /// The master's root key (re-read when the master created a new one).
-    pub fn root_key(&self) -> String {
-        let mut k = self.root_key.lock().expect("root key lock");
-        if let Ok(text) = std::fs::read_to_string(&self.root_key_path) {
-            let t = text.trim();
-            if !t.is_empty() && t != *k {
-                *k = t.to_string();
-            }
-        }
-        k.clone()
-    }
-
-    /// Send one clear load; the decoded reply. A master that does not answer is a 503.
-    pub async fn clear(
-        self: &Arc<Self>,
-        load: Value,
-        timeout: Duration,
-    ) -> Result<Value, ApiError> {
-        let me = self.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut client = me
-                .pool
-                .lock()
-                .expect("pool lock")
-                .pop()
-                .unwrap_or_else(|| ReqClient::new(&me.ctx, &me.endpoint));
-            let env = map(vec![
-                ("enc", Value::from("clear")),
-                ("load", load),
-                ("version", Value::from(3)),
-            ]);
-            let res = client.request(&dumps(&env), timeout);
-            match res {
-                Ok(bytes) => {
-                    me.pool.lock().expect("pool lock").push(client);
-                    loads(&bytes).map_err(|e| {
-                        ApiError::unavailable(format!("undecodable answer from the master: {e}"))
-                    })
-                }
-                Err(e) => Err(ApiError::master_unavailable(e)),
-            }
-        })
-        .await
-        .map_err(|e| ApiError::internal(format!("request task failed: {e}")))?
-    }
-}
 
 /// One bus event as the API hands it around, with its position in the stream.
 #[derive(Debug)]
@@ -92,6 +17,15 @@ pub struct BusEvent {
     pub id: u64,
     pub tag: String,
     pub data: serde_json::Value,
+}
+
+impl brine_client::JobEvent for BusEvent {
+    fn tag(&self) -> &str {
+        &self.tag
+    }
+    fn reports_running(&self) -> bool {
+        matches!(self.data.get("return"), Some(serde_json::Value::Object(m)) if !m.is_empty())
+    }
 }
 
 /// The master's event bus, read by one task and fanned out.

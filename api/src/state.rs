@@ -10,8 +10,9 @@ use brine_protocol::payload::Value;
 
 use crate::auth::tokens::{Claims, TokenKeeper};
 use crate::config::ApiConfig;
-use crate::link::{Bus, MasterLink};
+use crate::link::Bus;
 use crate::metrics::Metrics;
+use brine_client::MasterLink;
 
 pub struct AppState {
     pub cfg: MasterConfig,

@@ -49,7 +49,16 @@ pub trait JobEvent {
     fn reports_running(&self) -> bool;
 }
 
-impl JobEvent for std::sync::Arc<brine_transport::eventbus::Event> {
+impl<T: JobEvent> JobEvent for std::sync::Arc<T> {
+    fn tag(&self) -> &str {
+        (**self).tag()
+    }
+    fn reports_running(&self) -> bool {
+        (**self).reports_running()
+    }
+}
+
+impl JobEvent for brine_transport::eventbus::Event {
     fn tag(&self) -> &str {
         &self.tag
     }
@@ -84,6 +93,13 @@ impl<T: JobEvent + Send> EventFeed for mpsc::Receiver<T> {
     type Event = T;
     async fn recv(&mut self) -> Option<T> {
         mpsc::Receiver::recv(self).await
+    }
+}
+
+impl<F: EventFeed> EventFeed for &mut F {
+    type Event = F::Event;
+    fn recv(&mut self) -> impl Future<Output = Option<Self::Event>> + Send {
+        (**self).recv()
     }
 }
 

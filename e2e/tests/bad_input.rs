@@ -335,13 +335,16 @@ fn wheel_and_runner_functions() {
     let documented =
         |v: serde_json::Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
     let runners = documented(run(&["doc.runner"]));
-    let names =
-        |t: &[(&str, &str)]| -> Vec<String> { t.iter().map(|(n, _)| n.to_string()).collect() };
-    assert_eq!(runners, names(brine_master::runners::FUNCTIONS));
-    assert_eq!(
-        documented(run(&["doc.wheel"])),
-        names(brine_master::wheel::FUNCTIONS)
-    );
+    let runner_names: Vec<String> = brine_master::runners::all()
+        .iter()
+        .map(|r| r.name.to_string())
+        .collect();
+    assert_eq!(runners, runner_names);
+    let wheel_names: Vec<String> = brine_master::wheel::all()
+        .iter()
+        .map(|w| w.name.to_string())
+        .collect();
+    assert_eq!(documented(run(&["doc.wheel"])), wheel_names);
     for fun in runners.iter().filter(|f| *f != "test.sleep") {
         let o = st.tool("salt-run", &["--out", "json", fun]);
         assert!(
@@ -350,7 +353,7 @@ fn wheel_and_runner_functions() {
             stdout(&o)
         );
     }
-    for (fun, _) in brine_master::wheel::FUNCTIONS {
+    for fun in &wheel_names {
         let ret = wheel(fun, vec![]);
         assert!(
             !ret.to_string().contains("is not available"),

@@ -9,19 +9,7 @@ use brine_protocol::payload::{map, Value};
 use brine_transport::eventbus::EventBus;
 use brine_transport::{tcp_endpoint, Publisher, RequestServer, ServerOptions};
 
-use crate::datacache::DataCache;
-use crate::jobstore::{JobStore, SqliteStore};
-use crate::keys::KeyStore;
 use crate::master::Master;
-use crate::secrets::Secrets;
-
-/// Default largest request handled on the ret port.
-pub const MAX_REQUEST_SIZE: usize = 64 * 1024 * 1024;
-
-/// `brine_max_request_size` from the config, or the default.
-pub fn max_request_size(cfg: &MasterConfig) -> usize {
-    cfg.max_request_size
-}
 
 /// Where the embedded job store lives: `brine_job_store: {path: ...}` or `cachedir/jobs.sqlite`.
 pub fn job_store_path(cfg: &MasterConfig) -> std::path::PathBuf {
@@ -31,9 +19,6 @@ pub fn job_store_path(cfg: &MasterConfig) -> std::path::PathBuf {
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| cfg.cachedir.join("jobs.sqlite"))
 }
-
-/// Salt's `max_open_files` default.
-pub const MAX_OPEN_FILES: u64 = 100_000;
 
 /// Like Salt's master: raise the soft `RLIMIT_NOFILE` to `max_open_files` (default 100000),
 /// capped by the hard limit. Every minion holds a connection to the request port, so the
@@ -76,23 +61,9 @@ pub fn run(cfg: MasterConfig) -> anyhow::Result<()> {
 }
 
 async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
-    let keys = KeyStore::open(&cfg.pki_dir)?;
-    let secrets = Secrets::load(
-        &cfg.pki_dir,
-        &cfg.cachedir,
-        cfg.keysize,
-        Duration::from_secs(cfg.publish_session),
-        &cfg.user,
-    )?;
     let bus = EventBus::bind(&cfg.sock_dir)
         .await
         .map_err(|e| anyhow::anyhow!("event bus in {}: {e}", cfg.sock_dir.display()))?;
-    let store_path = job_store_path(&cfg);
-    let store: Arc<dyn JobStore> = Arc::new(
-        SqliteStore::open(&store_path)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", store_path.display()))?,
-    );
-    let cache = DataCache::open(&cfg.cachedir, cfg.minion_data_cache);
     let ctx = zmq::Context::new();
     let pub_ep = tcp_endpoint(&cfg.interface, cfg.publish_port);
     // The publish port lives in its own process (this binary, run with PUBLISHER_FLAG), as
@@ -111,31 +82,14 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
     let publisher = Publisher::start_child(&ctx, &exe, &args, &feed, &pub_ep)?;
     let ret_ep = tcp_endpoint(&cfg.interface, cfg.ret_port);
     let workers = cfg.worker_threads.max(1);
-    let replay = crate::replay::ReplayGuard::new(cfg.request_server_ttl);
-    let master = Arc::new(Master {
-        cfg,
-        keys,
-        secrets,
-        bus,
-        store,
-        publisher,
-        cache,
-        rt: tokio::runtime::Handle::current(),
-        started: Instant::now(),
-        self_ref: std::sync::OnceLock::new(),
-        publish_order: Default::default(),
-        verified: Default::default(),
-        recent_jids: Default::default(),
-        replay,
-    });
-    let _ = master.self_ref.set(Arc::downgrade(&master));
+    let master = Master::new(cfg, Box::new(publisher), bus)?;
     let m = master.clone();
     let server = RequestServer::start(
         &ctx,
         ServerOptions {
             bind: ret_ep.clone(),
             workers,
-            max_message_size: (max_request_size(&master.cfg) as i64).saturating_mul(2),
+            max_message_size: (master.cfg.max_request_size as i64).saturating_mul(2),
             queue_len: 100_000,
             ipv6: master.cfg.ipv6,
         },

@@ -85,22 +85,33 @@ impl DataCache {
             ("pillar", pillar.clone()),
         ]));
         self.write(id, "data.p", &bytes);
-        self.entries.write().expect("cache lock").insert(
-            id.to_string(),
-            MinionData {
-                grains: Some(grains),
-                pillar: Some(pillar),
-            },
-        );
+        self.entries
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(
+                id.to_string(),
+                MinionData {
+                    grains: Some(grains),
+                    pillar: Some(pillar),
+                },
+            );
     }
 
     pub fn get(&self, id: &str) -> Option<MinionData> {
-        self.entries.read().expect("cache lock").get(id).cloned()
+        self.entries
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+            .cloned()
     }
 
     /// A minion's mine (`None` when it stored nothing).
     pub fn mine(&self, id: &str) -> Option<Value> {
-        self.mines.read().expect("cache lock").get(id).cloned()
+        self.mines
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+            .cloned()
     }
 
     /// Store mine entries of `id`: merged over what it stored before, or replacing it all
@@ -111,7 +122,7 @@ impl DataCache {
         if !self.enabled {
             return;
         }
-        let mut mines = self.mines.write().expect("cache lock");
+        let mut mines = self.mines.write().unwrap_or_else(|e| e.into_inner());
         let entry = mines
             .entry(id.to_string())
             .or_insert_with(|| Value::Map(vec![]));
@@ -133,7 +144,7 @@ impl DataCache {
 
     /// Forget one mine function of `id` (true also when it had none).
     pub fn mine_delete(&self, id: &str, fun: &str) -> bool {
-        let mut mines = self.mines.write().expect("cache lock");
+        let mut mines = self.mines.write().unwrap_or_else(|e| e.into_inner());
         let Some(Value::Map(entries)) = mines.get_mut(id) else {
             return true;
         };
@@ -146,7 +157,10 @@ impl DataCache {
 
     /// Forget the whole mine of `id`.
     pub fn mine_flush(&self, id: &str) -> bool {
-        self.mines.write().expect("cache lock").remove(id);
+        self.mines
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
         match fs::remove_file(self.dir.join(id).join("mine.p")) {
             Ok(()) => true,
             Err(e) => e.kind() == std::io::ErrorKind::NotFound,
@@ -154,8 +168,14 @@ impl DataCache {
     }
 
     pub fn remove(&self, id: &str) {
-        self.entries.write().expect("cache lock").remove(id);
-        self.mines.write().expect("cache lock").remove(id);
+        self.entries
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
+        self.mines
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
         let _ = fs::remove_dir_all(self.dir.join(id));
     }
 }

@@ -293,7 +293,8 @@ mod tests {
         assert_eq!(s.clean_before("20260102000000000000").unwrap(), 1);
         s.save_event("a/b", &map(vec![("x", Value::from(1))]), "m_master")
             .unwrap();
-        s.save_event("c/d", &map(vec![]), "m_master").unwrap();
+        s.save_event("c/d", &Value::Map(vec![]), "m_master")
+            .unwrap();
         let ev = s.recent_events(1).unwrap();
         assert_eq!(ev.len(), 1);
         assert_eq!(ev[0].0, "c/d");

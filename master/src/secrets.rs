@@ -64,12 +64,12 @@ impl Secrets {
     }
 
     pub fn aes(&self) -> Crypticle {
-        self.aes.read().expect("aes lock").clone()
+        self.aes.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// A new AES key; the publish serial starts over.
     pub fn rotate_aes(&self) {
-        let mut aes = self.aes.write().expect("aes lock");
+        let mut aes = self.aes.write().unwrap_or_else(|e| e.into_inner());
         *aes = Crypticle::new(&Crypticle::generate_key_string()).expect("fresh key string");
         self.serial.store(0, Ordering::SeqCst);
     }
@@ -98,16 +98,17 @@ impl Secrets {
         let expired = mtime
             .and_then(|t| t.elapsed().ok())
             .is_none_or(|age| age > self.publish_session);
-        let mut cache = self.sessions.lock().expect("sessions lock");
+        // The lock covers the map only: the session file is read and written without it.
+        let lock = || self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         if !expired {
-            if let (Some((c, seen)), Some(t)) = (cache.get(id), mtime) {
-                if *seen == t {
-                    return Ok(c.clone());
+            if let (Some((c, seen)), Some(t)) = (lock().get(id).cloned(), mtime) {
+                if seen == t {
+                    return Ok(c);
                 }
             }
             if let Ok(text) = fs::read_to_string(&path) {
                 if let Ok(c) = Crypticle::new(text.trim()) {
-                    cache.insert(
+                    lock().insert(
                         id.to_string(),
                         (c.clone(), mtime.unwrap_or(SystemTime::now())),
                     );
@@ -119,7 +120,7 @@ impl Secrets {
         write_private(&path, &key)?;
         let c = Crypticle::new(&key).expect("fresh key string");
         let t = fs::metadata(&path)?.modified()?;
-        cache.insert(id.to_string(), (c.clone(), t));
+        lock().insert(id.to_string(), (c.clone(), t));
         Ok(c)
     }
 
@@ -133,7 +134,10 @@ impl Secrets {
 
     /// Forget a minion's session (its key was deleted or rejected).
     pub fn drop_session(&self, id: &str) {
-        self.sessions.lock().expect("sessions lock").remove(id);
+        self.sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
         let _ = fs::remove_file(self.sessions_dir.join(id));
     }
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use brine_protocol::crypt::{
     clean_key, hash_hex, pem_finger, Crypticle, EncAlgo, HashType, PrivateKey, PublicKey, SigAlgo,
 };
-use brine_protocol::payload::{bytes_of as bytes, dumps, get, get_str, loads, map, set, Value};
+use brine_protocol::payload::{bytes_of, dumps, get, get_str, loads, map, set, Value};
 use brine_transport::{tcp_endpoint, ReqClient};
 
 #[derive(Debug, thiserror::Error)]
@@ -166,10 +166,10 @@ impl Channel {
                 return Err(ChannelError::Invalid(format!("master says {ret}")));
             }
         }
-        let Some(sig) = get(&reply, "sig").and_then(bytes) else {
+        let Some(sig) = get(&reply, "sig").and_then(bytes_of) else {
             return Err(ChannelError::Invalid("sign-in reply is not signed".into()));
         };
-        let Some(raw) = bytes(load) else {
+        let Some(raw) = bytes_of(load) else {
             return Err(ChannelError::Invalid(
                 "sign-in reply load is not bytes".into(),
             ));
@@ -217,7 +217,7 @@ impl Channel {
         }
         let dec = |k: &str| -> Result<String, ChannelError> {
             let ct = get(&inner, k)
-                .and_then(bytes)
+                .and_then(bytes_of)
                 .ok_or_else(|| ChannelError::Invalid(format!("sign-in reply without {k}")))?;
             let pt = self
                 .ident
@@ -229,7 +229,7 @@ impl Channel {
         let aes = dec("aes")?;
         let session = dec("session")?;
         let aes_sig = get(&inner, "sig")
-            .and_then(bytes)
+            .and_then(bytes_of)
             .ok_or_else(|| ChannelError::Invalid("sign-in reply without sig".into()))?;
         let expect = hash_hex(aes.as_bytes(), HashType::Sha256);
         match master_pub.x931_decrypt(aes_sig) {
@@ -246,7 +246,9 @@ impl Channel {
                 return Err(ChannelError::Invalid("token mismatch".into()));
             }
         }
-        let publish_port = crate::util::int(get(&inner, "publish_port")).unwrap_or(4505) as u16;
+        let publish_port = get(&inner, "publish_port")
+            .and_then(brine_protocol::loads::int)
+            .unwrap_or(4505) as u16;
         let creds = Creds {
             aes: Crypticle::new(&aes).map_err(|e| ChannelError::Invalid(e.to_string()))?,
             session: Crypticle::new(&session).map_err(|e| ChannelError::Invalid(e.to_string()))?,
@@ -288,7 +290,7 @@ impl Channel {
             let body = self.aes_envelope(&creds, load, &nonce);
             let reply = self.roundtrip(&mut st, &body, self.timeout)?;
             let decoded = loads(&reply).ok();
-            let ct = decoded.as_ref().and_then(bytes);
+            let ct = decoded.as_ref().and_then(bytes_of);
             match ct.map(|ct| creds.session.loads(ct, Some(&nonce))) {
                 Some(Ok(Some(v))) => return Ok(v),
                 Some(Ok(None)) => return Ok(Value::Map(vec![])),
@@ -315,7 +317,7 @@ impl Channel {
             let body = self.aes_envelope(&creds, load, &nonce);
             let reply = self.roundtrip(&mut st, &body, self.timeout)?;
             let reply = loads(&reply).map_err(|e| ChannelError::Invalid(e.to_string()))?;
-            let Some(key_ct) = get(&reply, "key").and_then(bytes) else {
+            let Some(key_ct) = get(&reply, "key").and_then(bytes_of) else {
                 if attempt == 0 {
                     st.creds = None;
                     continue;
@@ -330,15 +332,15 @@ impl Channel {
             let c = Crypticle::new(std::str::from_utf8(&k).unwrap_or(""))
                 .map_err(|e| ChannelError::Invalid(e.to_string()))?;
             let blob = get(&reply, field)
-                .and_then(bytes)
+                .and_then(bytes_of)
                 .ok_or_else(|| ChannelError::Invalid(format!("private reply without {field}")))?;
             let outer = c
                 .loads(blob, None)
                 .map_err(|e| ChannelError::Invalid(e.to_string()))?
                 .ok_or_else(|| ChannelError::Invalid("private payload is not Salt's".into()))?;
             let (Some(data), Some(sig)) = (
-                get(&outer, "data").and_then(bytes),
-                get(&outer, "sig").and_then(bytes),
+                get(&outer, "data").and_then(bytes_of),
+                get(&outer, "sig").and_then(bytes_of),
             ) else {
                 return Err(ChannelError::Invalid(
                     "private payload without data/sig".into(),
@@ -350,7 +352,7 @@ impl Channel {
                 ));
             }
             let d = loads(data).map_err(|e| ChannelError::Invalid(e.to_string()))?;
-            if get(&d, "key").and_then(bytes) != Some(key_ct) {
+            if get(&d, "key").and_then(bytes_of) != Some(key_ct) {
                 return Err(ChannelError::Invalid("private payload key mismatch".into()));
             }
             if get_str(&d, "nonce") != Some(nonce.as_str()) {

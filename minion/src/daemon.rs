@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use brine_protocol::config::MinionConfig;
 use brine_protocol::crypt::{load_or_generate_keypair, EncAlgo, HashType, SerialGuard, SigAlgo};
-use brine_protocol::payload::{get, get_str, loads, map, Value};
+use brine_protocol::loads::{Fun, MinionEventLoad, MinionEvents, PublishLoad, ReturnLoad};
+use brine_protocol::payload::{bytes_of, get, get_str, loads, map, Value};
 use brine_protocol::target::{matches, MinionData};
 use brine_transport::{tcp_endpoint, Subscriber};
 use tokio::sync::mpsc;
@@ -15,7 +16,6 @@ use tokio::sync::mpsc;
 use crate::channel::{Channel, ChannelError, Creds, Identity};
 use crate::functions::{self, CallResult, Context, RunningJob, RunningJobs, Services};
 use crate::schedule::{Due, Where};
-use crate::util::{bytes, int, text};
 
 /// How many recent jids are remembered to drop duplicate publishes (Salt's
 /// `minion_jid_queue_hwm`).
@@ -192,15 +192,14 @@ impl Minion {
     }
 
     async fn fire_master(&self, tag: &str, data: Value) {
-        let load = map(vec![
-            ("id", Value::from(self.cfg.id.clone())),
-            ("cmd", Value::from("_minion_event")),
-            ("pretag", Value::Nil),
-            ("data", data),
-            ("tag", Value::from(tag)),
-        ]);
-        if let Err(e) = self.request(load).await {
-            tracing::warn!("event {tag} not sent: {e}");
+        let ev = MinionEventLoad::single(&self.cfg.id, tag, data);
+        self.send_events(ev, tag).await;
+    }
+
+    /// Send one `_minion_event` load (every event this minion fires on the master's bus).
+    async fn send_events(&self, ev: MinionEventLoad, what: &str) {
+        if let Err(e) = self.request(ev.to_value()).await {
+            tracing::warn!("event {what} not sent: {e}");
         }
     }
 
@@ -223,7 +222,7 @@ impl Minion {
         creds: &Creds,
         frame: &[u8],
         serials: &mut SerialGuard,
-    ) -> Result<Option<Value>, ()> {
+    ) -> Result<Option<PublishLoad>, ()> {
         let env = match loads(frame) {
             Ok(v @ Value::Map(_)) => v,
             _ => return Ok(None),
@@ -231,7 +230,7 @@ impl Minion {
         if get_str(&env, "enc") != Some("aes") {
             return Ok(None);
         }
-        let Some(ct) = get(&env, "load").and_then(bytes) else {
+        let Some(ct) = get(&env, "load").and_then(bytes_of) else {
             return Ok(None);
         };
         if self.cfg.sign_pub_messages {
@@ -239,7 +238,7 @@ impl Minion {
                 .and_then(SigAlgo::parse)
                 .unwrap_or(SigAlgo::Pkcs1v15Sha1);
             let ok = get(&env, "sig")
-                .and_then(bytes)
+                .and_then(bytes_of)
                 .is_some_and(|sig| creds.master_pub.verify(ct, sig, algo));
             if !ok {
                 tracing::warn!("publish with a missing or bad signature dropped");
@@ -252,31 +251,28 @@ impl Minion {
                     tracing::debug!("publish with an old serial dropped");
                     return Ok(None);
                 }
-                Ok(Some(load))
+                match PublishLoad::parse(load) {
+                    Ok(l) => Ok(Some(l)),
+                    Err(e) => {
+                        tracing::warn!("publish ignored: {e}");
+                        Ok(None)
+                    }
+                }
             }
             Ok(None) => Ok(None),
             Err(_) => Err(()),
         }
     }
 
-    fn targets_me(&self, load: &Value) -> bool {
-        let (Some(tgt), Some(_), Some(_), Some(_)) = (
-            get(load, "tgt"),
-            get(load, "jid"),
-            get(load, "fun"),
-            get(load, "arg"),
-        ) else {
-            return false;
-        };
-        let tgt_type = get_str(load, "tgt_type").unwrap_or("glob");
-        let delimiter = get_str(load, "delimiter").unwrap_or(":");
+    fn targets_me(&self, load: &PublishLoad) -> bool {
+        let delimiter = load.delimiter.as_deref().unwrap_or(":");
         let pillar = self.pillar.read().expect("pillar lock").clone();
         let me = MinionData {
             id: &self.cfg.id,
             grains: Some(&self.grains),
             pillar: Some(&pillar),
         };
-        match matches(tgt, tgt_type, delimiter, &me) {
+        match matches(&load.tgt.to_value(), &load.tgt_type, delimiter, &me) {
             Ok(m) => m,
             Err(e) => {
                 tracing::warn!("publish with an unusable target ignored: {e}");
@@ -286,14 +282,12 @@ impl Minion {
     }
 
     /// Run one job and send its return.
-    async fn run_job(self: Arc<Self>, load: Value) {
-        let jid = get_str(&load, "jid").unwrap_or("").to_string();
+    async fn run_job(self: Arc<Self>, load: PublishLoad) {
+        let jid = load.jid.clone();
         // Salt compiles a fresh pillar for pillar.* functions: ask the master again first.
-        let names_pillar = |f: &Value| text(f).is_some_and(|n| n.starts_with("pillar."));
-        let wants_pillar = match get(&load, "fun") {
-            Some(Value::Array(funs)) => funs.iter().any(names_pillar),
-            Some(f) => names_pillar(f),
-            None => false,
+        let wants_pillar = match &load.fun {
+            Fun::One(f) => f.starts_with("pillar."),
+            Fun::Many(funs) => funs.iter().any(|f| f.starts_with("pillar.")),
         };
         if wants_pillar {
             self.fetch_pillar().await;
@@ -302,61 +296,48 @@ impl Minion {
             id: self.cfg.id.clone(),
             grains: self.grains.clone(),
             running: self.running.clone(),
-            pub_load: load.clone(),
+            pub_load: load.to_value(),
             pillar: self.pillar.read().expect("pillar lock").clone(),
             services: self.services.clone(),
         };
-        let fun = get(&load, "fun").cloned().unwrap_or(Value::Nil);
-        let arg = get(&load, "arg").cloned().unwrap_or(Value::Array(vec![]));
-        let mut ret = vec![
-            ("cmd", Value::from("_return")),
-            ("id", Value::from(self.cfg.id.clone())),
-        ];
-        match (&fun, &arg) {
-            (Value::Array(funs), Value::Array(args)) => {
+        let mut ret = ReturnLoad::new(&self.cfg.id, &jid, load.fun.clone(), load.arg.clone());
+        match &load.fun {
+            Fun::Many(funs) => {
                 // A multi-function job: one return map keyed by function.
                 let (mut rets, mut codes, mut oks) = (Vec::new(), Vec::new(), Vec::new());
-                for (i, f) in funs.iter().enumerate() {
-                    let name = text(f).unwrap_or("").to_string();
-                    let a = match args.get(i) {
+                for (i, name) in funs.iter().enumerate() {
+                    let a = match load.arg.get(i) {
                         Some(Value::Array(a)) => a.clone(),
                         _ => vec![],
                     };
-                    let r = self.call_bounded(&ctx, &name, &a).await;
-                    rets.push((Value::from(name.clone()), r.ret));
-                    codes.push((Value::from(name.clone()), Value::from(r.retcode)));
-                    oks.push((Value::from(name), Value::from(r.retcode == 0)));
+                    let r = self.call_bounded(&ctx, name, &a).await;
+                    rets.push((name.as_str(), r.ret));
+                    codes.push((name.as_str(), Value::from(r.retcode)));
+                    oks.push((name.as_str(), Value::from(r.retcode == 0)));
                 }
-                ret.push(("success", Value::Map(oks)));
-                ret.push(("return", Value::Map(rets)));
-                ret.push(("retcode", Value::Map(codes)));
+                ret.success = Some(map(oks));
+                ret.ret = map(rets);
+                ret.retcode = Some(map(codes));
             }
-            _ => {
-                let name = text(&fun).unwrap_or("").to_string();
-                let a = match &arg {
-                    Value::Array(a) => a.clone(),
-                    other => vec![other.clone()],
-                };
-                let r = self.call_bounded(&ctx, &name, &a).await;
-                ret.push(("success", Value::from(r.retcode == 0)));
-                ret.push(("return", r.ret));
-                ret.push(("retcode", Value::from(r.retcode)));
-                if let Some(out) = r.out {
-                    ret.push(("out", Value::from(out)));
-                }
+            Fun::One(name) => {
+                let r = self.call_bounded(&ctx, name, &load.arg).await;
+                ret.success = Some(Value::from(r.retcode == 0));
+                ret.ret = r.ret;
+                ret.retcode = Some(Value::from(r.retcode));
+                ret.out = r.out;
             }
         }
-        ret.push(("jid", Value::from(jid.clone())));
-        ret.push(("fun", fun));
-        ret.push(("fun_args", arg));
-        for k in ["user", "master_id", "metadata"] {
-            if let Some(v) = get(&load, k) {
-                ret.push((k, v.clone()));
-            }
+        ret.user = load.user.clone();
+        if let Some(m) = &load.master_id {
+            ret.extra
+                .push((Value::from("master_id"), Value::from(m.as_str())));
         }
-        ret.push(("_stamp", Value::from(brine_protocol::jid::stamp_now())));
+        if let Some(md) = load.kw.get("metadata") {
+            ret.extra.push((Value::from("metadata"), md.clone()));
+        }
+        ret.stamp = Some(brine_protocol::jid::stamp_now());
         self.running.remove(&jid);
-        self.send_return(map(ret), &jid).await;
+        self.send_return(ret.to_value(), &jid).await;
     }
 
     async fn call_bounded(&self, ctx: &Context, fun: &str, arg: &[Value]) -> CallResult {
@@ -429,26 +410,23 @@ impl Minion {
         } else {
             "req"
         };
-        let mut ret = vec![
-            ("cmd", Value::from("_return")),
-            ("id", Value::from(self.cfg.id.clone())),
-            ("fun", Value::from(fun)),
-            ("fun_args", Value::Array(args)),
-            ("schedule", Value::from(due.name.clone())),
-            ("jid", Value::from(ret_jid)),
-            ("pid", Value::from(std::process::id())),
-            ("return", r.ret),
-            ("retcode", Value::from(r.retcode)),
-            ("success", Value::from(r.retcode == 0)),
-        ];
-        if let Some(out) = r.out {
-            ret.push(("out", Value::from(out)));
-        }
+        let mut ret = ReturnLoad::new(&self.cfg.id, ret_jid, Fun::One(fun), args);
+        ret.ret = r.ret;
+        ret.retcode = Some(Value::from(r.retcode));
+        ret.success = Some(Value::from(r.retcode == 0));
+        ret.out = r.out;
+        ret.extra
+            .push((Value::from("schedule"), Value::from(due.name.clone())));
+        ret.extra
+            .push((Value::from("pid"), Value::from(std::process::id())));
         if let Some(meta) = item.get("metadata") {
-            ret.push(("metadata", brine_protocol::payload::from_json(meta)));
+            ret.extra.push((
+                Value::from("metadata"),
+                brine_protocol::payload::from_json(meta),
+            ));
         }
-        ret.push(("_stamp", Value::from(brine_protocol::jid::stamp_now())));
-        self.send_return(map(ret), &jid).await;
+        ret.stamp = Some(brine_protocol::jid::stamp_now());
+        self.send_return(ret.to_value(), &jid).await;
     }
 
     /// Once a second: start the scheduled jobs that are due and fire the beacons' events.
@@ -466,27 +444,21 @@ impl Minion {
             .unwrap_or_default();
         if !events.is_empty() {
             tracing::debug!("{} beacon events", events.len());
-            let events: Vec<Value> = events
+            let events = events
                 .into_iter()
                 .map(|(tag, data)| {
-                    map(vec![
-                        ("tag", Value::from(tag)),
-                        (
-                            "data",
-                            brine_protocol::payload::from_json(&serde_json::Value::Object(data)),
-                        ),
-                    ])
+                    let data = brine_protocol::payload::from_json(&serde_json::Value::Object(data));
+                    (tag, data)
                 })
                 .collect();
-            let load = map(vec![
-                ("id", Value::from(self.cfg.id.clone())),
-                ("cmd", Value::from("_minion_event")),
-                ("pretag", Value::Nil),
-                ("events", Value::Array(events)),
-            ]);
-            if let Err(e) = self.request(load).await {
-                tracing::warn!("beacon events not sent: {e}");
-            }
+            let ev = MinionEventLoad {
+                id: self.cfg.id.clone(),
+                events: MinionEvents::Batch {
+                    events,
+                    pretag: None,
+                },
+            };
+            self.send_events(ev, "beacon events").await;
         }
     }
 
@@ -631,7 +603,7 @@ pub async fn run(minion: Arc<Minion>, ctx: zmq::Context) -> i32 {
         if !minion.targets_me(&load) {
             continue;
         }
-        let jid = get_str(&load, "jid").unwrap_or("").to_string();
+        let jid = load.jid.clone();
         if recent.contains(&jid) {
             tracing::debug!("duplicate publish of {jid} dropped");
             continue;
@@ -650,7 +622,7 @@ pub async fn run(minion: Arc<Minion>, ctx: zmq::Context) -> i32 {
         minion.running.insert(
             &jid,
             RunningJob {
-                load,
+                load: load.to_value(),
                 abort: Some(task.abort_handle()),
             },
         );
@@ -699,9 +671,4 @@ pub fn main_with(config_dir: &Path, log_level: Option<&str>) -> i32 {
     let code = rt.block_on(run(minion, ctx));
     rt.shutdown_timeout(Duration::from_secs(2));
     code
-}
-
-/// The value of an integer field (for tests and tools).
-pub fn int_field(v: &Value, key: &str) -> Option<i64> {
-    int(get(v, key))
 }

@@ -788,7 +788,7 @@ fn read_ifaddrs() -> Vec<IfAddr> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::functions::map_get;
+    use brine_protocol::payload::get;
 
     #[test]
     fn server_id_matches_salt() {
@@ -834,9 +834,9 @@ mod tests {
         ];
         for k in str_keys {
             assert!(
-                map_get(&g, k).is_some_and(Value::is_str),
+                get(&g, k).is_some_and(Value::is_str),
                 "{k} is a string: {:?}",
-                map_get(&g, k)
+                get(&g, k)
             );
         }
         let int_keys = [
@@ -850,7 +850,7 @@ mod tests {
         ];
         for k in int_keys {
             assert!(
-                map_get(&g, k).is_some_and(|v| v.as_u64().is_some()),
+                get(&g, k).is_some_and(|v| v.as_u64().is_some()),
                 "{k} is an int"
             );
         }
@@ -863,7 +863,7 @@ mod tests {
             "kernelparams",
             "systempath",
         ] {
-            assert!(map_get(&g, k).is_some_and(Value::is_array), "{k} is a list");
+            assert!(get(&g, k).is_some_and(Value::is_array), "{k} is a list");
         }
         for k in [
             "ip4_interfaces",
@@ -872,27 +872,27 @@ mod tests {
             "hwaddr_interfaces",
             "locale_info",
         ] {
-            assert!(map_get(&g, k).is_some_and(Value::is_map), "{k} is a map");
+            assert!(get(&g, k).is_some_and(Value::is_map), "{k} is a map");
         }
-        assert_eq!(map_get(&g, "id"), Some(&s("m1")));
-        assert_eq!(map_get(&g, "master"), Some(&s("127.0.0.1")));
-        assert_eq!(map_get(&g, "os"), Some(&s("Overridden")));
-        assert_eq!(map_get(&g, "role"), Some(&s("web")));
-        assert_eq!(map_get(&g, "saltversion"), Some(&s(SALT_VERSION)));
+        assert_eq!(get(&g, "id"), Some(&s("m1")));
+        assert_eq!(get(&g, "master"), Some(&s("127.0.0.1")));
+        assert_eq!(get(&g, "os"), Some(&s("Overridden")));
+        assert_eq!(get(&g, "role"), Some(&s("web")));
+        assert_eq!(get(&g, "saltversion"), Some(&s(SALT_VERSION)));
         assert_eq!(
-            map_get(&g, "saltversioninfo"),
+            get(&g, "saltversioninfo"),
             Some(&Value::Array(vec![Value::from(3007), Value::from(15)]))
         );
-        assert_eq!(map_get(&g, "pid"), Some(&Value::from(std::process::id())));
-        let ipv4 = map_get(&g, "ipv4").unwrap().as_array().unwrap();
+        assert_eq!(get(&g, "pid"), Some(&Value::from(std::process::id())));
+        let ipv4 = get(&g, "ipv4").unwrap().as_array().unwrap();
         assert!(ipv4.contains(&s("127.0.0.1")), "loopback listed: {ipv4:?}");
-        let lo = map_get(map_get(&g, "ip4_interfaces").unwrap(), "lo").unwrap();
+        let lo = get(get(&g, "ip4_interfaces").unwrap(), "lo").unwrap();
         assert_eq!(lo, &Value::Array(vec![s("127.0.0.1")]));
         assert_eq!(
-            map_get(map_get(&g, "hwaddr_interfaces").unwrap(), "lo"),
+            get(get(&g, "hwaddr_interfaces").unwrap(), "lo"),
             Some(&s("00:00:00:00:00:00"))
         );
-        let num_cpus = map_get(&g, "num_cpus").unwrap().as_u64().unwrap();
+        let num_cpus = get(&g, "num_cpus").unwrap().as_u64().unwrap();
         assert!(num_cpus >= 1);
     }
 
@@ -907,17 +907,17 @@ mod tests {
                 .map(|(k, v)| (s(k), v))
                 .collect(),
         );
-        assert_eq!(map_get(&g, "os"), Some(&s("Debian")));
-        assert_eq!(map_get(&g, "os_family"), Some(&s("Debian")));
-        assert_eq!(map_get(&g, "osfullname"), Some(&s("Debian GNU/Linux")));
-        assert_eq!(map_get(&g, "osfinger"), Some(&s("Debian-12")));
-        assert_eq!(map_get(&g, "osmajorrelease"), Some(&Value::from(12)));
+        assert_eq!(get(&g, "os"), Some(&s("Debian")));
+        assert_eq!(get(&g, "os_family"), Some(&s("Debian")));
+        assert_eq!(get(&g, "osfullname"), Some(&s("Debian GNU/Linux")));
+        assert_eq!(get(&g, "osfinger"), Some(&s("Debian-12")));
+        assert_eq!(get(&g, "osmajorrelease"), Some(&Value::from(12)));
         assert_eq!(
-            map_get(&g, "osrelease_info"),
+            get(&g, "osrelease_info"),
             Some(&Value::Array(vec![Value::from(12)]))
         );
-        assert_eq!(map_get(&g, "oscodename"), Some(&s("bookworm")));
-        assert_eq!(map_get(&g, "osarch"), Some(&s("amd64")));
+        assert_eq!(get(&g, "oscodename"), Some(&s("bookworm")));
+        assert_eq!(get(&g, "osarch"), Some(&s("amd64")));
         let ubuntu = parse_os_release("NAME=\"Ubuntu\"\nVERSION_ID=\"22.04\"\nID=ubuntu\nID_LIKE=debian\nVERSION_CODENAME=jammy\n");
         let g = Value::Map(
             os_grains(&ubuntu, "Linux", "aarch64")
@@ -925,14 +925,14 @@ mod tests {
                 .map(|(k, v)| (s(k), v))
                 .collect(),
         );
-        assert_eq!(map_get(&g, "os"), Some(&s("Ubuntu")));
-        assert_eq!(map_get(&g, "os_family"), Some(&s("Debian")));
-        assert_eq!(map_get(&g, "osfinger"), Some(&s("Ubuntu-22.04")));
+        assert_eq!(get(&g, "os"), Some(&s("Ubuntu")));
+        assert_eq!(get(&g, "os_family"), Some(&s("Debian")));
+        assert_eq!(get(&g, "osfinger"), Some(&s("Ubuntu-22.04")));
         assert_eq!(
-            map_get(&g, "osrelease_info"),
+            get(&g, "osrelease_info"),
             Some(&Value::Array(vec![Value::from(22), Value::from(4)]))
         );
-        assert_eq!(map_get(&g, "osarch"), Some(&s("arm64")));
+        assert_eq!(get(&g, "osarch"), Some(&s("arm64")));
         let rocky = parse_os_release("NAME=\"Rocky Linux\"\nVERSION_ID=\"9.3\"\nID=\"rocky\"\nID_LIKE=\"rhel centos fedora\"\n");
         let g = Value::Map(
             os_grains(&rocky, "Linux", "x86_64")
@@ -940,10 +940,10 @@ mod tests {
                 .map(|(k, v)| (s(k), v))
                 .collect(),
         );
-        assert_eq!(map_get(&g, "os"), Some(&s("Rocky")));
-        assert_eq!(map_get(&g, "os_family"), Some(&s("RedHat")));
-        assert_eq!(map_get(&g, "osfinger"), Some(&s("Rocky Linux-9")));
-        assert_eq!(map_get(&g, "osarch"), Some(&s("x86_64")));
+        assert_eq!(get(&g, "os"), Some(&s("Rocky")));
+        assert_eq!(get(&g, "os_family"), Some(&s("RedHat")));
+        assert_eq!(get(&g, "osfinger"), Some(&s("Rocky Linux-9")));
+        assert_eq!(get(&g, "osarch"), Some(&s("x86_64")));
     }
 
     #[test]

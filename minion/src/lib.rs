@@ -8,4 +8,3 @@ pub mod functions;
 pub mod grains_core;
 pub mod grains_host;
 pub mod schedule;
-pub mod util;

@@ -1,6 +1,7 @@
-//! The runner functions Brine's master runs, with their documentation: the master's
-//! `doc.runner` and the minion's `sys.list_runner_functions` and `sys.runner_doc` read this one
-//! table.
+//! The runner functions Brine's master runs, with their documentation, for the minion's
+//! `sys.list_runner_functions` and `sys.runner_doc`. The master's runner registry
+//! (`brine_master::runners`) is the source: a unit test there fails, printing the table to
+//! paste here, whenever the two differ.
 
 /// Every runner function Brine has, sorted by name, with its documentation.
 pub const RUNNERS: &[(&str, &str)] = &[

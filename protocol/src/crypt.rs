@@ -1015,7 +1015,7 @@ mod tests {
         assert!(g.accept(&mut mk(Value::from(3))));
         assert!(!g.accept(&mut mk(Value::from(2))));
         assert!(!g.accept(&mut mk(Value::from("9"))));
-        assert!(g.accept(&mut payload::map(vec![])));
+        assert!(g.accept(&mut Value::Map(vec![])));
         assert_eq!(g.last(), 3);
     }
 

@@ -773,6 +773,24 @@ pub struct ReturnLoad {
 }
 
 impl ReturnLoad {
+    /// A return of `fun` called with `fun_args` for job `jid`; the result fields are filled in
+    /// by the caller.
+    pub fn new(id: &str, jid: &str, fun: Fun, fun_args: Vec<Value>) -> ReturnLoad {
+        ReturnLoad {
+            id: id.to_string(),
+            jid: jid.to_string(),
+            fun,
+            fun_args,
+            ret: Value::Nil,
+            retcode: None,
+            success: None,
+            user: None,
+            out: None,
+            stamp: None,
+            extra: Vec::new(),
+        }
+    }
+
     pub fn parse(v: Value) -> Result<ReturnLoad, LoadError> {
         let mut f = Fields::new("_return", v)?;
         f.take("cmd");
@@ -800,22 +818,20 @@ impl ReturnLoad {
 
     /// Salt's minion key order: `cmd, id, success, return, retcode, jid, fun, fun_args, ...`.
     pub fn to_value(&self) -> Value {
-        self.write(true)
+        self.write()
     }
 
-    /// The load without `cmd` and `_stamp`: what the master fires as `salt/job/<jid>/ret/<id>`
-    /// and stores.
+    /// The load without `_stamp` (the bus stamps its events itself): what Salt's master fires
+    /// as `salt/job/<jid>/ret/<id>` and stores, `cmd` included.
     pub fn event_data(&self) -> Value {
         let mut me = self.clone();
         me.stamp = None;
-        me.write(false)
+        me.write()
     }
 
-    fn write(&self, with_cmd: bool) -> Value {
+    fn write(&self) -> Value {
         let mut w = Writer::new();
-        if with_cmd {
-            w.put("cmd", "_return");
-        }
+        w.put("cmd", "_return");
         w.put("id", self.id.as_str())
             .opt("success", self.success.clone())
             .put("return", self.ret.clone())
@@ -852,6 +868,22 @@ pub enum MinionEvents {
 }
 
 impl MinionEventLoad {
+    /// One event as a minion fires it: `{"cmd", "id", "pretag", "data", "tag"}`.
+    pub fn single(id: &str, tag: &str, data: Value) -> MinionEventLoad {
+        MinionEventLoad {
+            id: id.to_string(),
+            events: MinionEvents::Single {
+                tag: tag.to_string(),
+                data: Value::Map(vec![
+                    (Value::from("id"), Value::from(id)),
+                    (Value::from("pretag"), Value::Nil),
+                    (Value::from("data"), data),
+                    (Value::from("tag"), Value::from(tag)),
+                ]),
+            },
+        }
+    }
+
     pub fn parse(v: Value) -> Result<MinionEventLoad, LoadError> {
         let mut f = Fields::new("_minion_event", v)?;
         let id = match f.pairs.iter().find(|(k, _)| key_text(k) == Some("id")) {
@@ -1018,7 +1050,7 @@ mod tests {
     }
 
     #[test]
-    fn a_minion_return_parses_and_fires_without_cmd_and_stamp() {
+    fn a_minion_return_parses_and_fires_without_its_stamp() {
         let v = map(vec![
             ("cmd", Value::from("_return")),
             ("id", Value::from("m1")),
@@ -1035,7 +1067,8 @@ mod tests {
         let r = ReturnLoad::parse(v.clone()).unwrap();
         assert_eq!(r.to_value(), v);
         let ev = r.event_data();
-        assert!(get(&ev, "cmd").is_none() && get(&ev, "_stamp").is_none());
+        assert!(get(&ev, "_stamp").is_none());
+        assert_eq!(get_str(&ev, "cmd"), Some("_return"));
         assert_eq!(get_str(&ev, "id"), Some("m1"));
         assert_eq!(get(&ev, "ts"), Some(&Value::from(1795342635)));
         let no_return = map(vec![("id", Value::from("m1")), ("jid", Value::from("1"))]);

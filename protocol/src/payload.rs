@@ -456,12 +456,12 @@ impl<'a> Reader<'a> {
 // ---------------------------------------------------------------------------
 // Helpers over Value
 
-/// An ordered map with string keys.
-pub fn map(pairs: Vec<(&str, Value)>) -> Value {
+/// An ordered map with string keys (`&str`, `String`, ...), in the order given.
+pub fn map<K: AsRef<str>>(pairs: impl IntoIterator<Item = (K, Value)>) -> Value {
     Value::Map(
         pairs
             .into_iter()
-            .map(|(k, v)| (Value::from(k), v))
+            .map(|(k, v)| (Value::from(k.as_ref()), v))
             .collect(),
     )
 }

@@ -16,7 +16,8 @@ use rmpv::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use super::args::{is_true, py_float_of, py_repr, py_str, shlex_split, Bound, Signature};
-use super::{map_of, CallState, FnError, Spec};
+use super::{CallState, FnError, Spec};
+use brine_protocol::payload::map;
 
 /// The shell Salt uses when none is given.
 pub const DEFAULT_SHELL: &str = "/bin/sh";
@@ -532,14 +533,14 @@ impl RunOutput {
         };
         if self.timed_out {
             // Salt builds the timeout reply in this key order.
-            map_of([
+            map([
                 ("stdout", Value::from(stdout)),
                 ("stderr", Value::from(stderr)),
                 ("retcode", Value::from(self.retcode)),
                 ("pid", Value::from(self.pid)),
             ])
         } else {
-            map_of([
+            map([
                 ("pid", Value::from(self.pid)),
                 ("retcode", Value::from(self.retcode)),
                 ("stdout", Value::from(stdout)),
@@ -918,8 +919,9 @@ pub(crate) async fn execute(opts: &RunOpts) -> Result<RunOutput, FnError> {
 #[cfg(test)]
 mod tests {
     use super::super::testutil::*;
-    use super::super::{call, map_get, CallResult, Context};
+    use super::super::{call, CallResult, Context};
     use super::*;
+    use brine_protocol::payload::get;
 
     /// A context as for a published job (so python_shell defaults to True).
     fn job_ctx(fun: &str) -> Context {
@@ -947,10 +949,10 @@ mod tests {
         let m = r.ret.as_map().unwrap();
         let keys: Vec<&str> = m.iter().map(|(k, _)| k.as_str().unwrap()).collect();
         assert_eq!(keys, ["pid", "retcode", "stdout", "stderr"]);
-        assert!(map_get(&r.ret, "pid").unwrap().as_u64().unwrap() > 0);
-        assert_eq!(map_get(&r.ret, "retcode"), Some(&Value::from(4)));
-        assert_eq!(map_get(&r.ret, "stdout"), Some(&s("o")));
-        assert_eq!(map_get(&r.ret, "stderr"), Some(&s("e")));
+        assert!(get(&r.ret, "pid").unwrap().as_u64().unwrap() > 0);
+        assert_eq!(get(&r.ret, "retcode"), Some(&Value::from(4)));
+        assert_eq!(get(&r.ret, "stdout"), Some(&s("o")));
+        assert_eq!(get(&r.ret, "stderr"), Some(&s("e")));
         let r = run(
             "cmd.run_all",
             &[
@@ -959,8 +961,8 @@ mod tests {
             ],
         )
         .await;
-        assert_eq!(map_get(&r.ret, "stdout"), Some(&s("o\ne")));
-        assert_eq!(map_get(&r.ret, "stderr"), Some(&s("")));
+        assert_eq!(get(&r.ret, "stdout"), Some(&s("o\ne")));
+        assert_eq!(get(&r.ret, "stderr"), Some(&s("")));
     }
 
     #[tokio::test]
@@ -994,12 +996,12 @@ mod tests {
             "cmd.run",
             &[
                 s("echo $FOO-$BAR-$LC_ALL-$LC_CTYPE"),
-                kw(&[("env", map_of([("FOO", s("x")), ("BAR", Value::from(2))]))]),
+                kw(&[("env", map([("FOO", s("x")), ("BAR", Value::from(2))]))]),
             ],
         )
         .await;
         assert_eq!(r.ret, s("x-2--C"));
-        let env_list = Value::Array(vec![map_of([("A", s("1"))]), map_of([("B", s("2"))])]);
+        let env_list = Value::Array(vec![map([("A", s("1"))]), map([("B", s("2"))])]);
         let r = run("cmd.run", &[s("echo $A$B"), kw(&[("env", env_list)])]).await;
         assert_eq!(r.ret, s("12"));
         let r = run(
@@ -1057,12 +1059,12 @@ mod tests {
         assert!(start.elapsed() < Duration::from_secs(10));
         assert_eq!(r.retcode, 1);
         assert_eq!(
-            map_get(&r.ret, "stdout"),
+            get(&r.ret, "stdout"),
             Some(&s(
                 "sleep 30 & sleep 30; echo never : Timed out after 0.3 seconds"
             ))
         );
-        assert_eq!(map_get(&r.ret, "retcode"), Some(&Value::from(1)));
+        assert_eq!(get(&r.ret, "retcode"), Some(&Value::from(1)));
         let r = run(
             "cmd.run",
             &[s("sleep 30"), kw(&[("timeout", Value::from(0))])],
@@ -1132,7 +1134,7 @@ mod tests {
         )
         .await;
         assert_eq!(
-            (map_get(&r.ret, "retcode"), r.retcode),
+            (get(&r.ret, "retcode"), r.retcode),
             (Some(&Value::from(0)), 0)
         );
         let r = run("cmd.run", &[s("echo ok; exit 5"), s("success_stdout=ok")]).await;

@@ -233,9 +233,10 @@ pub(crate) fn traverse(data: &Value, key: &Value, default: Value, delimiter: &st
 
 #[cfg(test)]
 mod tests {
+    use super::super::call;
     use super::super::testutil::*;
-    use super::super::{call, map_of};
     use super::*;
+    use brine_protocol::payload::map;
 
     #[tokio::test]
     async fn items_item_ls() {
@@ -246,7 +247,7 @@ mod tests {
         let r = call(&c, "grains.item", &[s("os"), s("role"), s("nope")]).await;
         assert_eq!(
             r.ret,
-            map_of([("os", s("Debian")), ("role", s("web")), ("nope", s(""))])
+            map([("os", s("Debian")), ("role", s("web")), ("nope", s(""))])
         );
         assert_eq!(r.out.as_deref(), Some("nested"));
         let r = call(
@@ -255,7 +256,7 @@ mod tests {
             &[s("deep:a:b"), kw(&[("default", s("d"))])],
         )
         .await;
-        assert_eq!(r.ret, map_of([("deep:a:b", Value::from(7))]));
+        assert_eq!(r.ret, map([("deep:a:b", Value::from(7))]));
         let r = call(&c, "grains.ls", &[]).await;
         let keys: Vec<&str> = r
             .ret
@@ -281,7 +282,7 @@ mod tests {
     }
 
     fn map_get_str<'a>(v: &'a Value, k: &str) -> &'a str {
-        super::super::map_get(v, k).and_then(Value::as_str).unwrap()
+        super::super::get(v, k).and_then(Value::as_str).unwrap()
     }
 
     #[tokio::test]
@@ -318,8 +319,8 @@ mod tests {
 
     #[test]
     fn traverse_lists_of_maps_and_int_keys() {
-        let data = map_of([
-            ("l", Value::Array(vec![map_of([("k", s("v"))])])),
+        let data = map([
+            ("l", Value::Array(vec![map([("k", s("v"))])])),
             ("m", Value::Map(vec![(Value::from(1), s("one"))])),
         ]);
         assert_eq!(traverse(&data, &s("l:k"), Value::Nil, ":"), s("v"));

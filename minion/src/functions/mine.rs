@@ -5,7 +5,8 @@
 use rmpv::Value;
 
 use super::args::{is_true, py_str, Bound, Signature};
-use super::{clean_kwargs, map_get, map_of, Context, FnError, Spec};
+use super::{clean_kwargs, Context, FnError, Spec};
+use brine_protocol::payload::{get, map};
 
 /// The functions of the `mine` module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,13 +205,13 @@ impl Fun {
                     allow_tgt: allow_tgt.map(|v| brine_protocol::payload::from_json(&v)),
                     allow_tgt_type: allow_tgt_type.map(|v| brine_protocol::payload::from_json(&v)),
                 };
-                store(ctx, map_of([(name, def.wrap(r.ret))]), false).await
+                store(ctx, map([(name, def.wrap(r.ret))]), false).await
             }
             Fun::Get => {
                 let tgt = b.get("tgt").cloned().unwrap_or(Value::Nil);
                 let fun = b.get("fun").cloned().unwrap_or(Value::Nil);
                 let tgt_type = b.opt("tgt_type").map_or_else(|| "glob".to_string(), py_str);
-                let load = map_of([
+                let load = map([
                     ("cmd", Value::from("_mine_get")),
                     ("id", Value::from(ctx.id.clone())),
                     ("tgt", tgt),
@@ -227,7 +228,7 @@ impl Fun {
             }
             Fun::Delete => {
                 let fun = b.get("fun").cloned().unwrap_or(Value::Nil);
-                let load = map_of([
+                let load = map([
                     ("cmd", Value::from("_mine_delete")),
                     ("id", Value::from(ctx.id.clone())),
                     ("fun", fun),
@@ -235,7 +236,7 @@ impl Fun {
                 request(ctx, load).await.map(|_| Value::Boolean(true))
             }
             Fun::Flush => {
-                let load = map_of([
+                let load = map([
                     ("cmd", Value::from("_mine_flush")),
                     ("id", Value::from(ctx.id.clone())),
                 ]);
@@ -269,7 +270,7 @@ async fn request(ctx: &Context, load: Value) -> Result<Value, FnError> {
 
 /// `_mine`: store entries on the master. True when the master took them.
 async fn store(ctx: &Context, data: Value, clear: bool) -> Result<Value, FnError> {
-    let load = map_of([
+    let load = map([
         ("cmd", Value::from("_mine")),
         ("data", data),
         ("id", Value::from(ctx.id.clone())),
@@ -286,7 +287,7 @@ fn mine_functions(ctx: &Context) -> Value {
             Value::Map(m) => m,
             _ => Vec::new(),
         };
-    if let Some(Value::Map(from_pillar)) = map_get(&ctx.pillar, "mine_functions") {
+    if let Some(Value::Map(from_pillar)) = get(&ctx.pillar, "mine_functions") {
         for (k, v) in from_pillar {
             match merged.iter_mut().find(|(mk, _)| mk == k) {
                 Some(slot) => slot.1 = v.clone(),

@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex};
 use rmpv::Value;
 
 use args::{Bound, Signature};
+use brine_protocol::payload::get;
 
 /// The Salt version Brine speaks (`test.version`, the `saltversion` grain).
 pub const SALT_VERSION: &str = "3007.15";
@@ -189,7 +190,7 @@ pub(crate) fn clean_kwargs(b: &args::Bound) -> serde_json::Map<String, serde_jso
 impl Context {
     /// The jid of the job this call runs in, if any.
     fn jid(&self) -> Option<&str> {
-        map_get(&self.pub_load, "jid").and_then(Value::as_str)
+        get(&self.pub_load, "jid").and_then(Value::as_str)
     }
 }
 
@@ -348,7 +349,7 @@ fn error_result(fun: &str, doc: &str, err: FnError) -> CallResult {
 fn return_failed(ret: &Value) -> bool {
     ["result", "success"]
         .iter()
-        .any(|key| map_get(ret, key).is_some_and(|v| !args::py_truthy(v)))
+        .any(|key| get(ret, key).is_some_and(|v| !args::py_truthy(v)))
 }
 
 /// Run one function the way a Salt minion does (see the module docs).
@@ -396,34 +397,10 @@ pub async fn call(ctx: &Context, fun: &str, arg: &[Value]) -> CallResult {
     }
 }
 
-/// Look a string key up in a map value.
-pub(crate) fn map_get<'a>(map: &'a Value, key: &str) -> Option<&'a Value> {
-    match map {
-        Value::Map(entries) => entries
-            .iter()
-            .find(|(k, _)| k.as_str() == Some(key))
-            .map(|(_, v)| v),
-        _ => None,
-    }
-}
-
-/// Build a map value from string keys.
-pub(crate) fn map_of<I, K>(entries: I) -> Value
-where
-    I: IntoIterator<Item = (K, Value)>,
-    K: Into<String>,
-{
-    Value::Map(
-        entries
-            .into_iter()
-            .map(|(k, v)| (Value::from(k.into()), v))
-            .collect(),
-    )
-}
-
 #[cfg(test)]
 pub(crate) mod testutil {
     use super::*;
+    use brine_protocol::payload::map;
 
     pub(crate) fn s(v: &str) -> Value {
         Value::from(v)
@@ -440,14 +417,14 @@ pub(crate) mod testutil {
     }
 
     pub(crate) fn ctx_with_load(pub_load: Value) -> Context {
-        let grains = map_of([
+        let grains = map([
             ("id", s("m1")),
             ("os", s("Debian")),
             ("role", s("web")),
             (
                 "deep",
-                map_of([
-                    ("a", map_of([("b", Value::from(7))])),
+                map([
+                    ("a", map([("b", Value::from(7))])),
                     ("l", Value::Array(vec![s("x"), s("y")])),
                 ]),
             ),
@@ -467,7 +444,7 @@ pub(crate) mod testutil {
     }
 
     pub(crate) fn publish_load(fun: &str, arg: Vec<Value>, jid: &str) -> Value {
-        map_of([
+        map([
             ("fun", s(fun)),
             ("arg", Value::Array(arg)),
             ("tgt", s("m1")),
@@ -483,6 +460,7 @@ pub(crate) mod testutil {
 mod tests {
     use super::testutil::*;
     use super::*;
+    use brine_protocol::payload::map;
 
     #[tokio::test]
     async fn unknown_function_is_not_available() {
@@ -496,11 +474,8 @@ mod tests {
     async fn bare_module_name_returns_docs_and_missing_text() {
         let r = call(&ctx(), "test", &[]).await;
         assert_eq!(r.retcode, 1);
-        assert_eq!(
-            map_get(&r.ret, "test"),
-            Some(&s("'test' is not available."))
-        );
-        assert!(map_get(&r.ret, "test.ping").is_some_and(Value::is_str));
+        assert_eq!(get(&r.ret, "test"), Some(&s("'test' is not available.")));
+        assert!(get(&r.ret, "test.ping").is_some_and(Value::is_str));
     }
 
     #[tokio::test]
@@ -562,12 +537,12 @@ mod tests {
 
     #[tokio::test]
     async fn result_false_in_a_map_sets_retcode_1() {
-        let m = map_of([("result", Value::Boolean(false))]);
+        let m = map([("result", Value::Boolean(false))]);
         let r = call(&ctx(), "test.outputter", &[m]).await;
         assert_eq!(r.retcode, 1);
-        let m = map_of([("success", Value::Nil)]);
+        let m = map([("success", Value::Nil)]);
         assert_eq!(call(&ctx(), "test.outputter", &[m]).await.retcode, 1);
-        let m = map_of([
+        let m = map([
             ("result", Value::Boolean(true)),
             ("success", Value::from(1)),
         ]);
@@ -621,7 +596,7 @@ mod tests {
         assert_eq!(list.len(), 2);
         let first = list[0].as_map().unwrap();
         assert_eq!(first[0], (s("pid"), Value::from(std::process::id())));
-        assert_eq!(map_get(&list[0], "fun"), Some(&s("test.sleep")));
+        assert_eq!(get(&list[0], "fun"), Some(&s("test.sleep")));
         assert_eq!(jobs.get("20260101000000000001"), Some(list[0].clone()));
         assert!(jobs.get("nope").is_none());
         assert!(!jobs.kill("20260101000000000002"), "no abort handle");

@@ -225,17 +225,18 @@ fn python_type_name(v: &Value) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use super::super::call;
     use super::super::testutil::{ctx, kw, s};
-    use super::super::{call, map_of};
+    use brine_protocol::payload::map;
     use rmpv::Value;
     use std::sync::Arc;
 
     fn with_pillar() -> super::super::Context {
         let mut c = ctx();
-        c.pillar = Arc::new(map_of([
+        c.pillar = Arc::new(map([
             (
                 "app",
-                map_of([("port", Value::from(80)), ("tls", Value::from(true))]),
+                map([("port", Value::from(80)), ("tls", Value::from(true))]),
             ),
             ("users", Value::Array(vec![s("ann"), Value::Nil])),
             ("secret", s("hunter2")),
@@ -258,14 +259,14 @@ mod tests {
                 &[
                     s("app"),
                     kw(&[
-                        ("default", map_of([("x", Value::from(1))])),
+                        ("default", map([("x", Value::from(1))])),
                         ("merge", Value::from(true))
                     ])
                 ]
             )
             .await
             .ret,
-            map_of([
+            map([
                 ("x", Value::from(1)),
                 ("port", Value::from(80)),
                 ("tls", Value::from(true))
@@ -275,7 +276,7 @@ mod tests {
             call(&c, "pillar.item", &[s("secret"), s("users:0")])
                 .await
                 .ret,
-            map_of([("secret", s("hunter2")), ("users:0", s("ann"))])
+            map([("secret", s("hunter2")), ("users:0", s("ann"))])
         );
         assert_eq!(
             call(&c, "pillar.ls", &[]).await.ret,
@@ -289,8 +290,8 @@ mod tests {
         );
         assert_eq!(
             call(&c, "pillar.obfuscate", &[]).await.ret,
-            map_of([
-                ("app", map_of([("port", s("<int>")), ("tls", s("<bool>"))])),
+            map([
+                ("app", map([("port", s("<int>")), ("tls", s("<bool>"))])),
                 ("users", Value::Array(vec![s("<str>"), s("<NoneType>")])),
                 ("secret", s("<str>")),
             ])
@@ -300,17 +301,17 @@ mod tests {
             "pillar.items",
             &[kw(&[(
                 "pillar",
-                map_of([("app", map_of([("port", Value::from(8080))]))]),
+                map([("app", map([("port", Value::from(8080))]))]),
             )])],
         )
         .await
         .ret;
         assert_eq!(
             over,
-            map_of([
+            map([
                 (
                     "app",
-                    map_of([("port", Value::from(8080)), ("tls", Value::from(true))])
+                    map([("port", Value::from(8080)), ("tls", Value::from(true))])
                 ),
                 ("users", Value::Array(vec![s("ann"), Value::Nil])),
                 ("secret", s("hunter2")),

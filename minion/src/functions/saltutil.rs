@@ -8,7 +8,8 @@ use rmpv::Value;
 
 use super::args::{py_int, py_str, Bound, Signature};
 use super::sys::fnmatch;
-use super::{map_get, Context, FnError, Spec};
+use super::{Context, FnError, Spec};
+use brine_protocol::payload::get;
 
 /// SIGKILL and SIGTERM as Salt reports them.
 const SIGKILL: i64 = 9;
@@ -129,7 +130,7 @@ impl Fun {
                 let jid = jid();
                 running(ctx)
                     .into_iter()
-                    .find(|job| map_get(job, "jid").map(py_str).as_deref() == Some(jid.as_str()))
+                    .find(|job| get(job, "jid").map(py_str).as_deref() == Some(jid.as_str()))
                     .unwrap_or_else(|| Value::Map(Vec::new()))
             }
             Fun::IsRunning => {
@@ -138,10 +139,7 @@ impl Fun {
                     running(ctx)
                         .into_iter()
                         .filter(|job| {
-                            fnmatch(
-                                &pattern,
-                                &map_get(job, "fun").map(py_str).unwrap_or_default(),
-                            )
+                            fnmatch(&pattern, &get(job, "fun").map(py_str).unwrap_or_default())
                         })
                         .collect(),
                 )
@@ -163,18 +161,18 @@ fn running(ctx: &Context) -> Vec<Value> {
     ctx.running
         .list()
         .into_iter()
-        .filter(|job| own.is_none() || map_get(job, "jid").and_then(Value::as_str) != own)
+        .filter(|job| own.is_none() || get(job, "jid").and_then(Value::as_str) != own)
         .collect()
 }
 
 fn signal_job(ctx: &Context, jid: &str, sig: i64) -> String {
     let Some(job) = running(ctx)
         .into_iter()
-        .find(|job| map_get(job, "jid").map(py_str).as_deref() == Some(jid))
+        .find(|job| get(job, "jid").map(py_str).as_deref() == Some(jid))
     else {
         return String::new();
     };
-    let pid = map_get(&job, "pid").map(py_str).unwrap_or_default();
+    let pid = get(&job, "pid").map(py_str).unwrap_or_default();
     if ctx.running.kill(jid) {
         format!("Signal {sig} sent to job {jid} at pid {pid}")
     } else {
@@ -227,10 +225,7 @@ mod tests {
             keys,
             ["pid", "fun", "arg", "tgt", "jid", "ret", "tgt_type", "user"]
         );
-        assert_eq!(
-            map_get(&list[0], "pid"),
-            Some(&Value::from(std::process::id()))
-        );
+        assert_eq!(get(&list[0], "pid"), Some(&Value::from(std::process::id())));
         let r = call(&c, "saltutil.find_job", &[s(SLEEP_JID)]).await;
         assert_eq!(r.ret, list[0]);
         let r = call(&c, "saltutil.find_job", &[s("20000101000000000000")]).await;

@@ -5,7 +5,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rmpv::Value;
 
 use super::args::{Bound, Signature};
-use super::{map_of, FnError, Spec};
+use super::{FnError, Spec};
+use brine_protocol::payload::map;
 
 /// The functions of the `status` module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,7 +89,7 @@ impl Fun {
 fn parse_loadavg(text: &str) -> Option<Value> {
     let mut it = text.split_whitespace().map(|f| f.parse::<f64>().ok());
     let (one, five, fifteen) = (it.next()??, it.next()??, it.next()??);
-    Some(map_of([
+    Some(map([
         ("1-min", Value::F64(one)),
         ("5-min", Value::F64(five)),
         ("15-min", Value::F64(fifteen)),
@@ -103,7 +104,7 @@ fn uptime_from(text: &str, now: f64) -> Option<Value> {
     let since_iso = iso_utc(boot)?;
     let days = seconds.div_euclid(86_400);
     let rest = seconds.rem_euclid(86_400);
-    Some(map_of([
+    Some(map([
         ("seconds", Value::from(seconds)),
         ("since_iso", Value::from(since_iso)),
         ("since_t", Value::from(boot as i64)),
@@ -148,24 +149,22 @@ async fn count_users() -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::call;
     use super::super::testutil::*;
-    use super::super::{call, map_get};
     use super::*;
+    use brine_protocol::payload::get;
 
     #[test]
     fn uptime_fields() {
         let v = uptime_from("93784.56 1000.0\n", 1_700_000_000.25).unwrap();
-        assert_eq!(map_get(&v, "seconds"), Some(&Value::from(93784)));
-        assert_eq!(map_get(&v, "days"), Some(&Value::from(1)));
-        assert_eq!(map_get(&v, "time"), Some(&s("2:3")));
+        assert_eq!(get(&v, "seconds"), Some(&Value::from(93784)));
+        assert_eq!(get(&v, "days"), Some(&Value::from(1)));
+        assert_eq!(get(&v, "time"), Some(&s("2:3")));
         assert_eq!(
-            map_get(&v, "since_t"),
+            get(&v, "since_t"),
             Some(&Value::from(1_700_000_000i64 - 93784))
         );
-        assert_eq!(
-            map_get(&v, "since_iso"),
-            Some(&s("2023-11-13T20:10:16.250000"))
-        );
+        assert_eq!(get(&v, "since_iso"), Some(&s("2023-11-13T20:10:16.250000")));
         assert!(uptime_from("garbage", 0.0).is_none());
         assert_eq!(iso_utc(0.0).unwrap(), "1970-01-01T00:00:00");
     }
@@ -175,7 +174,7 @@ mod tests {
         let v = parse_loadavg("0.52 0.58 0.59 1/389 12345\n").unwrap();
         assert_eq!(
             v,
-            map_of([
+            map([
                 ("1-min", Value::F64(0.52)),
                 ("5-min", Value::F64(0.58)),
                 ("15-min", Value::F64(0.59))
@@ -189,9 +188,9 @@ mod tests {
         let r = call(&ctx(), "status.uptime", &[]).await;
         assert_eq!(r.retcode, 0, "{:?}", r.ret);
         for key in ["seconds", "since_iso", "since_t", "days", "time"] {
-            assert!(map_get(&r.ret, key).is_some(), "{key}");
+            assert!(get(&r.ret, key).is_some(), "{key}");
         }
         let r = call(&ctx(), "status.loadavg", &[]).await;
-        assert!(map_get(&r.ret, "15-min").and_then(Value::as_f64).is_some());
+        assert!(get(&r.ret, "15-min").and_then(Value::as_f64).is_some());
     }
 }

@@ -4,7 +4,8 @@ use brine_protocol::catalog::RUNNERS;
 use rmpv::Value;
 
 use super::args::{py_str, Bound, Signature};
-use super::{map_of, FnError, Function, Spec};
+use super::{FnError, Function, Spec};
+use brine_protocol::payload::map;
 
 /// The functions of the `sys` module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,7 +129,7 @@ fn all_specs() -> Vec<Spec> {
 pub(crate) fn docs(patterns: &[String]) -> Value {
     let specs = all_specs();
     let selected = specs.iter().filter(|spec| doc_selects(patterns, spec.name));
-    map_of(selected.map(|spec| (spec.name, Value::from(spec.doc))))
+    map(selected.map(|spec| (spec.name, Value::from(spec.doc))))
 }
 
 /// `sys.doc`'s rule: a glob, a module (`test`, `test.`), a function, or everything.
@@ -182,12 +183,10 @@ fn list_runner_functions(patterns: &[String]) -> Vec<&'static str> {
 
 /// `sys.runner_doc`.
 fn runner_docs(patterns: &[String]) -> Value {
-    map_of(
-        RUNNERS
-            .iter()
-            .filter(|(name, _)| doc_selects(patterns, name))
-            .map(|(name, doc)| (*name, Value::from(*doc))),
-    )
+    map(RUNNERS
+        .iter()
+        .filter(|(name, _)| doc_selects(patterns, name))
+        .map(|(name, doc)| (*name, Value::from(*doc))))
 }
 
 /// `sys.list_modules`.
@@ -214,9 +213,10 @@ pub(crate) use brine_protocol::target::fnmatch;
 
 #[cfg(test)]
 mod tests {
+    use super::super::call;
     use super::super::testutil::*;
-    use super::super::{call, map_get};
     use super::*;
+    use brine_protocol::payload::get;
 
     #[test]
     fn fnmatch_globs() {
@@ -275,7 +275,7 @@ mod tests {
         assert_eq!(all.ret.as_array().unwrap().len(), RUNNERS.len());
         let d = call(&ctx(), "sys.runner_doc", &[s("test.arg")]).await;
         assert_eq!(d.ret.as_map().unwrap().len(), 1);
-        assert!(map_get(&d.ret, "test.arg")
+        assert!(get(&d.ret, "test.arg")
             .unwrap()
             .as_str()
             .unwrap()
@@ -312,7 +312,7 @@ mod tests {
         let r = call(&ctx(), "sys.doc", &[s("test.ping")]).await;
         let m = r.ret.as_map().unwrap();
         assert_eq!(m.len(), 1);
-        assert!(map_get(&r.ret, "test.ping")
+        assert!(get(&r.ret, "test.ping")
             .unwrap()
             .as_str()
             .unwrap()

@@ -5,7 +5,8 @@ use std::time::{Duration, Instant};
 use rmpv::Value;
 
 use super::args::{py_int, py_repr, py_type, Bound, Signature};
-use super::{map_of, CallState, FnError, Spec, SALT_VERSION};
+use super::{CallState, FnError, Spec, SALT_VERSION};
+use brine_protocol::payload::{get, map};
 
 /// The functions of the `test` module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -318,22 +319,21 @@ impl Fun {
         Ok(match self {
             Fun::Arg => args_and_kwargs(b, |_| true),
             Fun::ArgClean => args_and_kwargs(b, |k| !k.starts_with("__")),
-            Fun::ArgRepr => map_of([
+            Fun::ArgRepr => map([
                 ("args", Value::from(py_tuple_repr(&b.varargs))),
                 ("kwargs", Value::from(py_repr(&b.kwargs_map()))),
             ]),
-            Fun::ArgType => map_of([
+            Fun::ArgType => map([
                 (
                     "args",
                     Value::Array(b.varargs.iter().map(|v| Value::from(py_type(v))).collect()),
                 ),
                 (
                     "kwargs",
-                    map_of(
-                        b.kwargs
-                            .iter()
-                            .map(|(k, v)| (k.clone(), Value::from(py_type(v)))),
-                    ),
+                    map(b
+                        .kwargs
+                        .iter()
+                        .map(|(k, v)| (k.clone(), Value::from(py_type(v))))),
                 ),
             ]),
             Fun::Echo => b.get("text").cloned().unwrap_or(Value::Nil),
@@ -350,7 +350,7 @@ impl Fun {
                         seen.push((file.to_string(), Value::from(module)));
                     }
                 }
-                map_of(seen)
+                map(seen)
             }
             Fun::Exception => {
                 let msg = b
@@ -388,16 +388,15 @@ impl Fun {
 }
 
 fn args_and_kwargs(b: &Bound, keep: impl Fn(&str) -> bool) -> Value {
-    map_of([
+    map([
         ("args", Value::Array(b.varargs.clone())),
         (
             "kwargs",
-            map_of(
-                b.kwargs
-                    .iter()
-                    .filter(|(k, _)| keep(k))
-                    .map(|(k, v)| (k.clone(), v.clone())),
-            ),
+            map(b
+                .kwargs
+                .iter()
+                .filter(|(k, _)| keep(k))
+                .map(|(k, v)| (k.clone(), v.clone()))),
         ),
     ])
 }
@@ -464,19 +463,16 @@ pub(crate) fn versions_information() -> Value {
             .collect::<Vec<_>>()
             .join(" ")
     };
-    map_of([
-        (
-            "Salt Version",
-            map_of([("Salt", Value::from(SALT_VERSION))]),
-        ),
-        ("Python Version", map_of([("Python", Value::Nil)])),
+    map([
+        ("Salt Version", map([("Salt", Value::from(SALT_VERSION))])),
+        ("Python Version", map([("Python", Value::Nil)])),
         (
             "Dependency Versions",
-            map_of([("Brine", Value::from(env!("CARGO_PKG_VERSION")))]),
+            map([("Brine", Value::from(env!("CARGO_PKG_VERSION")))]),
         ),
         (
             "System Versions",
-            map_of([
+            map([
                 ("system", Value::from(sysname())),
                 ("dist", Value::from(join(&[&id, &version_id, &codename]))),
                 (
@@ -493,7 +489,7 @@ pub(crate) fn versions_information() -> Value {
         ),
         (
             "Salt Package Information",
-            map_of([("Package Type", Value::Nil)]),
+            map([("Package Type", Value::Nil)]),
         ),
     ])
 }
@@ -506,7 +502,7 @@ fn sysname() -> String {
 pub(crate) fn versions_report() -> Vec<String> {
     let info = versions_information();
     let section = |name: &str| -> Vec<(String, String)> {
-        let mut rows: Vec<(String, String)> = super::map_get(&info, name)
+        let mut rows: Vec<(String, String)> = get(&info, name)
             .and_then(Value::as_map)
             .map(|m| {
                 m.iter()
@@ -550,9 +546,10 @@ pub(crate) fn versions_report() -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::call;
     use super::super::testutil::*;
-    use super::super::{call, map_get};
     use super::*;
+    use brine_protocol::payload::get;
 
     #[tokio::test]
     async fn ping_echo_version() {
@@ -572,7 +569,7 @@ mod tests {
         assert_eq!(call(&c, "test.provider", &[s("nope")]).await.ret, s(""));
         let providers = call(&c, "test.providers", &[]).await.ret;
         for (file, module) in [("cmdmod", "cmd"), ("test", "test"), ("grains", "grains")] {
-            assert_eq!(super::super::map_get(&providers, file), Some(&s(module)));
+            assert_eq!(super::super::get(&providers, file), Some(&s(module)));
         }
         assert_eq!(call(&c, "test.true", &[]).await.ret, Value::Boolean(true));
         assert_eq!(call(&c, "test.false", &[]).await.ret, Value::Boolean(false));
@@ -584,19 +581,19 @@ mod tests {
         let arg = vec![
             s("a"),
             Value::from(1),
-            kw(&[("foo", s("bar")), ("baz", map_of([("x", Value::from(1))]))]),
+            kw(&[("foo", s("bar")), ("baz", map([("x", Value::from(1))]))]),
         ];
         let load = publish_load("test.arg", arg.clone(), "20261122101750787697");
         let c = ctx_with_load(load);
         let r = call(&c, "test.arg", &arg).await;
         assert_eq!(r.retcode, 0);
-        let expected = map_of([
+        let expected = map([
             ("args", Value::Array(vec![s("a"), Value::from(1)])),
             (
                 "kwargs",
-                map_of([
+                map([
                     ("foo", s("bar")),
-                    ("baz", map_of([("x", Value::from(1))])),
+                    ("baz", map([("x", Value::from(1))])),
                     ("__pub_fun", s("test.arg")),
                     ("__pub_arg", Value::Array(arg.clone())),
                     ("__pub_tgt", s("m1")),
@@ -615,12 +612,12 @@ mod tests {
         let arg = vec![s("x"), s("n=5"), s("flag=yes"), s("t=a b"), s("==no")];
         let r = call(&ctx(), "test.arg", &arg).await;
         assert_eq!(
-            map_get(&r.ret, "args"),
+            get(&r.ret, "args"),
             Some(&Value::Array(vec![s("x"), s("==no")]))
         );
         assert_eq!(
-            map_get(&r.ret, "kwargs"),
-            Some(&map_of([
+            get(&r.ret, "kwargs"),
+            Some(&map([
                 ("n", Value::from(5)),
                 ("flag", Value::Boolean(true)),
                 ("t", s("a b"))
@@ -636,29 +633,29 @@ mod tests {
         let r = call(&c, "test.arg_clean", &arg).await;
         assert_eq!(
             r.ret,
-            map_of([
+            map([
                 ("args", Value::Array(vec![Value::from(1), s("two")])),
-                ("kwargs", map_of([("k", Value::F64(1.5))])),
+                ("kwargs", map([("k", Value::F64(1.5))])),
             ])
         );
         let r = call(&ctx(), "test.arg_type", &arg).await;
         assert_eq!(
             r.ret,
-            map_of([
+            map([
                 (
                     "args",
                     Value::Array(vec![s("<class 'int'>"), s("<class 'str'>")])
                 ),
-                ("kwargs", map_of([("k", s("<class 'float'>"))])),
+                ("kwargs", map([("k", s("<class 'float'>"))])),
             ])
         );
         let r = call(&ctx(), "test.arg_repr", &arg).await;
         assert_eq!(
             r.ret,
-            map_of([("args", s("(1, 'two')")), ("kwargs", s("{'k': 1.5}"))])
+            map([("args", s("(1, 'two')")), ("kwargs", s("{'k': 1.5}"))])
         );
         let r = call(&ctx(), "test.kwarg", &[kw(&[("a", Value::from(1))])]).await;
-        assert_eq!(r.ret, map_of([("a", Value::from(1))]));
+        assert_eq!(r.ret, map([("a", Value::from(1))]));
     }
 
     #[tokio::test]
@@ -719,10 +716,10 @@ mod tests {
             "Dependency Versions",
             "System Versions",
         ] {
-            assert!(map_get(&r.ret, key).is_some_and(Value::is_map), "{key}");
+            assert!(get(&r.ret, key).is_some_and(Value::is_map), "{key}");
         }
         assert_eq!(
-            map_get(map_get(&r.ret, "Salt Version").unwrap(), "Salt"),
+            get(get(&r.ret, "Salt Version").unwrap(), "Salt"),
             Some(&s("3007.15"))
         );
         let report = call(&ctx(), "test.versions_report", &[]).await.ret;

@@ -1,0 +1,376 @@
+//! Runner functions, run next to the master's state in a task of its runtime. A runner call
+//! answers `{tag, jid}` at once; its result travels on the event bus as `salt/run/<jid>/ret`,
+//! as with Salt.
+//!
+//! Each Salt runner module is one file here whose `FUNCTIONS` lists its runners ([`Runner`]:
+//! name, arguments, documentation, code); [`MODULES`] lists the modules. Adding a runner is one
+//! function and one entry in its module's `FUNCTIONS`; adding a module, one file and one line
+//! in [`MODULES`]. `doc.runner` reads this registry, and `brine_protocol::catalog::RUNNERS` (what
+//! the minion's `sys.list_runner_functions` shows) is checked against it by a unit test.
+
+pub mod doc;
+pub mod jobs;
+pub mod manage;
+pub mod state;
+pub mod test;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use brine_client::{ClientError, LocalClient, Publish, Timeouts};
+use brine_protocol::jid::{gen_jid, jid_to_time};
+use brine_protocol::loads::{PublishReply, PublishRequest};
+use brine_protocol::payload::{get, get_str, map, set, Value};
+
+use crate::master::Master;
+
+/// The master as a local client's way to publish: in-process, with no key to check.
+struct InProcess(Arc<Master>);
+
+impl Publish for InProcess {
+    async fn publish(&self, mut req: PublishRequest) -> Result<PublishReply, ClientError> {
+        let delimiter = req.kwargs.get_str("delimiter").unwrap_or(":").to_string();
+        let expected = match self
+            .0
+            .check_minions(&req.tgt.to_value(), &req.tgt_type, &delimiter)
+        {
+            Ok(e) if !e.minions.is_empty() => e,
+            _ => {
+                return Ok(PublishReply {
+                    jid: String::new(),
+                    minions: vec![],
+                    missing: vec![],
+                })
+            }
+        };
+        if req.user.is_none() {
+            req.user = Some("root".into());
+        }
+        req.key = None;
+        Ok(self.0.publish_job(req, expected.minions, expected.missing))
+    }
+}
+use crate::wheel::Args;
+
+/// What a runner function returns: its result, or the error message Salt shows.
+pub type RunnerFuture = Pin<Box<dyn Future<Output = Result<Value, String>> + Send>>;
+
+/// One runner function.
+pub struct Runner {
+    pub name: &'static str,
+    /// Its arguments as Salt documents them (`jid`, `missing=False`, `**kwargs`).
+    pub args: &'static [&'static str],
+    pub doc: &'static str,
+    pub run: fn(Call) -> RunnerFuture,
+}
+
+/// One call of a runner function.
+pub struct Call {
+    pub master: Arc<Master>,
+    pub jid: String,
+    pub fun: &'static str,
+    pub args: Args,
+    /// How long a runner that asks the minions waits for them (`timeout`, else the config's).
+    pub timeout: Duration,
+}
+
+/// Every runner module's functions.
+pub const MODULES: &[&[Runner]] = &[
+    doc::FUNCTIONS,
+    jobs::FUNCTIONS,
+    manage::FUNCTIONS,
+    state::FUNCTIONS,
+    test::FUNCTIONS,
+];
+
+/// Every runner function, sorted by name.
+pub fn all() -> Vec<&'static Runner> {
+    let mut v: Vec<&Runner> = MODULES.iter().flat_map(|m| m.iter()).collect();
+    v.sort_by_key(|r| r.name);
+    v
+}
+
+/// The runner function called `name`.
+pub fn find(name: &str) -> Option<&'static Runner> {
+    MODULES
+        .iter()
+        .flat_map(|m| m.iter())
+        .find(|r| r.name == name)
+}
+
+/// A runner that does not wait for anything.
+pub(crate) fn ready(r: Result<Value, String>) -> RunnerFuture {
+    Box::pin(std::future::ready(r))
+}
+
+/// What came back from an in-process job.
+pub struct LocalResult {
+    pub jid: Option<String>,
+    pub minions: Vec<String>,
+    /// Return loads by minion id, in arrival order.
+    pub returns: Vec<(String, Value)>,
+}
+
+pub(crate) fn ids(list: &[String]) -> Value {
+    Value::Array(list.iter().cloned().map(Value::from).collect())
+}
+
+/// Salt's `format_job_instance`: how `jobs.list_jobs` shows one job.
+pub fn job_summary(jid: &str, load: &Value) -> Vec<(Value, Value)> {
+    let field = |k: &str, default: Value| get(load, k).cloned().unwrap_or(default);
+    let mut v = vec![
+        (
+            Value::from("Function"),
+            field("fun", Value::from("unknown-function")),
+        ),
+        (Value::from("Arguments"), field("arg", Value::Array(vec![]))),
+        (
+            Value::from("Target"),
+            field("tgt", Value::from("unknown-target")),
+        ),
+        (
+            Value::from("Target-type"),
+            field("tgt_type", Value::from("list")),
+        ),
+        (Value::from("User"), field("user", Value::from("root"))),
+    ];
+    if let Some(md) =
+        get(load, "metadata").or_else(|| get(load, "kwargs").and_then(|k| get(k, "metadata")))
+    {
+        v.push((Value::from("Metadata"), md.clone()));
+    }
+    v.push((
+        Value::from("StartTime"),
+        Value::from(jid_to_time(jid).unwrap_or_default()),
+    ));
+    v
+}
+
+impl Master {
+    /// The clear `runner` command.
+    pub fn clear_runner(&self, load: Value) -> Value {
+        let Some(user) = self.authenticate_load(&load) else {
+            tracing::warn!("runner call refused: bad root key");
+            return Master::auth_error("AuthenticationError");
+        };
+        let Some(me) = self.arc() else {
+            return Master::auth_error("AuthenticationError");
+        };
+        let fun = get_str(&load, "fun").unwrap_or("").to_string();
+        // Salt's runner client sends {"fun", "kwarg": {"arg": [...], "kwarg": {...}}}.
+        let call = match get(&load, "kwarg") {
+            Some(kw @ Value::Map(_)) => {
+                let mut flat = kw.clone();
+                if let Some(inner @ Value::Map(_)) = get(kw, "kwarg").cloned() {
+                    brine_protocol::payload::remove(&mut flat, "kwarg");
+                    if let Value::Map(m) = inner {
+                        for (k, v) in m {
+                            if let Some(k) = k.as_str() {
+                                set(&mut flat, k, v);
+                            }
+                        }
+                    }
+                }
+                flat
+            }
+            _ => load.clone(),
+        };
+        let args = Args::from_flat_load(&call);
+        let jid = get_str(&load, "jid")
+            .filter(|j| !j.is_empty())
+            .map(str::to_string)
+            .unwrap_or_else(gen_jid);
+        let tag = format!("salt/run/{jid}");
+        let jid2 = jid.clone();
+        self.rt.spawn(async move {
+            me.run_runner_job(&jid2, &fun, args, &user).await;
+        });
+        map(vec![("tag", Value::from(tag)), ("jid", Value::from(jid))])
+    }
+
+    /// Run a runner as a job: events `salt/run/<jid>/new` and `/ret`, and the job store.
+    pub async fn run_runner_job(self: &Arc<Self>, jid: &str, fun: &str, args: Args, user: &str) {
+        let mut fun_args: Vec<Value> = args.args.clone();
+        if !args.kwargs.is_empty() {
+            fun_args.push(Value::Map(
+                args.kwargs
+                    .iter()
+                    .map(|(k, v)| (Value::from(k.as_str()), v.clone()))
+                    .collect(),
+            ));
+        }
+        let head = vec![
+            ("fun", Value::from(format!("runner.{fun}"))),
+            ("jid", Value::from(jid)),
+            ("user", Value::from(user)),
+            ("fun_args", Value::Array(fun_args.clone())),
+        ];
+        self.bus
+            .fire(&format!("salt/run/{jid}/new"), map(head.clone()));
+        let (ret, success) = match self.run_runner(jid, fun, args).await {
+            Ok(v) => (v, true),
+            Err(msg) => (Value::from(msg), false),
+        };
+        let mut data = head.clone();
+        data.push(("return", ret));
+        data.push(("success", Value::from(success)));
+        let data = map(data);
+        self.bus.fire(&format!("salt/run/{jid}/ret"), data.clone());
+        if self.cfg.job_cache {
+            let load = map(vec![
+                ("id", Value::from(self.cfg.id.clone())),
+                ("tgt", Value::from(self.cfg.id.clone())),
+                ("jid", Value::from(jid)),
+                ("fun", Value::from(format!("runner.{fun}"))),
+                ("arg", Value::Array(fun_args)),
+                ("tgt_type", Value::from("list")),
+                ("user", Value::from(user)),
+            ]);
+            let _ = self.store.save_load(jid, &load, &[]);
+            let ret = map(vec![
+                ("id", Value::from(self.cfg.id.clone())),
+                ("jid", Value::from(jid)),
+                ("fun", Value::from(format!("runner.{fun}"))),
+                ("return", data),
+                ("success", Value::from(success)),
+            ]);
+            let _ = self.store.save_return(&ret);
+        }
+    }
+
+    /// Publish a job from inside the master and gather its returns with the one local
+    /// client (Salt's find_job rounds for slow minions, the hard stop), as `root` unless the
+    /// request names a user.
+    pub async fn local_cmd(
+        self: &Arc<Self>,
+        req: PublishRequest,
+        timeout: Duration,
+    ) -> LocalResult {
+        let client = LocalClient::new(InProcess(self.clone()));
+        let rx = self.bus.subscribe();
+        let job = match client.publish(req).await {
+            Ok(job) if !job.minions.is_empty() => job,
+            _ => {
+                return LocalResult {
+                    jid: None,
+                    minions: vec![],
+                    returns: vec![],
+                }
+            }
+        };
+        let waits = Timeouts {
+            timeout: timeout.max(Duration::from_secs(1)),
+            gather_job_timeout: Duration::from_secs(self.cfg.gather_job_timeout.max(1)),
+            hard_stop: Duration::from_secs(self.cfg.gather_hard_stop.max(1)),
+        };
+        let mut returns = Vec::new();
+        let mut gathering = client.returns(rx, &job, waits);
+        while let Some((id, ev)) = gathering.next().await {
+            returns.push((id, ev.data.clone()));
+        }
+        LocalResult {
+            jid: Some(job.jid),
+            minions: job.minions,
+            returns,
+        }
+    }
+
+    fn job_result(&self, jid: &str) -> Vec<(Value, Value)> {
+        self.store
+            .get_returns(jid)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|r| {
+                let mut m = Vec::new();
+                for k in ["return", "retcode", "success", "out"] {
+                    if let Some(v) = get(&r.full_ret, k) {
+                        m.push((Value::from(k), v.clone()));
+                    }
+                }
+                (Value::from(r.id), Value::Map(m))
+            })
+            .collect()
+    }
+
+    pub(crate) fn list_job(&self, jid: &str) -> Result<Value, String> {
+        let mut out = vec![(Value::from("jid"), Value::from(jid))];
+        match self.store.get_load(jid).map_err(|e| e.to_string())? {
+            Some((load, minions)) => {
+                let summary = job_summary(jid, &load);
+                let (start, rest): (Vec<_>, Vec<_>) = summary
+                    .into_iter()
+                    .partition(|(k, _)| k.as_str() == Some("StartTime"));
+                out.extend(rest);
+                out.push((Value::from("Minions"), ids(&minions)));
+                out.extend(start);
+            }
+            None => {
+                // As Salt: the error, the start time the jid spells, and an empty result.
+                out.push((
+                    Value::from("Error"),
+                    Value::from("Cannot contact returner or no job with this jid"),
+                ));
+                out.push((
+                    Value::from("StartTime"),
+                    Value::from(jid_to_time(jid).unwrap_or_default()),
+                ));
+            }
+        }
+        out.push((Value::from("Result"), Value::Map(self.job_result(jid))));
+        Ok(Value::Map(out))
+    }
+
+    /// Run one runner function.
+    pub async fn run_runner(
+        self: &Arc<Self>,
+        jid: &str,
+        fun: &str,
+        a: Args,
+    ) -> Result<Value, String> {
+        let Some(runner) = find(fun) else {
+            return Err(format!("'{fun}' is not available."));
+        };
+        let timeout = a
+            .get(99, "timeout")
+            .and_then(brine_protocol::loads::int)
+            .map(|t| t.max(1) as u64)
+            .unwrap_or(self.cfg.timeout);
+        (runner.run)(Call {
+            master: self.clone(),
+            jid: jid.to_string(),
+            fun: runner.name,
+            args: a,
+            timeout: Duration::from_secs(timeout),
+        })
+        .await
+    }
+}
+
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.as_str().unwrap_or_default().to_string(),
+        Value::Array(a) => a.iter().map(value_text).collect::<Vec<_>>().join(","),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The minion's copy of the runner list (names and documentation) is this registry's.
+    #[test]
+    fn the_protocol_catalog_is_the_registry() {
+        let registry: Vec<(&str, &str)> = super::all().iter().map(|r| (r.name, r.doc)).collect();
+        if registry != brine_protocol::catalog::RUNNERS {
+            let mut text = String::new();
+            for (name, doc) in &registry {
+                text.push_str(&format!("    ({name:?}, {doc:?}),\n"));
+            }
+            panic!("brine_protocol::catalog::RUNNERS differs from the master's runners; it should read:\n{text}");
+        }
+        let mut names: Vec<&str> = registry.iter().map(|(n, _)| *n).collect();
+        names.dedup();
+        assert_eq!(names.len(), registry.len(), "a runner is registered twice");
+    }
+}

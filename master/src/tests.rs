@@ -1,0 +1,267 @@
+//! The request dispatch end to end, in process: a [`Master`] built by [`Master::new`] over a
+//! temporary root, a local event bus and a publisher that records what it is given.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use brine_protocol::config::MasterConfig;
+use brine_protocol::crypt::{Crypticle, PrivateKey};
+use brine_protocol::loads::{
+    Fun, PublishLoad, PublishRefused, PublishReply, PublishRequest, RequestEnvelope, Tgt,
+};
+use brine_protocol::payload::{dumps, get, get_str, loads, map, Value};
+use brine_transport::eventbus::EventBus;
+
+use crate::keys::KeyState;
+use crate::master::{Master, PublishSink};
+
+type Frames = Arc<Mutex<Vec<Vec<Vec<u8>>>>>;
+
+/// Records every publish; panics on the first send when told to (a failing handler).
+struct Recorder {
+    frames: Frames,
+    panic: AtomicBool,
+}
+
+impl PublishSink for Recorder {
+    fn send(&self, frames: Vec<Vec<u8>>) {
+        if self.panic.swap(false, Ordering::SeqCst) {
+            panic!("publisher exploded");
+        }
+        self.frames.lock().unwrap().push(frames);
+    }
+}
+
+struct Fixture {
+    _root: tempfile::TempDir,
+    master: Arc<Master>,
+    frames: Frames,
+    root_key: String,
+}
+
+fn fixture(panicking_publisher: bool) -> Fixture {
+    let root = tempfile::tempdir().unwrap();
+    let conf = root.path().join("conf");
+    std::fs::create_dir_all(&conf).unwrap();
+    std::fs::write(
+        conf.join("master"),
+        format!(
+            "root_dir: {}\nuser: root\nkeysize: 2048\n",
+            root.path().display()
+        ),
+    )
+    .unwrap();
+    let cfg = MasterConfig::load(&conf).unwrap();
+    let frames: Frames = Arc::default();
+    let publisher = Recorder {
+        frames: frames.clone(),
+        panic: AtomicBool::new(panicking_publisher),
+    };
+    let root_key_path = cfg.cachedir.join(".root_key");
+    let master = Master::new(cfg, Box::new(publisher), EventBus::local()).unwrap();
+    let root_key = std::fs::read_to_string(root_key_path)
+        .unwrap()
+        .trim()
+        .to_string();
+    Fixture {
+        _root: root,
+        master,
+        frames,
+        root_key,
+    }
+}
+
+/// A minion `id` whose key is accepted; returns its private key.
+fn accepted_minion(m: &Master, id: &str) -> PrivateKey {
+    let key = PrivateKey::generate(2048).unwrap();
+    m.keys
+        .write(KeyState::Accepted, id, &key.public().to_pem())
+        .unwrap();
+    key
+}
+
+fn clear(m: &Master, load: Value) -> Value {
+    let body = dumps(&RequestEnvelope::clear(load).to_value());
+    loads(&m.handle_request(&body)).unwrap()
+}
+
+fn publish_request(key: &str) -> Value {
+    let mut req = PublishRequest::new(
+        Tgt::Expr("*".into()),
+        Fun::One("test.ping".into()),
+        vec![],
+        "glob",
+    );
+    req.key = Some(key.to_string());
+    req.to_value()
+}
+
+/// An aes request from minion `id`, as a Salt 3007 minion sends one; returns the body and its
+/// nonce (which the answer carries).
+fn aes_request(
+    m: &Master,
+    id: &str,
+    key: &PrivateKey,
+    load: Vec<(&str, Value)>,
+) -> (Vec<u8>, String) {
+    let nonce = format!("{:032x}", rand::random::<u128>());
+    let session = m.secrets.session(id).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let mut inner = map(load);
+    if let Value::Map(pairs) = &mut inner {
+        pairs.push((Value::from("id"), Value::from(id)));
+        pairs.push((
+            Value::from("tok"),
+            Value::Binary(key.x931_encrypt(b"salt").unwrap()),
+        ));
+        pairs.push((Value::from("nonce"), Value::from(nonce.as_str())));
+        pairs.push((Value::from("ts"), Value::from(now)));
+    }
+    let env = map(vec![
+        ("enc", Value::from("aes")),
+        ("load", Value::Binary(session.dumps(&inner, None))),
+        ("version", Value::from(3)),
+        ("id", Value::from(id)),
+    ]);
+    (dumps(&env), nonce)
+}
+
+/// Decrypt an aes answer.
+fn aes_answer(m: &Master, id: &str, nonce: &str, reply: &[u8]) -> Value {
+    let session: Crypticle = m.secrets.session(id).unwrap();
+    let Value::Binary(ct) = loads(reply).unwrap() else {
+        panic!("aes answer is not bytes")
+    };
+    session.loads(&ct, Some(nonce)).unwrap().unwrap()
+}
+
+#[tokio::test]
+async fn a_publish_with_a_bad_key_is_an_authentication_error() {
+    let f = fixture(false);
+    accepted_minion(&f.master, "m1");
+    let mut events = f.master.bus.subscribe();
+    let reply = clear(&f.master, publish_request("not the root key"));
+    assert_eq!(reply, Master::auth_error("AuthenticationError"));
+    assert!(matches!(
+        PublishReply::parse(reply),
+        Err(PublishRefused::Error { name, .. }) if name == "AuthenticationError"
+    ));
+    assert!(f.frames.lock().unwrap().is_empty(), "nothing published");
+    let ev = events.try_recv().unwrap();
+    assert_eq!(ev.tag, "salt/job/error");
+    assert!(get(&ev.data, "key").is_none(), "the key is not announced");
+}
+
+#[tokio::test]
+async fn a_publish_answers_the_job_and_sends_the_publish() {
+    let f = fixture(false);
+    accepted_minion(&f.master, "m1");
+    let reply = clear(&f.master, publish_request(&f.root_key));
+    let reply = PublishReply::parse(reply).unwrap();
+    assert_eq!(reply.minions, ["m1"]);
+    assert!(reply.missing.is_empty());
+    let frames = f.frames.lock().unwrap();
+    assert_eq!(frames.len(), 1, "one publish");
+    let env = loads(frames[0].last().unwrap()).unwrap();
+    assert_eq!(get_str(&env, "enc"), Some("aes"));
+    let Some(Value::Binary(ct)) = get(&env, "load") else {
+        panic!("publish load is not bytes")
+    };
+    let load = f.master.secrets.aes().loads(ct, None).unwrap().unwrap();
+    let load = PublishLoad::parse(load).unwrap();
+    assert_eq!(load.jid, reply.jid);
+    assert_eq!(load.fun, Fun::One("test.ping".into()));
+    assert_eq!(load.user.as_deref(), Some("root"));
+    assert_eq!(load.serial, Some(1));
+    // The job is stored under its jid.
+    assert!(f.master.store.get_load(&reply.jid).unwrap().is_some());
+}
+
+#[tokio::test]
+async fn a_return_is_fired_on_the_bus_and_stored() {
+    let f = fixture(false);
+    let key = accepted_minion(&f.master, "m1");
+    let jid = "20261122101715645321";
+    let mut events = f.master.bus.subscribe();
+    let (body, nonce) = aes_request(
+        &f.master,
+        "m1",
+        &key,
+        vec![
+            ("cmd", Value::from("_return")),
+            ("success", Value::from(true)),
+            ("return", Value::from(true)),
+            ("retcode", Value::from(0)),
+            ("jid", Value::from(jid)),
+            ("fun", Value::from("test.ping")),
+            ("fun_args", Value::Array(vec![])),
+        ],
+    );
+    let reply = f.master.handle_request(&body);
+    assert_eq!(aes_answer(&f.master, "m1", &nonce, &reply), Value::Nil);
+    let ev = events.try_recv().unwrap();
+    assert_eq!(ev.tag, format!("salt/job/{jid}/ret/m1"));
+    assert_eq!(get_str(&ev.data, "id"), Some("m1"));
+    assert_eq!(get(&ev.data, "return"), Some(&Value::from(true)));
+    let stored = f.master.store.get_returns(jid).unwrap();
+    assert_eq!(stored.len(), 1);
+    // The same request again is a replay: refused.
+    assert_eq!(
+        loads(&f.master.handle_request(&body)).unwrap(),
+        Value::from("bad load")
+    );
+}
+
+#[tokio::test]
+async fn unknown_commands_get_what_salt_answers() {
+    let f = fixture(false);
+    let reply = clear(&f.master, map(vec![("cmd", Value::from("_no_such_thing"))]));
+    assert_eq!(reply, Value::Map(vec![]));
+    let key = accepted_minion(&f.master, "m1");
+    let (body, nonce) = aes_request(
+        &f.master,
+        "m1",
+        &key,
+        vec![("cmd", Value::from("_no_such_thing"))],
+    );
+    let reply = f.master.handle_request(&body);
+    assert_eq!(
+        aes_answer(&f.master, "m1", &nonce, &reply),
+        Value::Map(vec![])
+    );
+    // Not a request at all.
+    assert_eq!(
+        loads(&f.master.handle_request(b"\xc1")).unwrap(),
+        Value::from("bad load")
+    );
+    assert_eq!(
+        loads(
+            &f.master
+                .handle_request(&dumps(&map(vec![("enc", Value::from("rot13"))])))
+        )
+        .unwrap(),
+        Value::from("bad load")
+    );
+}
+
+#[tokio::test]
+async fn a_panicking_handler_is_answered_and_the_worker_lives_on() {
+    let f = fixture(true);
+    accepted_minion(&f.master, "m1");
+    let reply = clear(&f.master, publish_request(&f.root_key));
+    let Some(err) = get(&reply, "error") else {
+        panic!("no error in {reply}")
+    };
+    assert_eq!(get_str(err, "name"), Some("SaltMasterError"));
+    assert!(get_str(err, "message").unwrap().contains("publish"));
+    // The same master (and worker) answers the next request.
+    let ping = map(vec![("cmd", Value::from("ping")), ("x", Value::from(1))]);
+    assert_eq!(clear(&f.master, ping.clone()), ping);
+    // A publish after the failed one still gets its turn (the line did not stall).
+    let reply = PublishReply::parse(clear(&f.master, publish_request(&f.root_key))).unwrap();
+    assert_eq!(reply.minions, ["m1"]);
+    assert_eq!(f.frames.lock().unwrap().len(), 1);
+}
