@@ -8,11 +8,17 @@
 //! in [`MODULES`]. `doc.runner` reads this registry, and `brine_protocol::catalog::RUNNERS` (what
 //! the minion's `sys.list_runner_functions` shows) is checked against it by a unit test.
 
-pub mod doc;
-pub mod jobs;
-pub mod manage;
-pub mod state;
-pub mod test;
+/// Declares the runner modules: each name is a file here and its whole registration.
+macro_rules! runner_modules {
+    ($($module:ident),* $(,)?) => {
+        $(pub mod $module;)*
+
+        /// Every runner module's functions.
+        pub const MODULES: &[&[Runner]] = &[$($module::FUNCTIONS),*];
+    };
+}
+
+runner_modules![doc, jobs, manage, state, test];
 
 use std::future::Future;
 use std::pin::Pin;
@@ -75,15 +81,6 @@ pub struct Call {
     /// How long a runner that asks the minions waits for them (`timeout`, else the config's).
     pub timeout: Duration,
 }
-
-/// Every runner module's functions.
-pub const MODULES: &[&[Runner]] = &[
-    doc::FUNCTIONS,
-    jobs::FUNCTIONS,
-    manage::FUNCTIONS,
-    state::FUNCTIONS,
-    test::FUNCTIONS,
-];
 
 /// Every runner function, sorted by name.
 pub fn all() -> Vec<&'static Runner> {

@@ -4,9 +4,17 @@
 //! lists its functions ([`Wheel`]: name, arguments, documentation, code), and [`MODULES`] lists
 //! the modules; `doc.wheel` reads this registry.
 
-pub mod config;
-pub mod key;
-pub mod minions;
+/// Declares the wheel modules: each name is a file here and its whole registration.
+macro_rules! wheel_modules {
+    ($($module:ident),* $(,)?) => {
+        $(pub mod $module;)*
+
+        /// Every wheel module's functions.
+        pub const MODULES: &[&[Wheel]] = &[$($module::FUNCTIONS),*];
+    };
+}
+
+wheel_modules![config, key, minions];
 
 use brine_protocol::jid::gen_jid;
 use brine_protocol::payload::{get, get_str, map, Value};
@@ -43,9 +51,6 @@ pub struct Wheel {
     pub doc: &'static str,
     pub run: fn(&Master, &Args) -> Result<Value, String>,
 }
-
-/// Every wheel module's functions.
-pub const MODULES: &[&[Wheel]] = &[config::FUNCTIONS, key::FUNCTIONS, minions::FUNCTIONS];
 
 /// Every wheel function, sorted by name.
 pub fn all() -> Vec<&'static Wheel> {

@@ -4,6 +4,7 @@
 use rmpv::Value;
 use serde_json::{json, Map, Value as Json};
 
+use super::{CallState};
 use super::args::{is_true, py_repr, py_str, Bound, Signature};
 use super::{clean_kwargs, Context, FnError, Spec};
 use crate::beacons::{module_of, Kind};
@@ -134,7 +135,7 @@ impl Fun {
         }
     }
 
-    pub(crate) fn run(self, ctx: &Context, b: &Bound) -> Result<Value, FnError> {
+    pub(crate) async fn run(self, ctx: &Context, b: &Bound, _st: &mut CallState) -> Result<Value, FnError> {
         let beacons = &ctx.services.beacons;
         let kwargs = clean_kwargs(b);
         let test = kwargs

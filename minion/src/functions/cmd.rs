@@ -16,7 +16,7 @@ use rmpv::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use super::args::{is_true, py_float_of, py_repr, py_str, shlex_split, Bound, Signature};
-use super::{CallState, FnError, Spec};
+use super::{CallState, Context, FnError, Spec};
 use brine_protocol::payload::map;
 
 /// The shell Salt uses when none is given.
@@ -327,7 +327,7 @@ impl Fun {
         }
     }
 
-    pub(crate) async fn run(self, b: &Bound, st: &mut CallState) -> Result<Value, FnError> {
+    pub(crate) async fn run(self, _ctx: &Context, b: &Bound, st: &mut CallState) -> Result<Value, FnError> {
         match self {
             Fun::Which => {
                 Ok(which(&py_str(b.get("cmd").unwrap_or(&Value::Nil)))

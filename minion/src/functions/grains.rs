@@ -2,6 +2,7 @@
 
 use rmpv::Value;
 
+use super::{CallState};
 use super::args::{is_true, py_int, py_str, yamlify_arg, Bound, Signature};
 use super::{Context, FnError, Spec};
 
@@ -88,7 +89,7 @@ impl Fun {
         }
     }
 
-    pub(crate) fn run(self, ctx: &Context, b: &Bound) -> Result<Value, FnError> {
+    pub(crate) async fn run(self, ctx: &Context, b: &Bound, _st: &mut CallState) -> Result<Value, FnError> {
         let grains = ctx.grains.as_ref();
         Ok(match self {
             Fun::Get => {

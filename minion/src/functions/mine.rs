@@ -4,6 +4,7 @@
 
 use rmpv::Value;
 
+use super::{CallState};
 use super::args::{is_true, py_str, Bound, Signature};
 use super::{clean_kwargs, Context, FnError, Spec};
 use brine_protocol::payload::{get, map};
@@ -130,7 +131,7 @@ impl Fun {
         }
     }
 
-    pub(crate) async fn run(self, ctx: &Context, b: &Bound) -> Result<Value, FnError> {
+    pub(crate) async fn run(self, ctx: &Context, b: &Bound, _st: &mut CallState) -> Result<Value, FnError> {
         match self {
             Fun::Valid => Ok(valid(ctx)),
             Fun::Update => {

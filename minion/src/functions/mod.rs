@@ -6,16 +6,6 @@
 //! its own enum of functions with their signatures and docstrings.
 
 mod args;
-pub mod beacons;
-pub mod cmd;
-pub mod grains;
-pub mod mine;
-pub mod pillar;
-pub mod saltutil;
-pub mod schedule;
-pub mod status;
-pub mod sys;
-pub mod test;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -26,7 +16,7 @@ use args::{Bound, Signature};
 use brine_protocol::payload::get;
 
 /// The Salt version Brine speaks (`test.version`, the `saltversion` grain).
-pub const SALT_VERSION: &str = "3007.15";
+pub use brine_protocol::SALT_VERSION;
 
 /// A job being run, as the executor registers it (for `saltutil.running`, `find_job`,
 /// `kill_job`).
@@ -239,69 +229,61 @@ pub(crate) struct CallState {
     pub retcode: i32,
 }
 
-/// Every function this minion offers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Function {
-    Test(test::Fun),
-    Cmd(cmd::Fun),
-    Grains(grains::Fun),
-    Pillar(pillar::Fun),
-    Schedule(schedule::Fun),
-    Beacons(beacons::Fun),
-    Mine(mine::Fun),
-    Sys(sys::Fun),
-    Saltutil(saltutil::Fun),
-    Status(status::Fun),
+/// Declares the execution modules: each `Variant => module` line is the module's file
+/// (`functions/<module>.rs`, whose `Fun` enum lists its functions with `ALL`, `spec` and `run`)
+/// and its whole registration.
+macro_rules! modules {
+    ($($variant:ident => $module:ident,)*) => {
+        $(pub mod $module;)*
+
+        /// Every function this minion offers.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) enum Function {
+            $($variant($module::Fun),)*
+        }
+
+        impl Function {
+            fn all() -> impl Iterator<Item = Function> {
+                std::iter::empty()
+                    $(.chain($module::Fun::ALL.iter().map(|f| Function::$variant(*f))))*
+            }
+
+            pub(crate) fn spec(self) -> Spec {
+                match self {
+                    $(Function::$variant(f) => f.spec(),)*
+                }
+            }
+
+            async fn run(
+                self,
+                ctx: &Context,
+                b: &Bound,
+                st: &mut CallState,
+            ) -> Result<Value, FnError> {
+                match self {
+                    $(Function::$variant(f) => f.run(ctx, b, st).await,)*
+                }
+            }
+        }
+    };
+}
+
+modules! {
+    Test => test,
+    Cmd => cmd,
+    Grains => grains,
+    Pillar => pillar,
+    Schedule => schedule,
+    Beacons => beacons,
+    Mine => mine,
+    Sys => sys,
+    Saltutil => saltutil,
+    Status => status,
 }
 
 impl Function {
-    fn all() -> impl Iterator<Item = Function> {
-        test::Fun::ALL
-            .iter()
-            .map(|f| Function::Test(*f))
-            .chain(cmd::Fun::ALL.iter().map(|f| Function::Cmd(*f)))
-            .chain(grains::Fun::ALL.iter().map(|f| Function::Grains(*f)))
-            .chain(pillar::Fun::ALL.iter().map(|f| Function::Pillar(*f)))
-            .chain(schedule::Fun::ALL.iter().map(|f| Function::Schedule(*f)))
-            .chain(beacons::Fun::ALL.iter().map(|f| Function::Beacons(*f)))
-            .chain(mine::Fun::ALL.iter().map(|f| Function::Mine(*f)))
-            .chain(sys::Fun::ALL.iter().map(|f| Function::Sys(*f)))
-            .chain(saltutil::Fun::ALL.iter().map(|f| Function::Saltutil(*f)))
-            .chain(status::Fun::ALL.iter().map(|f| Function::Status(*f)))
-    }
-
     pub(crate) fn from_name(name: &str) -> Option<Function> {
         Self::all().find(|f| f.spec().name == name)
-    }
-
-    pub(crate) fn spec(self) -> Spec {
-        match self {
-            Function::Test(f) => f.spec(),
-            Function::Cmd(f) => f.spec(),
-            Function::Grains(f) => f.spec(),
-            Function::Pillar(f) => f.spec(),
-            Function::Schedule(f) => f.spec(),
-            Function::Beacons(f) => f.spec(),
-            Function::Mine(f) => f.spec(),
-            Function::Sys(f) => f.spec(),
-            Function::Saltutil(f) => f.spec(),
-            Function::Status(f) => f.spec(),
-        }
-    }
-
-    async fn run(self, ctx: &Context, b: &Bound, st: &mut CallState) -> Result<Value, FnError> {
-        match self {
-            Function::Test(f) => f.run(b, st).await,
-            Function::Cmd(f) => f.run(b, st).await,
-            Function::Grains(f) => f.run(ctx, b),
-            Function::Pillar(f) => f.run(ctx, b),
-            Function::Schedule(f) => f.run(ctx, b),
-            Function::Beacons(f) => f.run(ctx, b),
-            Function::Mine(f) => f.run(ctx, b).await,
-            Function::Sys(f) => f.run(b),
-            Function::Saltutil(f) => f.run(ctx, b),
-            Function::Status(f) => f.run(b).await,
-        }
     }
 }
 

@@ -4,6 +4,7 @@
 
 use rmpv::Value;
 
+use super::{CallState};
 use super::args::{is_true, py_str, py_type, Bound, Signature};
 use super::grains::{item_map, traverse, DEFAULT_DELIMITER};
 use super::{Context, FnError, Spec};
@@ -127,7 +128,7 @@ impl Fun {
         }
     }
 
-    pub(crate) fn run(self, ctx: &Context, b: &Bound) -> Result<Value, FnError> {
+    pub(crate) async fn run(self, ctx: &Context, b: &Bound, _st: &mut CallState) -> Result<Value, FnError> {
         let pillar = ctx.pillar.as_ref();
         let delimiter = || {
             b.get("delimiter")

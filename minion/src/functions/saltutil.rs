@@ -6,6 +6,7 @@
 
 use rmpv::Value;
 
+use super::{CallState};
 use super::args::{py_int, py_str, Bound, Signature};
 use super::sys::fnmatch;
 use super::{Context, FnError, Spec};
@@ -122,7 +123,7 @@ impl Fun {
         }
     }
 
-    pub(crate) fn run(self, ctx: &Context, b: &Bound) -> Result<Value, FnError> {
+    pub(crate) async fn run(self, ctx: &Context, b: &Bound, _st: &mut CallState) -> Result<Value, FnError> {
         let jid = || b.get("jid").map(py_str).unwrap_or_default();
         Ok(match self {
             Fun::Running => Value::Array(running(ctx)),

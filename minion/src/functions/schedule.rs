@@ -4,6 +4,7 @@
 use rmpv::Value;
 use serde_json::{json, Map, Value as Json};
 
+use super::{CallState};
 use super::args::{is_true, py_str, Bound, Signature};
 use super::{clean_kwargs, Context, FnError, Spec};
 use crate::schedule::{unsupported, Where, ITEM_KEYS};
@@ -246,7 +247,7 @@ impl Fun {
         }
     }
 
-    pub(crate) fn run(self, ctx: &Context, b: &Bound) -> Result<Value, FnError> {
+    pub(crate) async fn run(self, ctx: &Context, b: &Bound, _st: &mut CallState) -> Result<Value, FnError> {
         let schedule = &ctx.services.schedule;
         let kwargs = clean_kwargs(b);
         let name = b.get("name").map(py_str).unwrap_or_default();

@@ -4,6 +4,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use rmpv::Value;
 
+use super::{Context, CallState};
 use super::args::{Bound, Signature};
 use super::{FnError, Spec};
 use brine_protocol::payload::map;
@@ -53,7 +54,7 @@ impl Fun {
         }
     }
 
-    pub(crate) async fn run(self, _b: &Bound) -> Result<Value, FnError> {
+    pub(crate) async fn run(self, _ctx: &Context, _b: &Bound, _st: &mut CallState) -> Result<Value, FnError> {
         match self {
             Fun::Loadavg => {
                 let text = std::fs::read_to_string("/proc/loadavg").map_err(|e| {

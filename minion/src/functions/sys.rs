@@ -3,6 +3,7 @@
 use brine_protocol::catalog::RUNNERS;
 use rmpv::Value;
 
+use super::{Context, CallState};
 use super::args::{py_str, Bound, Signature};
 use super::{FnError, Function, Spec};
 use brine_protocol::payload::map;
@@ -103,7 +104,7 @@ impl Fun {
         }
     }
 
-    pub(crate) fn run(self, b: &Bound) -> Result<Value, FnError> {
+    pub(crate) async fn run(self, _ctx: &Context, b: &Bound, _st: &mut CallState) -> Result<Value, FnError> {
         let patterns: Vec<String> = b.varargs.iter().map(py_str).collect();
         Ok(match self {
             Fun::Doc => docs(&patterns),

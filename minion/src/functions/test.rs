@@ -4,6 +4,7 @@ use std::time::{Duration, Instant};
 
 use rmpv::Value;
 
+use super::{Context};
 use super::args::{py_int, py_repr, py_type, Bound, Signature};
 use super::{CallState, FnError, Spec, SALT_VERSION};
 use brine_protocol::payload::{get, map};
@@ -315,7 +316,7 @@ impl Fun {
         }
     }
 
-    pub(crate) async fn run(self, b: &Bound, st: &mut CallState) -> Result<Value, FnError> {
+    pub(crate) async fn run(self, _ctx: &Context, b: &Bound, st: &mut CallState) -> Result<Value, FnError> {
         Ok(match self {
             Fun::Arg => args_and_kwargs(b, |_| true),
             Fun::ArgClean => args_and_kwargs(b, |k| !k.starts_with("__")),
