@@ -3,8 +3,6 @@
 //! writes it (`", "` and `": "` separators, non-ASCII left as UTF-8, Python float spelling), YAML
 //! in block style that YAML 1.1 readers (PyYAML) read back unchanged.
 
-mod yaml;
-
 use std::io;
 
 use axum::http::{header, HeaderValue, StatusCode};
@@ -155,7 +153,12 @@ pub fn serialize(format: Format, body: &Value) -> Result<Vec<u8>, ApiError> {
     let failed = |_| ApiError::internal(UNSERIALIZABLE);
     match format {
         Format::Json => to_python_json(body).map_err(failed),
-        Format::Yaml => Ok(yaml::to_string(body).into_bytes()),
+        // Salt's `salt.utils.yaml.safe_dump(default_flow_style=False)`: Brine's one emitter.
+        Format::Yaml => Ok(brine_protocol::yaml::safe_dump(
+            body,
+            brine_protocol::yaml::Style::Block(2),
+        )
+        .into_bytes()),
     }
 }
 
@@ -358,6 +361,15 @@ mod tests {
         assert_eq!(
             body_text(response).await,
             "return:\n- m1: true\n  m2:\n  - 1\n  - 2\n"
+        );
+        // What salt-api's `salt.utils.yaml.safe_dump(..., default_flow_style=False)` writes
+        // (checked with Salt 3007.15): keys sorted, only what PyYAML would misread quoted.
+        let body = json!({"return": [{"m2": [1, 2], "m1": true, "s": "y", "u": "é", "n": null,
+                                      "d": "2024-01-01", "e": {}}]});
+        let response = respond(Format::Yaml, StatusCode::OK, &body);
+        assert_eq!(
+            body_text(response).await,
+            "return:\n- d: '2024-01-01'\n  e: {}\n  m1: true\n  m2:\n  - 1\n  - 2\n  n: null\n  s: y\n  u: é\n"
         );
     }
 

@@ -197,7 +197,7 @@ fn hostile_requests_are_refused_and_the_master_keeps_serving() {
         "over brine_max_request_size",
         "undecodable payload",
         "payload is not a map",
-        "unknown enc",
+        "enc is not clear or aes",
         "below minimum_auth_version",
         "does not decrypt",
         "which has no session",

@@ -11,14 +11,14 @@ use crate::payload::Value;
 /// Why a load was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LoadError {
-    #[error("{0} load is not a map")]
+    #[error("{0} is not a map")]
     NotAMap(&'static str),
-    #[error("{load} load has no {field}")]
+    #[error("{load} has no {field}")]
     Missing {
         load: &'static str,
         field: &'static str,
     },
-    #[error("{load} load: {field} is not {expected}")]
+    #[error("{load}: {field} is not {expected}")]
     WrongType {
         load: &'static str,
         field: &'static str,
@@ -223,25 +223,45 @@ pub enum Tgt {
     List(Vec<String>),
 }
 
-impl Tgt {
-    fn parse(f: &Fields, v: Value) -> Result<Tgt, LoadError> {
-        match v {
+/// A field that is one string or a list of strings (`tgt`, `fun`).
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    fn parse(f: &Fields, field: &'static str, v: Value) -> Result<OneOrMany, LoadError> {
+        let parsed = match v {
             Value::Array(items) => items
                 .into_iter()
                 .map(text)
                 .collect::<Option<Vec<_>>>()
-                .map(Tgt::List)
-                .ok_or_else(|| f.wrong("tgt", "a string or a list of strings")),
-            other => text(other)
-                .map(Tgt::Expr)
-                .ok_or_else(|| f.wrong("tgt", "a string or a list of strings")),
+                .map(OneOrMany::Many),
+            other => text(other).map(OneOrMany::One),
+        };
+        parsed.ok_or_else(|| f.wrong(field, "a string or a list of strings"))
+    }
+
+    fn value(one: Option<&str>, many: &[String]) -> Value {
+        match one {
+            Some(s) => Value::from(s),
+            None => Value::Array(many.iter().map(|s| Value::from(s.as_str())).collect()),
         }
+    }
+}
+
+impl Tgt {
+    fn parse(f: &Fields, v: Value) -> Result<Tgt, LoadError> {
+        Ok(match OneOrMany::parse(f, "tgt", v)? {
+            OneOrMany::One(s) => Tgt::Expr(s),
+            OneOrMany::Many(l) => Tgt::List(l),
+        })
     }
 
     pub fn to_value(&self) -> Value {
         match self {
-            Tgt::Expr(s) => Value::from(s.as_str()),
-            Tgt::List(l) => Value::Array(l.iter().map(|s| Value::from(s.as_str())).collect()),
+            Tgt::Expr(s) => OneOrMany::value(Some(s), &[]),
+            Tgt::List(l) => OneOrMany::value(None, l),
         }
     }
 }
@@ -265,23 +285,16 @@ pub enum Fun {
 
 impl Fun {
     fn parse(f: &Fields, v: Value) -> Result<Fun, LoadError> {
-        match v {
-            Value::Array(items) => items
-                .into_iter()
-                .map(text)
-                .collect::<Option<Vec<_>>>()
-                .map(Fun::Many)
-                .ok_or_else(|| f.wrong("fun", "a string or a list of strings")),
-            other => text(other)
-                .map(Fun::One)
-                .ok_or_else(|| f.wrong("fun", "a string or a list of strings")),
-        }
+        Ok(match OneOrMany::parse(f, "fun", v)? {
+            OneOrMany::One(s) => Fun::One(s),
+            OneOrMany::Many(l) => Fun::Many(l),
+        })
     }
 
     pub fn to_value(&self) -> Value {
         match self {
-            Fun::One(s) => Value::from(s.as_str()),
-            Fun::Many(l) => Value::Array(l.iter().map(|s| Value::from(s.as_str())).collect()),
+            Fun::One(s) => OneOrMany::value(Some(s), &[]),
+            Fun::Many(l) => OneOrMany::value(None, l),
         }
     }
 
@@ -319,7 +332,7 @@ pub struct RequestEnvelope {
 
 impl RequestEnvelope {
     pub fn parse(v: Value) -> Result<RequestEnvelope, LoadError> {
-        let mut f = Fields::new("request", v)?;
+        let mut f = Fields::new("payload", v)?;
         let enc = match f.opt_str("enc")?.as_deref() {
             Some("clear") => Enc::Clear,
             Some("aes") => Enc::Aes,
@@ -476,7 +489,7 @@ impl PublishRequest {
     }
 
     pub fn parse(v: Value) -> Result<PublishRequest, LoadError> {
-        let mut f = Fields::new("publish", v)?;
+        let mut f = Fields::new("publish load", v)?;
         // `cmd` is what routed the load here.
         f.take("cmd");
         let tgt = match f.take("tgt") {
@@ -683,7 +696,7 @@ impl PublishLoad {
     }
 
     pub fn parse(v: Value) -> Result<PublishLoad, LoadError> {
-        let mut f = Fields::new("publish", v)?;
+        let mut f = Fields::new("publish load", v)?;
         let fun = match f.take("fun") {
             Some(v) => Fun::parse(&f, v)?,
             None => return Err(f.missing("fun")),
@@ -792,7 +805,7 @@ impl ReturnLoad {
     }
 
     pub fn parse(v: Value) -> Result<ReturnLoad, LoadError> {
-        let mut f = Fields::new("_return", v)?;
+        let mut f = Fields::new("_return load", v)?;
         f.take("cmd");
         let id = f.req_str("id")?;
         let jid = f.req_str("jid")?;
@@ -885,7 +898,7 @@ impl MinionEventLoad {
     }
 
     pub fn parse(v: Value) -> Result<MinionEventLoad, LoadError> {
-        let mut f = Fields::new("_minion_event", v)?;
+        let mut f = Fields::new("_minion_event load", v)?;
         let id = match f.pairs.iter().find(|(k, _)| key_text(k) == Some("id")) {
             Some((_, v)) => text(v.clone()).ok_or_else(|| f.wrong("id", "a string"))?,
             None => String::new(),
@@ -1045,7 +1058,7 @@ mod tests {
         );
         assert_eq!(
             PublishRequest::parse(Value::from(1)).unwrap_err(),
-            LoadError::NotAMap("publish")
+            LoadError::NotAMap("publish load")
         );
     }
 
