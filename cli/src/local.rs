@@ -141,6 +141,28 @@ impl Local {
         )
     }
 
+    /// The highstate outputter's settings: the master's `state_*` options, then the
+    /// command line's `--state-output`, `--state-verbose` and `--output-diff`.
+    pub fn state_output(
+        &self,
+        mode: Option<&str>,
+        verbose: Option<&str>,
+        diff: bool,
+    ) -> crate::output::StateOutput {
+        crate::output::StateOutput {
+            mode: mode.unwrap_or(&self.cfg.state_output).to_string(),
+            // Salt reads "True"/"true" and "False"/"false"; any other text is truthy.
+            verbose: match verbose {
+                None => self.cfg.state_verbose,
+                Some("False" | "false") => false,
+                Some(v) => !v.is_empty(),
+            },
+            profile: self.cfg.state_output_profile,
+            diff: diff || self.cfg.state_output_diff,
+            pct: self.cfg.state_output_pct,
+        }
+    }
+
     /// The fields every clear command from a tool carries.
     pub fn auth_fields(&self) -> Vec<(&'static str, Value)> {
         vec![

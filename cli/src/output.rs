@@ -5,11 +5,15 @@
 //! newline, and prints nothing at all when it is empty (Salt's `display_output`
 //! skips empty text).
 
+mod highstate;
+
 use std::fmt::Write as _;
 
 use brine_protocol::pyrepr::{float_repr as python_float, str_repr as python_str_repr};
 use brine_protocol::yaml::{sorted, Style};
 use serde_json::Value;
+
+pub use highstate::StateOutput;
 
 /// One of Salt's outputters, as named by `--out`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,12 +32,14 @@ pub enum Outputter {
     Key,
     /// `no_return`: what Salt uses for minions that did not return.
     NoReturn,
+    /// `highstate`: state returns, one block per state and a summary.
+    Highstate,
 }
 
 /// An `--out` value that names no outputter.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "invalid outputter '{0}': valid outputters are nested, json, yaml, txt, raw, key, no_return"
+    "invalid outputter '{0}': valid outputters are nested, json, yaml, txt, raw, key, no_return, highstate"
 )]
 pub struct UnknownOutputter(pub String);
 
@@ -49,6 +55,7 @@ impl std::str::FromStr for Outputter {
             "raw" => Ok(Self::Raw),
             "key" => Ok(Self::Key),
             "no_return" => Ok(Self::NoReturn),
+            "highstate" => Ok(Self::Highstate),
             other => Err(UnknownOutputter(other.to_owned())),
         }
     }
@@ -67,6 +74,8 @@ pub struct OutputOptions {
     /// `--static`: the caller gathers every minion's return into one map and
     /// renders it once; rendering itself is the same.
     pub static_: bool,
+    /// The highstate outputter's settings.
+    pub state: StateOutput,
 }
 
 /// Format one "event" of output (a map `{minion_id: return}`, or any value for
@@ -100,6 +109,7 @@ pub fn render_with_retcode(
         // Salt falls back to nested when the key outputter cannot read the data.
         Outputter::Key => key(data, &colors).unwrap_or_else(|| nested(data, &colors, retcode)),
         Outputter::NoReturn => no_return(data, &colors),
+        Outputter::Highstate => highstate::highstate(data, &colors, &opts.state),
     };
     python_rstrip(&text).to_owned()
 }
@@ -686,7 +696,11 @@ mod tests {
             choose_outputter(Some(Outputter::Json), Some("no_return")),
             Outputter::Json
         );
-        assert_eq!(choose_outputter(None, Some("highstate")), Outputter::Nested);
+        assert_eq!(choose_outputter(None, Some("pprint")), Outputter::Nested);
+        assert_eq!(
+            choose_outputter(None, Some("highstate")),
+            Outputter::Highstate
+        );
     }
 
     #[test]

@@ -28,6 +28,7 @@ fn every_captured_salt_output_is_reproduced() {
             color: case.color,
             indent: case.indent.map(|i| usize::try_from(i).unwrap_or(NO_INDENT)),
             static_: false,
+            ..OutputOptions::default()
         };
         let got = render_with_retcode(out, &data, &opts, case.retcode);
         if got != case.expected {

@@ -902,6 +902,13 @@ pub struct MasterConfig {
     /// `token_expire_user_override`: `True`, or the users (a list or map) who may set their
     /// token's lifetime.
     pub token_expire_user_override: Value,
+    /// The highstate outputter's `state_output` (`full`), `state_verbose` (True),
+    /// `state_output_profile` (True), `state_output_diff` and `state_output_pct` (False).
+    pub state_output: String,
+    pub state_verbose: bool,
+    pub state_output_profile: bool,
+    pub state_output_diff: bool,
+    pub state_output_pct: bool,
     raw: RawConfig,
 }
 
@@ -1058,6 +1065,11 @@ impl MasterConfig {
             auth_pam_service: r.string("auth.pam.service", "login")?,
             rest_timeout: r.unsigned("rest_timeout", 300)?,
             token_expire_user_override: r.any("token_expire_user_override"),
+            state_output: r.string("state_output", "full")?,
+            state_verbose: r.bool("state_verbose", true)?,
+            state_output_profile: r.bool("state_output_profile", true)?,
+            state_output_diff: r.bool("state_output_diff", false)?,
+            state_output_pct: r.bool("state_output_pct", false)?,
             raw: RawConfig::default(),
         };
         Ok(MasterConfig { raw, ..config })

@@ -164,6 +164,7 @@ fn main() {
             .out_indent
             .map(|i| if i < 0 { NO_INDENT } else { i as usize }),
         static_: false,
+        state: Default::default(),
     };
     let o = choose_outputter(out, r.out.as_deref());
     let text = render_with_retcode(

@@ -165,6 +165,7 @@ fn run(cli: Cli) -> Result<i32, String> {
             .out_indent
             .map(|i| if i < 0 { NO_INDENT } else { i as usize }),
         static_: false,
+        state: Default::default(),
     };
     let ctx = Ctx {
         cfg,

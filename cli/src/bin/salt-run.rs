@@ -99,6 +99,7 @@ fn run(cli: Cli) -> Result<i32, CliError> {
             .out_indent
             .map(|i| if i < 0 { NO_INDENT } else { i as usize }),
         static_: false,
+        state: Default::default(),
     };
     let local = Local::open(&cli.config_dir)?;
     let mut args = parse_args(&cli.args);

@@ -31,6 +31,9 @@ struct Cli {
     args_separator: String,
     delimiter: String,
     log_level: String,
+    state_output: Option<String>,
+    state_verbose: Option<String>,
+    output_diff: bool,
     target: String,
     function: String,
     args: Vec<String>,
@@ -53,7 +56,6 @@ const UNSUPPORTED: &[&str] = &[
     "return_kwargs",
     "cli_summary",
     "metadata",
-    "state_output_diff",
     "config_dump",
     "preview_target",
     "list_hosts",
@@ -64,8 +66,6 @@ const UNSUPPORTED: &[&str] = &[
     "password",
     "output_file",
     "output_file_append",
-    "state_output",
-    "state_verbose",
     "log_file",
     "log_level_logfile",
 ];
@@ -138,6 +138,9 @@ fn cli() -> Cli {
         args_separator: p.str("args_separator").unwrap_or(",").to_string(),
         delimiter: p.str("delimiter").unwrap_or(":").to_string(),
         log_level: p.str("log_level").unwrap_or("warning").to_string(),
+        state_output: p.str("state_output").map(str::to_string),
+        state_verbose: p.str("state_verbose").map(str::to_string),
+        output_diff: p.flag("state_output_diff"),
         target,
         function,
         args: rest.collect(),
@@ -181,6 +184,8 @@ fn run(cli: Cli) -> Result<i32, CliError> {
         ),
         None => None,
     };
+    let (fun, words) = (cli.function.clone(), cli.args.clone());
+    let local = Local::open(&cli.config_dir)?;
     let opts = OutputOptions {
         color: !cli.no_color
             && (cli.force_color || std::io::IsTerminal::is_terminal(&std::io::stdout())),
@@ -188,9 +193,12 @@ fn run(cli: Cli) -> Result<i32, CliError> {
             .out_indent
             .map(|i| if i < 0 { NO_INDENT } else { i as usize }),
         static_: cli.static_,
+        state: local.state_output(
+            cli.state_output.as_deref(),
+            cli.state_verbose.as_deref(),
+            cli.output_diff,
+        ),
     };
-    let (fun, words) = (cli.function.clone(), cli.args.clone());
-    let local = Local::open(&cli.config_dir)?;
     let tgt_type = cli.tgt_type;
     let tgt = if tgt_type == "list" {
         Tgt::List(
