@@ -687,7 +687,7 @@ mod tests {
         assert_eq!("text".parse::<Outputter>(), Ok(Outputter::Txt));
         assert_eq!("yaml".parse::<Outputter>(), Ok(Outputter::Yaml));
         let err = "pony".parse::<Outputter>().expect_err("not an outputter");
-        assert_eq!(err.to_string(), "invalid outputter 'pony': valid outputters are nested, json, yaml, txt, raw, key, no_return");
+        assert_eq!(err.to_string(), "invalid outputter 'pony': valid outputters are nested, json, yaml, txt, raw, key, no_return, highstate");
         assert_eq!(
             choose_outputter(None, Some("no_return")),
             Outputter::NoReturn
