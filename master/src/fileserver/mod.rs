@@ -148,8 +148,7 @@ impl FileServer {
             self.follow,
             self.ignore_links,
         ));
-        self.lock_lists()
-            .insert(saltenv.to_string(), fresh.clone());
+        self.lock_lists().insert(saltenv.to_string(), fresh.clone());
         Some(fresh)
     }
 
@@ -162,7 +161,10 @@ impl FileServer {
         let mut lists = self.lock_lists();
         let n = lists.len();
         lists.clear();
-        self.hashes.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.hashes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
         n
     }
 
@@ -260,3 +262,6 @@ impl FileServer {
         })
     }
 }
+
+#[cfg(test)]
+mod tests;

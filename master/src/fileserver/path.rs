@@ -49,10 +49,7 @@ pub fn clean_relative(path: &str) -> Option<String> {
 
 /// A saltenv name usable in place of `__env__` in a root's path: no separators, no dot-dirs.
 pub fn plain_saltenv(saltenv: &str) -> bool {
-    !saltenv.is_empty()
-        && saltenv != "."
-        && saltenv != ".."
-        && !saltenv.contains(['/', '\0'])
+    !saltenv.is_empty() && saltenv != "." && saltenv != ".." && !saltenv.contains(['/', '\0'])
 }
 
 /// Where `rel` (already [`clean_relative`]) lies under `root`, canonicalized, when it is a

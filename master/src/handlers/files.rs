@@ -49,9 +49,7 @@ impl Master {
             })
         };
         Some(match cmd {
-            AesCmd::FileEnvs => {
-                Value::Array(fs.envs().into_iter().map(Value::from).collect())
-            }
+            AesCmd::FileEnvs => Value::Array(fs.envs().into_iter().map(Value::from).collect()),
             AesCmd::FileList => lists(|l| &l.files),
             AesCmd::FileListEmptydirs => lists(|l| &l.empty_dirs),
             AesCmd::DirList => lists(|l| &l.dirs),

@@ -24,7 +24,12 @@ impl Master {
             ),
             (
                 "env_order",
-                Value::Array(cfg.env_order.iter().map(|e| Value::from(e.as_str())).collect()),
+                Value::Array(
+                    cfg.env_order
+                        .iter()
+                        .map(|e| Value::from(e.as_str()))
+                        .collect(),
+                ),
             ),
             ("default_top", Value::from(cfg.default_top.as_str())),
         ];
