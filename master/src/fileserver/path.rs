@@ -20,11 +20,10 @@ pub fn split_query(path: &str) -> (&str, Option<&str>) {
         return (path, None);
     };
     let saltenv = query
-        .split('&')
+        .rsplit('&')
         .filter_map(|kv| kv.split_once('='))
-        .filter(|(k, _)| *k == "saltenv")
-        .map(|(_, v)| v)
-        .last();
+        .find(|(k, _)| *k == "saltenv")
+        .map(|(_, v)| v);
     (path, saltenv)
 }
 
