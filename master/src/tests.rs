@@ -518,3 +518,123 @@ async fn the_file_server_answers_with_salts_shapes() {
     );
     assert_eq!(negative, map(vec![("data", s("")), ("dest", s(""))]));
 }
+
+#[tokio::test]
+async fn fileserver_runners_and_the_file_roots_wheel() {
+    let f = fixture_with(false, |root| {
+        let srv = root.join("srv");
+        std::fs::create_dir_all(srv.join("web/empty")).unwrap();
+        std::fs::write(srv.join("top.sls"), "base: {}\n").unwrap();
+        std::fs::write(srv.join("web/init.sls"), "x").unwrap();
+        std::os::unix::fs::symlink("web/init.sls", srv.join("link")).unwrap();
+        format!("file_roots:\n  base: [{}]\n  dev: []\n", srv.display())
+    });
+    let m = &f.master;
+    let srv = f._root.path().join("srv").display().to_string();
+    let run = |name: &str, kwargs: Vec<(&str, &str)>| {
+        let runner = crate::runners::find(name).unwrap();
+        (runner.run)(crate::runners::Call {
+            master: m.clone(),
+            jid: "20250101000000000000".into(),
+            fun: runner.name,
+            args: crate::wheel::Args {
+                args: vec![],
+                kwargs: kwargs
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), Value::from(v)))
+                    .collect(),
+            },
+            timeout: std::time::Duration::from_secs(1),
+        })
+    };
+    let s = |v: &str| Value::from(v);
+    assert_eq!(
+        run("fileserver.envs", vec![]).await,
+        Ok(Value::Array(vec![s("base"), s("dev")]))
+    );
+    assert_eq!(
+        run("fileserver.file_list", vec![]).await,
+        Ok(Value::Array(vec![
+            s("link"),
+            s("top.sls"),
+            s("web/init.sls")
+        ]))
+    );
+    assert_eq!(
+        run("fileserver.file_list", vec![("saltenv", "dev")]).await,
+        Ok(Value::Array(vec![]))
+    );
+    assert_eq!(
+        run("fileserver.file_list", vec![("backend", "git")]).await,
+        Ok(Value::Array(vec![]))
+    );
+    assert_eq!(
+        run("fileserver.dir_list", vec![]).await,
+        Ok(Value::Array(vec![s("web"), s("web/empty")]))
+    );
+    assert_eq!(
+        run("fileserver.empty_dir_list", vec![]).await,
+        Ok(Value::Array(vec![s("web/empty")]))
+    );
+    assert_eq!(
+        run("fileserver.symlink_list", vec![]).await,
+        Ok(map(vec![("link", s("web/init.sls"))]))
+    );
+    assert_eq!(
+        run("fileserver.update", vec![]).await,
+        Ok(Value::from(true))
+    );
+    assert_eq!(
+        run("fileserver.clear_cache", vec![]).await,
+        Ok(s("No cache was cleared"))
+    );
+
+    let wheel = |name: &str, kwargs: Vec<(&str, Value)>| {
+        m.run_wheel(
+            name,
+            &crate::wheel::Args {
+                args: vec![],
+                kwargs: kwargs
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect(),
+            },
+        )
+    };
+    let tree = map(vec![
+        ("link", s("f")),
+        ("top.sls", s("f")),
+        (
+            "web",
+            map(vec![("empty", Value::Map(vec![])), ("init.sls", s("f"))]),
+        ),
+    ]);
+    let got = wheel("file_roots.list_env", vec![]).unwrap();
+    let Value::Map(roots) = &got else {
+        panic!("{got}")
+    };
+    assert_eq!(roots.len(), 1);
+    assert_eq!(roots[0].0, s(&srv));
+    let sorted = |v: &Value| {
+        let mut t = v.to_string().into_bytes();
+        t.sort_unstable();
+        t
+    };
+    assert_eq!(sorted(&roots[0].1), sorted(&tree));
+    assert_eq!(
+        wheel("file_roots.list_env", vec![("saltenv", s("nope"))]),
+        Ok(Value::Map(vec![]))
+    );
+    let all = wheel("file_roots.list_roots", vec![]).unwrap();
+    assert!(matches!(get(&all, "dev"), Some(Value::Array(a)) if a == &vec![Value::Map(vec![])]));
+    let err = wheel(
+        "file_roots.write",
+        vec![("data", s("pwned")), ("path", s("evil.sls"))],
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("refused") && err.contains("CVE-2021-25282"),
+        "{err}"
+    );
+    assert!(!f._root.path().join("srv/evil.sls").exists());
+}

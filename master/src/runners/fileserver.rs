@@ -23,6 +23,12 @@ pub const FUNCTIONS: &[Runner] = &[
         run: |c| ready(Ok(list(&c, |l| &l.dirs))),
     },
     Runner {
+        name: "fileserver.empty_dir_list",
+        args: &["saltenv=base", "backend=None"],
+        doc: "Return the empty directories of a saltenv on the file server, sorted.\n\nCLI Example:\n\n    salt-run fileserver.empty_dir_list\n    salt-run fileserver.empty_dir_list saltenv=prod\n",
+        run: |c| ready(Ok(list(&c, |l| &l.empty_dirs))),
+    },
+    Runner {
         name: "fileserver.envs",
         args: &["backend=None", "sources=False"],
         doc: "Return the saltenvs of the file server, sorted.\n\nCLI Example:\n\n    salt-run fileserver.envs\n",
@@ -40,6 +46,12 @@ pub const FUNCTIONS: &[Runner] = &[
         args: &["saltenv=base", "backend=None"],
         doc: "Return the files of a saltenv on the file server, sorted.\n\nCLI Example:\n\n    salt-run fileserver.file_list\n    salt-run fileserver.file_list saltenv=prod\n",
         run: |c| ready(Ok(list(&c, |l| &l.files))),
+    },
+    Runner {
+        name: "fileserver.symlink_list",
+        args: &["saltenv=base", "backend=None"],
+        doc: "Return the symlinks of a saltenv on the file server: {path: link target} (symlinks that leave the roots are left out).\n\nCLI Example:\n\n    salt-run fileserver.symlink_list\n    salt-run fileserver.symlink_list saltenv=prod\n",
+        run: |c| ready(Ok(symlinks(&c))),
     },
     Runner {
         name: "fileserver.update",
@@ -82,4 +94,17 @@ fn list(c: &Call, pick: fn(&Lists) -> &Vec<String>) -> Value {
         Some(l) => Value::Array(pick(&l).iter().map(|f| Value::from(f.as_str())).collect()),
         None => Value::Array(vec![]),
     }
+}
+
+fn symlinks(c: &Call) -> Value {
+    let saltenv = c.args.get_str(0, "saltenv").unwrap_or_else(|| "base".into());
+    let links = match c.master.fileserver.lists(&saltenv) {
+        Some(l) if roots_selected(c, 1) => l
+            .links
+            .iter()
+            .map(|(k, v)| (Value::from(k.as_str()), Value::from(v.as_str())))
+            .collect(),
+        _ => vec![],
+    };
+    Value::Map(links)
 }
