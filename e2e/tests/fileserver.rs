@@ -221,6 +221,26 @@ fn run_sequence(salt: &dyn Fn(&[&str]) -> Value, minion_root: &dyn Fn(&str) -> P
             "<h1>Brine</h1>\n",
             "{v}"
         );
+        // gzip: the chunks travel compressed and arrive whole.
+        let gz = minion_root(id).join("got/app.conf.j2");
+        let v = salt(&[
+            "-t",
+            "60",
+            id,
+            "cp.get_file",
+            "salt://web/files/app.conf.j2",
+            &gz.display().to_string(),
+            "gzip=5",
+        ]);
+        results.borrow_mut().push((
+            format!("get_file gzip {id}"),
+            normalize(&v[id], &[(minion_root(id), "<MINION_ROOT>")]),
+        ));
+        assert_eq!(
+            fs::read_to_string(&gz).unwrap_or_default(),
+            "# {{ app }}\nport = {{ port }}\nminion = {{ grains['id'] }}\n",
+            "{v}"
+        );
         let dir = minion_root(id).join("gotdir");
         let v = salt(&[
             "-t",

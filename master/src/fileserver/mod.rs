@@ -78,6 +78,12 @@ pub struct Chunk {
 }
 
 type HashKey = (PathBuf, &'static str);
+
+/// Saltenvs whose file lists are kept at once.
+const MAX_CACHED_SALTENVS: usize = 256;
+
+/// Files whose hashes are kept at once.
+const MAX_CACHED_HASHES: usize = 100_000;
 type HashStamp = (i64, i64, u64, u64);
 
 pub struct FileServer {
@@ -148,7 +154,12 @@ impl FileServer {
             self.follow,
             self.ignore_links,
         ));
-        self.lock_lists().insert(saltenv.to_string(), fresh.clone());
+        let mut lists = self.lock_lists();
+        // `__env__` lets minions name any saltenv: keep the cache bounded.
+        if lists.len() >= MAX_CACHED_SALTENVS {
+            lists.clear();
+        }
+        lists.insert(saltenv.to_string(), fresh.clone());
         Some(fresh)
     }
 
@@ -236,10 +247,11 @@ impl FileServer {
             }
         }
         let hsum = hash_reader(file, self.hash).ok()?;
-        self.hashes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, (stamp, hsum.clone()));
+        let mut hashes = self.hashes.lock().unwrap_or_else(|e| e.into_inner());
+        if hashes.len() >= MAX_CACHED_HASHES {
+            hashes.clear();
+        }
+        hashes.insert(key, (stamp, hsum.clone()));
         Some(hsum)
     }
 
