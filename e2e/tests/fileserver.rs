@@ -17,6 +17,18 @@ use serde_json::{json, Value};
 
 const MINIONS: [&str; 2] = ["fs3007", "fs3006"];
 
+/// Real minions started next to a Brine `Stack`, stopped when dropped (a failing test too).
+#[derive(Default)]
+struct Fleet(Vec<Proc>);
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        for p in std::mem::take(&mut self.0) {
+            p.stop();
+        }
+    }
+}
+
 fn write(path: &Path, text: &str) {
     fs::create_dir_all(path.parent().unwrap()).unwrap();
     fs::write(path, text).unwrap();
@@ -394,12 +406,12 @@ fn real_minions_use_brines_file_server_as_they_use_salts() {
     let text = fs::read_to_string(&conf).unwrap();
     fs::write(&conf, format!("{text}{}", file_roots(&tree))).unwrap();
     st.start_master();
-    let mut fleet: Vec<Proc> = Vec::new();
+    let mut fleet = Fleet::default();
     for id in MINIONS {
         let root = st.dir.path().join(format!("minion-{id}"));
         let extra = format!("grains:\n  fsdest: {}/out\n", root.display());
         real::write_minion_conf(&root, id, st.ret_port, st.publish_port, &extra);
-        fleet.push(real::start_real_minion(&venv_of(id), &root));
+        fleet.0.push(real::start_real_minion(&venv_of(id), &root));
     }
     st.wait_pending(&MINIONS);
     for id in MINIONS {
@@ -429,9 +441,7 @@ fn real_minions_use_brines_file_server_as_they_use_salts() {
     );
     let brine_raw = raw_requests(&v7, &brine_root.join("minion-fs3007"));
     check_refusals(&brine_raw);
-    for p in fleet {
-        p.stop();
-    }
+    drop(fleet);
     st.stop_master();
 
     // ---- a real Salt 3007 master, the same tree ----
