@@ -25,6 +25,7 @@
 
 pub mod daemon;
 pub mod datacache;
+pub mod fileserver;
 pub mod handlers;
 pub mod jobstore;
 pub mod keys;

@@ -61,6 +61,8 @@ pub struct Master {
     pub recent_jids: RecentJids,
     /// Nonces of aes requests seen lately, so that none is processed twice.
     pub replay: crate::replay::ReplayGuard,
+    /// The file server (`file_roots`), with its cached lists and hashes.
+    pub fileserver: crate::fileserver::FileServer,
 }
 
 impl Master {
@@ -86,6 +88,7 @@ impl Master {
         );
         let cache = DataCache::open(&cfg.cachedir, cfg.minion_data_cache);
         let replay = crate::replay::ReplayGuard::new(cfg.request_server_ttl);
+        let fileserver = crate::fileserver::FileServer::new(&cfg);
         Ok(Arc::new_cyclic(|me| Master {
             cfg,
             keys,
@@ -101,6 +104,7 @@ impl Master {
             verified: Default::default(),
             recent_jids: Default::default(),
             replay,
+            fileserver,
         }))
     }
 }
@@ -483,7 +487,7 @@ impl Master {
             AesCmd::MineDelete => self.on_mine_delete(id, &inner),
             AesCmd::MineFlush => self.on_mine_flush(id),
             AesCmd::MineGet => self.on_mine_get(id, &inner),
-            other => match crate::handlers::files::answer(&other) {
+            other => match self.on_file_request(&other, &inner) {
                 Some(v) => v,
                 None => {
                     // Salt's master answers an unknown aes command with an empty dict.

@@ -40,14 +40,20 @@ struct Fixture {
 }
 
 fn fixture(panicking_publisher: bool) -> Fixture {
+    fixture_with(panicking_publisher, |_| String::new())
+}
+
+/// A fixture whose config also holds `extra(root)`.
+fn fixture_with(panicking_publisher: bool, extra: impl Fn(&std::path::Path) -> String) -> Fixture {
     let root = tempfile::tempdir().unwrap();
     let conf = root.path().join("conf");
     std::fs::create_dir_all(&conf).unwrap();
     std::fs::write(
         conf.join("master"),
         format!(
-            "root_dir: {}\nuser: root\nkeysize: 2048\n",
-            root.path().display()
+            "root_dir: {}\nuser: root\nkeysize: 2048\n{}",
+            root.path().display(),
+            extra(root.path())
         ),
     )
     .unwrap();
@@ -264,4 +270,371 @@ async fn a_panicking_handler_is_answered_and_the_worker_lives_on() {
     let reply = PublishReply::parse(clear(&f.master, publish_request(&f.root_key))).unwrap();
     assert_eq!(reply.minions, ["m1"]);
     assert_eq!(f.frames.lock().unwrap().len(), 1);
+}
+
+/// One aes request from minion `id` and its decrypted answer.
+fn ask(m: &Master, id: &str, key: &PrivateKey, load: Vec<(&str, Value)>) -> Value {
+    let (body, nonce) = aes_request(m, id, key, load);
+    aes_answer(m, id, &nonce, &m.handle_request(&body))
+}
+
+#[tokio::test]
+async fn the_file_server_answers_with_salts_shapes() {
+    let f = fixture_with(false, |root| {
+        let srv = root.join("srv");
+        std::fs::create_dir_all(srv.join("web")).unwrap();
+        std::fs::write(srv.join("top.sls"), "base:\n  '*': [web]\n").unwrap();
+        std::fs::write(srv.join("web/init.sls"), "x").unwrap();
+        std::fs::write(root.join("outside.txt"), "secret").unwrap();
+        std::os::unix::fs::symlink(root.join("outside.txt"), srv.join("out")).unwrap();
+        format!(
+            "file_roots:\n  base: [{}]\n  dev: []\nfile_buffer_size: 4\n",
+            srv.display()
+        )
+    });
+    let key = accepted_minion(&f.master, "m1");
+    let m = &f.master;
+    let s = |v: &str| Value::from(v);
+    assert_eq!(
+        ask(m, "m1", &key, vec![("cmd", s("_file_envs"))]),
+        Value::Array(vec![s("base"), s("dev")])
+    );
+    assert_eq!(
+        ask(
+            m,
+            "m1",
+            &key,
+            vec![
+                ("cmd", s("_file_list")),
+                ("saltenv", s("base")),
+                ("prefix", s(""))
+            ]
+        ),
+        Value::Array(vec![s("top.sls"), s("web/init.sls")])
+    );
+    assert_eq!(
+        ask(
+            m,
+            "m1",
+            &key,
+            vec![
+                ("cmd", s("_file_list")),
+                ("saltenv", s("base")),
+                ("prefix", s("/web/"))
+            ]
+        ),
+        Value::Array(vec![s("web/init.sls")])
+    );
+    assert_eq!(
+        ask(
+            m,
+            "m1",
+            &key,
+            vec![
+                ("cmd", s("_dir_list")),
+                ("saltenv", s("base")),
+                ("prefix", s(""))
+            ]
+        ),
+        Value::Array(vec![s("web")])
+    );
+    assert_eq!(
+        ask(
+            m,
+            "m1",
+            &key,
+            vec![("cmd", s("_file_list")), ("saltenv", s("nope"))]
+        ),
+        Value::Array(vec![])
+    );
+    let chunk = ask(
+        m,
+        "m1",
+        &key,
+        vec![
+            ("cmd", s("_serve_file")),
+            ("path", s("top.sls")),
+            ("saltenv", s("base")),
+            ("loc", Value::from(4)),
+        ],
+    );
+    // On the wire bytes and text share msgpack's raw family: a text chunk reads back as text.
+    assert_eq!(
+        get(&chunk, "data").and_then(brine_protocol::payload::bytes_of),
+        Some(&b":\n  "[..])
+    );
+    assert_eq!(get_str(&chunk, "dest"), Some("top.sls"));
+    let hash = ask(
+        m,
+        "m1",
+        &key,
+        vec![
+            ("cmd", s("_file_hash")),
+            ("path", s("web/init.sls")),
+            ("saltenv", s("base")),
+        ],
+    );
+    assert_eq!(get_str(&hash, "hash_type"), Some("sha256"));
+    assert_eq!(
+        get_str(&hash, "hsum"),
+        Some("2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881")
+    );
+    let Value::Array(hs) = ask(
+        m,
+        "m1",
+        &key,
+        vec![
+            ("cmd", s("_file_hash_and_stat")),
+            ("path", s("web/init.sls")),
+            ("saltenv", s("base")),
+        ],
+    ) else {
+        panic!("not a list")
+    };
+    assert_eq!(hs[0], hash);
+    assert!(matches!(&hs[1], Value::Array(st) if st.len() == 10 && st[6] == Value::from(1)));
+    let find = ask(
+        m,
+        "m1",
+        &key,
+        vec![
+            ("cmd", s("_file_find")),
+            ("path", s("web/init.sls")),
+            ("saltenv", s("base")),
+        ],
+    );
+    assert_eq!(get_str(&find, "rel"), Some("web/init.sls"));
+    assert_eq!(get_str(&find, "back"), Some("roots"));
+    let opts = ask(
+        m,
+        "m1",
+        &key,
+        vec![("cmd", s("_master_opts")), ("env_only", Value::from(true))],
+    );
+    assert_eq!(
+        get(&opts, "file_roots"),
+        Some(&map(vec![
+            ("base", Value::Array(vec![])),
+            ("dev", Value::Array(vec![]))
+        ]))
+    );
+    assert_eq!(get_str(&opts, "top_file_merging_strategy"), Some("merge"));
+    assert_eq!(get_str(&opts, "default_top"), Some("base"));
+
+    // Refusals: Salt's empty answers, and nothing outside the roots read.
+    let outside = f._root.path().join("outside.txt").display().to_string();
+    for bad in [
+        "../outside.txt",
+        "../../etc/passwd",
+        "/etc/passwd",
+        &outside,
+        "%2e%2e/outside.txt",
+        "out",
+        "top.sls\0",
+        "",
+    ] {
+        let served = ask(
+            m,
+            "m1",
+            &key,
+            vec![
+                ("cmd", s("_serve_file")),
+                ("path", s(bad)),
+                ("saltenv", s("base")),
+                ("loc", Value::from(0)),
+            ],
+        );
+        assert_eq!(
+            served,
+            map(vec![("data", s("")), ("dest", s(""))]),
+            "{bad:?}"
+        );
+        let hashed = ask(
+            m,
+            "m1",
+            &key,
+            vec![
+                ("cmd", s("_file_hash")),
+                ("path", s(bad)),
+                ("saltenv", s("base")),
+            ],
+        );
+        assert_eq!(hashed, s(""), "{bad:?}");
+        let hs = ask(
+            m,
+            "m1",
+            &key,
+            vec![
+                ("cmd", s("_file_hash_and_stat")),
+                ("path", s(bad)),
+                ("saltenv", s("base")),
+            ],
+        );
+        assert_eq!(hs, Value::Array(vec![s(""), Value::Nil]), "{bad:?}");
+        let find = ask(
+            m,
+            "m1",
+            &key,
+            vec![
+                ("cmd", s("_file_find")),
+                ("path", s(bad)),
+                ("saltenv", s("base")),
+            ],
+        );
+        assert_eq!(find, map(vec![("path", s("")), ("rel", s(""))]), "{bad:?}");
+    }
+    let dirs = ask(
+        m,
+        "m1",
+        &key,
+        vec![
+            ("cmd", s("_dir_list")),
+            ("saltenv", s("../..")),
+            ("prefix", s("")),
+        ],
+    );
+    assert_eq!(dirs, Value::Array(vec![]));
+    let no_loc = ask(
+        m,
+        "m1",
+        &key,
+        vec![
+            ("cmd", s("_serve_file")),
+            ("path", s("top.sls")),
+            ("saltenv", s("base")),
+        ],
+    );
+    assert_eq!(no_loc, map(vec![("data", s("")), ("dest", s(""))]));
+    let negative = ask(
+        m,
+        "m1",
+        &key,
+        vec![
+            ("cmd", s("_serve_file")),
+            ("path", s("top.sls")),
+            ("saltenv", s("base")),
+            ("loc", Value::from(-5)),
+        ],
+    );
+    assert_eq!(negative, map(vec![("data", s("")), ("dest", s(""))]));
+}
+
+#[tokio::test]
+async fn fileserver_runners_and_the_file_roots_wheel() {
+    let f = fixture_with(false, |root| {
+        let srv = root.join("srv");
+        std::fs::create_dir_all(srv.join("web/empty")).unwrap();
+        std::fs::write(srv.join("top.sls"), "base: {}\n").unwrap();
+        std::fs::write(srv.join("web/init.sls"), "x").unwrap();
+        std::os::unix::fs::symlink("web/init.sls", srv.join("link")).unwrap();
+        format!("file_roots:\n  base: [{}]\n  dev: []\n", srv.display())
+    });
+    let m = &f.master;
+    let srv = f._root.path().join("srv").display().to_string();
+    let run = |name: &str, kwargs: Vec<(&str, &str)>| {
+        let runner = crate::runners::find(name).unwrap();
+        (runner.run)(crate::runners::Call {
+            master: m.clone(),
+            jid: "20250101000000000000".into(),
+            fun: runner.name,
+            args: crate::wheel::Args {
+                args: vec![],
+                kwargs: kwargs
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), Value::from(v)))
+                    .collect(),
+            },
+            timeout: std::time::Duration::from_secs(1),
+        })
+    };
+    let s = |v: &str| Value::from(v);
+    assert_eq!(
+        run("fileserver.envs", vec![]).await,
+        Ok(Value::Array(vec![s("base"), s("dev")]))
+    );
+    assert_eq!(
+        run("fileserver.file_list", vec![]).await,
+        Ok(Value::Array(vec![
+            s("link"),
+            s("top.sls"),
+            s("web/init.sls")
+        ]))
+    );
+    assert_eq!(
+        run("fileserver.file_list", vec![("saltenv", "dev")]).await,
+        Ok(Value::Array(vec![]))
+    );
+    assert_eq!(
+        run("fileserver.file_list", vec![("backend", "git")]).await,
+        Ok(Value::Array(vec![]))
+    );
+    assert_eq!(
+        run("fileserver.dir_list", vec![]).await,
+        Ok(Value::Array(vec![s("web"), s("web/empty")]))
+    );
+    assert_eq!(
+        run("fileserver.empty_dir_list", vec![]).await,
+        Ok(Value::Array(vec![s("web/empty")]))
+    );
+    assert_eq!(
+        run("fileserver.symlink_list", vec![]).await,
+        Ok(map(vec![("link", s("web/init.sls"))]))
+    );
+    assert_eq!(
+        run("fileserver.update", vec![]).await,
+        Ok(Value::from(true))
+    );
+    assert_eq!(
+        run("fileserver.clear_cache", vec![]).await,
+        Ok(s("No cache was cleared"))
+    );
+
+    let wheel = |name: &str, kwargs: Vec<(&str, Value)>| {
+        m.run_wheel(
+            name,
+            &crate::wheel::Args {
+                args: vec![],
+                kwargs: kwargs
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect(),
+            },
+        )
+    };
+    let tree = map(vec![
+        ("link", s("f")),
+        ("top.sls", s("f")),
+        (
+            "web",
+            map(vec![("empty", Value::Map(vec![])), ("init.sls", s("f"))]),
+        ),
+    ]);
+    let got = wheel("file_roots.list_env", vec![]).unwrap();
+    let Value::Map(roots) = &got else {
+        panic!("{got}")
+    };
+    assert_eq!(roots.len(), 1);
+    assert_eq!(roots[0].0, s(&srv));
+    let sorted = |v: &Value| {
+        let mut t = v.to_string().into_bytes();
+        t.sort_unstable();
+        t
+    };
+    assert_eq!(sorted(&roots[0].1), sorted(&tree));
+    assert_eq!(
+        wheel("file_roots.list_env", vec![("saltenv", s("nope"))]),
+        Ok(Value::Map(vec![]))
+    );
+    let all = wheel("file_roots.list_roots", vec![]).unwrap();
+    assert!(matches!(get(&all, "dev"), Some(Value::Array(a)) if a == &vec![Value::Map(vec![])]));
+    let err = wheel(
+        "file_roots.write",
+        vec![("data", s("pwned")), ("path", s("evil.sls"))],
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("refused") && err.contains("CVE-2021-25282"),
+        "{err}"
+    );
+    assert!(!f._root.path().join("srv/evil.sls").exists());
 }

@@ -7,6 +7,13 @@
 pub const RUNNERS: &[(&str, &str)] = &[
     ("doc.runner", "Return the documentation of every runner function, keyed by name.\n\nCLI Example:\n\n    salt-run doc.runner\n"),
     ("doc.wheel", "Return the documentation of every wheel function, keyed by name.\n\nCLI Example:\n\n    salt-run doc.wheel\n"),
+    ("fileserver.clear_cache", "Clear the file server cache of the VCS backends (gitfs, hgfs, svnfs). The roots backend has none to clear, so with roots alone this answers 'No cache was cleared' (Brine drops its cached file lists and hashes all the same; they are rebuilt on the next request).\n\nCLI Example:\n\n    salt-run fileserver.clear_cache\n"),
+    ("fileserver.dir_list", "Return the directories of a saltenv on the file server, sorted.\n\nCLI Example:\n\n    salt-run fileserver.dir_list\n    salt-run fileserver.dir_list saltenv=prod\n"),
+    ("fileserver.empty_dir_list", "Return the empty directories of a saltenv on the file server, sorted.\n\nCLI Example:\n\n    salt-run fileserver.empty_dir_list\n    salt-run fileserver.empty_dir_list saltenv=prod\n"),
+    ("fileserver.envs", "Return the saltenvs of the file server, sorted.\n\nCLI Example:\n\n    salt-run fileserver.envs\n"),
+    ("fileserver.file_list", "Return the files of a saltenv on the file server, sorted.\n\nCLI Example:\n\n    salt-run fileserver.file_list\n    salt-run fileserver.file_list saltenv=prod\n"),
+    ("fileserver.symlink_list", "Return the symlinks of a saltenv on the file server: {path: link target} (symlinks that leave the roots are left out).\n\nCLI Example:\n\n    salt-run fileserver.symlink_list\n    salt-run fileserver.symlink_list saltenv=prod\n"),
+    ("fileserver.update", "Update the file server cache: the file lists and hashes are read again from file_roots on the next request. Returns True.\n\nCLI Example:\n\n    salt-run fileserver.update\n"),
     ("jobs.active", "Return the jobs running on the minions now (asks every minion for saltutil.running), with who runs each and who has returned.\n\nCLI Example:\n\n    salt-run jobs.active\n"),
     ("jobs.list_job", "Return one job from the job cache: what was run, on which minions, when, and every return.\n\nCLI Example:\n\n    salt-run jobs.list_job 20130916125524463507\n"),
     ("jobs.list_jobs", "Return the jobs in the job cache. search_function and search_target narrow the list: a glob, a list of globs or comma-separated globs, any of which may match.\n\nCLI Example:\n\n    salt-run jobs.list_jobs search_function='test.*,pkg.install'\n"),

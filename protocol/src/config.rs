@@ -869,6 +869,22 @@ pub struct MasterConfig {
     pub nodegroups: BTreeMap<String, rmpv::Value>,
     /// `file_roots`: directories by saltenv (Salt's default `base: [/srv/salt, /srv/spm/salt]`).
     pub file_roots: BTreeMap<String, Vec<String>>,
+    /// `file_ignore_regex`: paths the file server hides (Python `re.search`), default none.
+    pub file_ignore_regex: Vec<String>,
+    /// `file_ignore_glob`: paths the file server hides (`fnmatch`), default none.
+    pub file_ignore_glob: Vec<String>,
+    /// `fileserver_followsymlinks` (default true): walk into symlinked directories.
+    pub fileserver_followsymlinks: bool,
+    /// `fileserver_ignoresymlinks` (default false): leave symlinks out of the file lists.
+    pub fileserver_ignoresymlinks: bool,
+    /// `file_buffer_size`: the bytes of one `_serve_file` chunk (default 262144).
+    pub file_buffer_size: u64,
+    /// `top_file_merging_strategy` (default `merge`).
+    pub top_file_merging_strategy: String,
+    /// `env_order` (default empty).
+    pub env_order: Vec<String>,
+    /// `default_top` (default `base`).
+    pub default_top: String,
     /// `mine_get`: `{minion-id regex: [function regex, ...]}`; `None` when not set (all allowed).
     pub mine_get: Option<Value>,
     pub pub_hwm: i32,
@@ -1037,6 +1053,17 @@ impl MasterConfig {
             loop_interval: r.number("loop_interval", 60)?,
             nodegroups: nodegroups(&r)?,
             file_roots: file_roots(&r)?,
+            file_ignore_regex: r.string_list("file_ignore_regex", &[], true)?,
+            file_ignore_glob: r.string_list("file_ignore_glob", &[], true)?,
+            fileserver_followsymlinks: r.bool("fileserver_followsymlinks", true)?,
+            fileserver_ignoresymlinks: r.bool("fileserver_ignoresymlinks", false)?,
+            file_buffer_size: match r.unsigned("file_buffer_size", 262_144)? {
+                0 => 262_144,
+                n => n,
+            },
+            top_file_merging_strategy: r.string("top_file_merging_strategy", "merge")?,
+            env_order: r.string_list("env_order", &[], false)?,
+            default_top: r.string("default_top", "base")?,
             mine_get: r.value("mine_get").cloned(),
             pub_hwm: {
                 let hwm = r.int("pub_hwm", 1000)?;

@@ -623,6 +623,31 @@ pub fn hash_hex(data: &[u8], hash: HashType) -> String {
     }
 }
 
+/// Lowercase hex digest of everything `reader` yields, read in 64 KiB pieces (a file of any
+/// size is hashed in constant memory).
+pub fn hash_reader(reader: impl std::io::Read, hash: HashType) -> std::io::Result<String> {
+    fn run<D: Digest>(mut reader: impl std::io::Read) -> std::io::Result<String> {
+        let mut digest = D::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match reader.read(&mut buf) {
+                Ok(0) => return Ok(hex::encode(digest.finalize())),
+                Ok(n) => digest.update(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    match hash {
+        HashType::Md5 => run::<md5::Md5>(reader),
+        HashType::Sha1 => run::<Sha1>(reader),
+        HashType::Sha224 => run::<Sha224>(reader),
+        HashType::Sha256 => run::<Sha256>(reader),
+        HashType::Sha384 => run::<Sha384>(reader),
+        HashType::Sha512 => run::<Sha512>(reader),
+    }
+}
+
 /// `salt-key -f` fingerprint: hash of the PEM body lines (each followed by `\n`,
 /// armour and blank lines dropped, CRLF as LF), hex with `:` between byte pairs.
 /// Text that is not PEM is hashed as is.

@@ -450,6 +450,48 @@ commands!(
 );
 
 // ---------------------------------------------------------------------------
+// file server requests: `_file_list`, `_serve_file`, `_file_hash`, ...
+
+/// The arguments of a minion's file server request (every `_file_*`, `_dir_list`,
+/// `_symlink_list` and `_serve_file` load). Absent keys stay `None`: Salt answers a request
+/// without `path`, `saltenv` or `loc` with its empty answer.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FileRequest {
+    /// `path` (a `salt://` path without the scheme, possibly with `?saltenv=...`).
+    pub path: Option<String>,
+    /// `saltenv`, as Python's `str()` of what was sent (a number is accepted).
+    pub saltenv: Option<String>,
+    /// `prefix`, with the surrounding `/` stripped as Salt strips them.
+    pub prefix: String,
+    /// `loc`: the offset of the chunk asked for.
+    pub loc: Option<i64>,
+    /// `gzip`: the compression level asked for, when one is.
+    pub gzip: Option<i64>,
+}
+
+impl FileRequest {
+    pub fn parse(load: &Value) -> FileRequest {
+        let text = |k: &str| match crate::payload::get(load, k) {
+            Some(Value::String(s)) => s.as_str().map(str::to_string),
+            Some(v @ Value::Integer(_)) => int(v).map(|i| i.to_string()),
+            Some(Value::Binary(b)) => std::str::from_utf8(b).ok().map(str::to_string),
+            _ => None,
+        };
+        FileRequest {
+            path: text("path"),
+            saltenv: text("saltenv"),
+            prefix: text("prefix")
+                .map(|p| p.trim_matches('/').to_string())
+                .unwrap_or_default(),
+            loc: crate::payload::get(load, "loc").and_then(int),
+            gzip: crate::payload::get(load, "gzip")
+                .and_then(int)
+                .filter(|level| *level != 0),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
 // publish: a local client asks the master to run a job
 
 /// A clear `publish` request from a local client (`salt`, salt-api's `local*`, runners).

@@ -1,4 +1,6 @@
-//! `_master_opts`: the master options a minion's state system reads.
+//! `_master_opts`: the master options a minion's state system reads. As Salt's master does,
+//! `file_roots` names every saltenv with an empty list (the minion fetches the files, it never
+//! reads the master's directories).
 
 use brine_protocol::payload::{get, map, Value};
 
@@ -6,12 +8,30 @@ use crate::master::Master;
 
 impl Master {
     pub(crate) fn master_opts(&self, load: &Value) -> Value {
-        let file_roots = map(vec![("base", Value::Array(vec![]))]);
+        let file_roots = Value::Map(
+            self.fileserver
+                .envs()
+                .into_iter()
+                .map(|env| (Value::from(env), Value::Array(vec![])))
+                .collect(),
+        );
+        let cfg = &self.cfg;
         let mut opts = vec![
             ("file_roots", file_roots),
-            ("top_file_merging_strategy", Value::from("merge")),
-            ("env_order", Value::Array(vec![])),
-            ("default_top", Value::from("base")),
+            (
+                "top_file_merging_strategy",
+                Value::from(cfg.top_file_merging_strategy.as_str()),
+            ),
+            (
+                "env_order",
+                Value::Array(
+                    cfg.env_order
+                        .iter()
+                        .map(|e| Value::from(e.as_str()))
+                        .collect(),
+                ),
+            ),
+            ("default_top", Value::from(cfg.default_top.as_str())),
         ];
         if get(load, "env_only").is_none_or(|v| v != &Value::from(true)) {
             opts.extend([

@@ -18,7 +18,7 @@ macro_rules! runner_modules {
     };
 }
 
-runner_modules![doc, jobs, manage, state, test];
+runner_modules![doc, fileserver, jobs, manage, state, test];
 
 use std::future::Future;
 use std::pin::Pin;

@@ -1,0 +1,136 @@
+//! Turning a minion's requested path into a file inside a root, or nothing.
+//!
+//! Every rule here refuses rather than repairs: a path with a NUL byte, an absolute path, a
+//! `..` component anywhere (Salt refuses any `../`), or an empty one names no file. A path
+//! that passes is joined under a root and canonicalized; the result must still lie under the
+//! root's own canonical path (a symlink that leaves the root names no file, whatever
+//! `fileserver_followsymlinks` says), and be a regular file. Percent escapes are not decoded
+//! (Salt does not decode them either): `%2e%2e` is a literal file name.
+
+use std::path::{Path, PathBuf};
+
+/// A requested `salt://` path split into its relative path and the `saltenv` its query
+/// string names, if any (`top.sls?saltenv=dev`). A leading `|` marks a path whose `?` is part
+/// of the name (Salt's escaped URLs).
+pub fn split_query(path: &str) -> (&str, Option<&str>) {
+    if let Some(literal) = path.strip_prefix('|') {
+        return (literal, None);
+    }
+    let Some((path, query)) = path.split_once('?') else {
+        return (path, None);
+    };
+    let saltenv = query
+        .rsplit('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| *k == "saltenv")
+        .map(|(_, v)| v);
+    (path, saltenv)
+}
+
+/// The normalized relative form of a requested path, `None` when it is refused.
+pub fn clean_relative(path: &str) -> Option<String> {
+    if path.contains('\0') || path.starts_with('/') {
+        return None;
+    }
+    let mut parts = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => return None,
+            p => parts.push(p),
+        }
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    Some(parts.join("/"))
+}
+
+/// A saltenv name usable in place of `__env__` in a root's path: no separators, no dot-dirs.
+pub fn plain_saltenv(saltenv: &str) -> bool {
+    !saltenv.is_empty() && saltenv != "." && saltenv != ".." && !saltenv.contains(['/', '\0'])
+}
+
+/// Where `rel` (already [`clean_relative`]) lies under `root`, canonicalized, when it is a
+/// regular file there and stays inside the root (as Salt's `fileserver_followsymlinks: False`
+/// check does; Brine applies it always).
+pub fn resolve_in_root(root: &Path, rel: &str) -> Option<PathBuf> {
+    let croot = root.canonicalize().ok()?;
+    let real = root.join(rel).canonicalize().ok()?;
+    if !real.starts_with(&croot) {
+        return None;
+    }
+    let meta = std::fs::metadata(&real).ok()?;
+    meta.is_file().then_some(real)
+}
+
+/// Whether canonical `real` lies under `root` (canonicalized here).
+pub fn inside(root: &Path, real: &Path) -> bool {
+    root.canonicalize().is_ok_and(|c| real.starts_with(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dangerous_paths_are_refused() {
+        for bad in [
+            "../etc/passwd",
+            "../../etc/passwd",
+            "a/../../etc/passwd",
+            "a/../b",
+            "..",
+            "a/..",
+            "/etc/passwd",
+            "//etc/passwd",
+            "top.sls\0.png",
+            "",
+            ".",
+            "./",
+        ] {
+            assert_eq!(clean_relative(bad), None, "{bad:?}");
+        }
+        assert_eq!(clean_relative("a//b/./c").as_deref(), Some("a/b/c"));
+        // Percent escapes are a literal name, never decoded into `..`.
+        assert_eq!(
+            clean_relative("%2e%2e/%2e%2e/etc/passwd").as_deref(),
+            Some("%2e%2e/%2e%2e/etc/passwd")
+        );
+    }
+
+    #[test]
+    fn query_strings_name_a_saltenv() {
+        assert_eq!(split_query("top.sls?saltenv=dev"), ("top.sls", Some("dev")));
+        assert_eq!(split_query("a?b=c"), ("a", None));
+        assert_eq!(split_query("|a?saltenv=x"), ("a?saltenv=x", None));
+    }
+
+    #[test]
+    fn saltenvs_in_root_paths_are_plain_names() {
+        assert!(plain_saltenv("dev"));
+        for bad in ["", ".", "..", "a/b", "x\0"] {
+            assert!(!plain_saltenv(bad));
+        }
+    }
+
+    #[test]
+    fn symlinks_that_leave_the_root_resolve_to_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("root");
+        let outside = tmp.path().join("secret");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(&outside, "secret").unwrap();
+        std::fs::write(root.join("sub/in.txt"), "in").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("out-link")).unwrap();
+        std::os::unix::fs::symlink(tmp.path(), root.join("up")).unwrap();
+        std::os::unix::fs::symlink("sub/in.txt", root.join("in-link")).unwrap();
+        assert_eq!(resolve_in_root(&root, "out-link"), None);
+        assert_eq!(resolve_in_root(&root, "up/secret"), None);
+        assert_eq!(resolve_in_root(&root, "sub"), None, "a directory");
+        assert_eq!(resolve_in_root(&root, "missing"), None);
+        let inside_link = resolve_in_root(&root, "in-link").unwrap();
+        assert!(inside_link.ends_with("sub/in.txt"));
+        assert!(resolve_in_root(&root, "sub/in.txt").is_some());
+    }
+}
