@@ -1,0 +1,273 @@
+//! Values printed as Python prints them (`None`, `True`, `{'a': [1, 2]}`), and converted to and
+//! from JSON data.
+
+use minijinja::value::{Value, ValueKind};
+use serde_json::{Map, Number, Value as Json};
+
+use super::objects::{map_entries, seq_items, Dict, List};
+
+/// Python's `str()`: what `{{ value }}` writes.
+pub(crate) fn str(value: &Value) -> String {
+    match value.kind() {
+        ValueKind::String => value.as_str().unwrap_or_default().to_string(),
+        ValueKind::Undefined => String::new(),
+        _ => repr(value),
+    }
+}
+
+/// Python's `repr()`.
+pub(crate) fn repr(value: &Value) -> String {
+    let mut out = String::new();
+    write_repr(value, &mut out, 0);
+    out
+}
+
+fn write_repr(value: &Value, out: &mut String, depth: usize) {
+    if depth > 64 {
+        out.push_str("...");
+        return;
+    }
+    match value.kind() {
+        ValueKind::Undefined | ValueKind::None => out.push_str("None"),
+        ValueKind::Bool => out.push_str(if value.is_true() { "True" } else { "False" }),
+        ValueKind::String => out.push_str(&repr_str(value.as_str().unwrap_or_default())),
+        ValueKind::Number => out.push_str(&number(value)),
+        ValueKind::Map => {
+            out.push('{');
+            for (i, (k, v)) in map_entries(value).unwrap_or_default().iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_repr(k, out, depth + 1);
+                out.push_str(": ");
+                write_repr(v, out, depth + 1);
+            }
+            out.push('}');
+        }
+        ValueKind::Seq | ValueKind::Iterable => {
+            out.push('[');
+            for (i, v) in seq_items(value).unwrap_or_default().iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_repr(v, out, depth + 1);
+            }
+            out.push(']');
+        }
+        _ => out.push_str(&value.to_string()),
+    }
+}
+
+fn number(value: &Value) -> String {
+    if let Ok(i) = i64::try_from(value.clone()) {
+        if value.as_i64().is_some() {
+            return i.to_string();
+        }
+    }
+    match f64::try_from(value.clone()) {
+        Ok(f) => float(f),
+        Err(_) => value.to_string(),
+    }
+}
+
+/// Python's `repr(float)`.
+pub(crate) fn float(f: f64) -> String {
+    if f.is_nan() {
+        "nan".into()
+    } else if f.is_infinite() {
+        if f > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        }
+    } else if f == f.trunc() && f.abs() < 1e16 {
+        format!("{f:.1}")
+    } else {
+        let text = format!("{f}");
+        if f.abs() >= 1e16 || (f != 0.0 && f.abs() < 1e-4) {
+            let sci = format!("{f:e}");
+            match sci.split_once('e') {
+                Some((m, e)) => {
+                    let e: i32 = e.parse().unwrap_or(0);
+                    format!("{m}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs())
+                }
+                None => sci,
+            }
+        } else {
+            text
+        }
+    }
+}
+
+/// Python's `repr(str)`: single quotes unless the text holds one and no double quote.
+pub(crate) fn repr_str(text: &str) -> String {
+    let quote = if text.contains('\'') && !text.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push(quote);
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+/// JSON data as a template value: mappings and sequences become mutable `Dict`/`List`.
+pub(crate) fn from_json(json: &Json) -> Value {
+    match json {
+        Json::Null => Value::from(()),
+        Json::Bool(b) => Value::from(*b),
+        Json::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Value::from(i)
+            } else if let Some(u) = n.as_u64() {
+                Value::from(u)
+            } else {
+                Value::from(n.as_f64().unwrap_or(f64::NAN))
+            }
+        }
+        Json::String(s) => Value::from(s.as_str()),
+        Json::Array(items) => List::value(items.iter().map(from_json).collect()),
+        Json::Object(map) => Dict::value(
+            map.iter()
+                .map(|(k, v)| (Value::from(k.as_str()), from_json(v)))
+                .collect(),
+        ),
+    }
+}
+
+/// A template value as JSON data; keys are written as Python's `json.dumps` writes them.
+pub(crate) fn to_json(value: &Value) -> Json {
+    match value.kind() {
+        ValueKind::Undefined | ValueKind::None => Json::Null,
+        ValueKind::Bool => Json::Bool(value.is_true()),
+        ValueKind::String => Json::String(value.as_str().unwrap_or_default().to_string()),
+        ValueKind::Number => {
+            if let Some(i) = value.as_i64() {
+                Json::Number(i.into())
+            } else if let Ok(u) = u64::try_from(value.clone()) {
+                Json::Number(u.into())
+            } else {
+                f64::try_from(value.clone())
+                    .ok()
+                    .and_then(Number::from_f64)
+                    .map_or(Json::Null, Json::Number)
+            }
+        }
+        ValueKind::Map => {
+            let mut map = Map::new();
+            for (k, v) in map_entries(value).unwrap_or_default() {
+                map.insert(json_key(&k), to_json(&v));
+            }
+            Json::Object(map)
+        }
+        ValueKind::Seq | ValueKind::Iterable => Json::Array(
+            seq_items(value)
+                .unwrap_or_default()
+                .iter()
+                .map(to_json)
+                .collect(),
+        ),
+        _ => Json::String(str(value)),
+    }
+}
+
+fn json_key(key: &Value) -> String {
+    match key.kind() {
+        ValueKind::String => key.as_str().unwrap_or_default().to_string(),
+        ValueKind::None | ValueKind::Undefined => "null".into(),
+        ValueKind::Bool => (if key.is_true() { "true" } else { "false" }).into(),
+        _ => str(key),
+    }
+}
+
+/// Python's `json.dumps(value, sort_keys=...)`: `", "` and `": "` separators, ASCII only.
+pub(crate) fn json_dumps(json: &Json, sort_keys: bool) -> String {
+    let mut out = String::new();
+    write_json(json, sort_keys, &mut out);
+    out
+}
+
+fn write_json(json: &Json, sort_keys: bool, out: &mut String) {
+    match json {
+        Json::Null => out.push_str("null"),
+        Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Json::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => out.push_str(&i.to_string()),
+            (_, Some(u), _) => out.push_str(&u.to_string()),
+            (_, _, Some(f)) => out.push_str(&match float(f).as_str() {
+                "nan" => "NaN".to_string(),
+                "inf" => "Infinity".to_string(),
+                "-inf" => "-Infinity".to_string(),
+                other => other.to_string(),
+            }),
+            _ => out.push_str("null"),
+        },
+        Json::String(s) => write_json_str(s, out),
+        Json::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_json(item, sort_keys, out);
+            }
+            out.push(']');
+        }
+        Json::Object(map) => {
+            let mut entries: Vec<_> = map.iter().collect();
+            if sort_keys {
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+            }
+            out.push('{');
+            for (i, (k, v)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_json_str(k, out);
+                out.push_str(": ");
+                write_json(v, sort_keys, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+fn write_json_str(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
+                let mut buf = [0u16; 2];
+                for unit in c.encode_utf16(&mut buf) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}

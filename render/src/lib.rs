@@ -1,0 +1,56 @@
+//! Salt's renderer pipeline for `.sls` files, pillar and templates: Jinja with Salt's dialect,
+//! then YAML (Salt's loader: YAML 1.1 scalars, ordered mappings, duplicate keys refused) or JSON
+//! or plain text, chosen by the file's `#!` line or the `renderer` option.
+//!
+//! # Layout
+//! - [`render_sls`]: the pipeline, errors named as Salt names them.
+//! - `jinja/`: the Jinja environment (filters, methods, the `salt` object, imports).
+//! - `yaml.rs`: the YAML loader.
+
+mod error;
+mod jinja;
+mod pipeline;
+mod yaml;
+
+use std::collections::BTreeMap;
+
+pub use error::RenderError;
+pub use pipeline::{render_sls, render_template};
+
+/// The files templates import and include: paths are relative to the saltenv's root (the file
+/// server implements it).
+pub trait Loader: Send + Sync {
+    /// The text of `path` in `saltenv`, `None` when there is no such file.
+    fn load(&self, saltenv: &str, path: &str) -> Result<Option<String>, String>;
+}
+
+/// Execution functions templates call that the renderer does not answer itself.
+pub trait Functions: Send + Sync {
+    /// Call `name` (`module.function`); `None` when the function does not exist.
+    fn call(
+        &self,
+        name: &str,
+        args: &[serde_json::Value],
+        kwargs: &BTreeMap<String, serde_json::Value>,
+    ) -> Option<Result<serde_json::Value, String>>;
+}
+
+/// What one render sees.
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    /// The minion's grains.
+    pub grains: serde_json::Value,
+    /// The minion's pillar.
+    pub pillar: serde_json::Value,
+    /// The daemon's options (`opts`).
+    pub opts: serde_json::Value,
+    /// The file server environment (`saltenv`).
+    pub saltenv: String,
+    /// The SLS name (`a.b`), empty for a plain template.
+    pub sls: String,
+    /// The default pipeline when the file has no `#!` line (Salt's `renderer` option;
+    /// `jinja|yaml` when empty).
+    pub renderer: String,
+    /// Salt's `allow_undefined`: undefined variables render empty instead of failing.
+    pub allow_undefined: bool,
+}

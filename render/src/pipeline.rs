@@ -1,0 +1,122 @@
+//! The pipeline: the `#!` line (or the `renderer` option) names the renderers, applied left to
+//! right: `jinja` to text, then `yaml`, `json` or `text` to data.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::{jinja, yaml, Context, Functions, Loader, RenderError};
+
+/// One step of a pipeline.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Step {
+    Jinja,
+    Yaml,
+    Json,
+    Text,
+}
+
+fn parse_pipeline(spec: &str, ctx: &Context) -> Result<Vec<Step>, RenderError> {
+    spec.split('|')
+        .map(|name| match name.trim() {
+            "jinja" => Ok(Step::Jinja),
+            "yaml" => Ok(Step::Yaml),
+            "json" => Ok(Step::Json),
+            "text" | "txt" => Ok(Step::Text),
+            other => Err(RenderError::Unsupported {
+                saltenv: ctx.saltenv.clone(),
+                sls: ctx.sls.clone(),
+                renderer: other.to_string(),
+            }),
+        })
+        .collect()
+}
+
+/// Render an SLS (state or pillar) file at `path` (under the saltenv root) to data.
+pub fn render_sls(
+    source: &str,
+    path: &str,
+    ctx: &Context,
+    loader: Arc<dyn Loader>,
+    functions: Arc<dyn Functions>,
+) -> Result<Value, RenderError> {
+    let (spec, body) = match source.strip_prefix("#!") {
+        Some(rest) if !rest.starts_with('/') => {
+            let (line, body) = rest.split_once('\n').unwrap_or((rest, ""));
+            (line.trim().to_string(), format!("\n{body}"))
+        }
+        _ => {
+            let default = if ctx.renderer.is_empty() {
+                "jinja|yaml"
+            } else {
+                &ctx.renderer
+            };
+            (default.to_string(), source.to_string())
+        }
+    };
+    let steps = parse_pipeline(&spec, ctx)?;
+    let failed = |cause: String| RenderError::Failed {
+        saltenv: ctx.saltenv.clone(),
+        sls: ctx.sls.clone(),
+        cause,
+    };
+    let mut text = body;
+    let mut data = None;
+    for step in steps {
+        match step {
+            Step::Jinja => {
+                text = jinja_text(&text, path, ctx, loader.clone(), functions.clone())
+                    .map_err(failed)?
+            }
+            Step::Yaml => {
+                data = Some(
+                    yaml::load(&text)
+                        .map_err(|e| failed(format!("Could not render YAML of {path}: {e}")))?,
+                );
+            }
+            Step::Json => {
+                data = Some(
+                    serde_json::from_str(&text)
+                        .map_err(|e| failed(format!("Could not render JSON of {path}: {e}")))?,
+                );
+            }
+            Step::Text => data = Some(Value::String(text.clone())),
+        }
+    }
+    Ok(data.unwrap_or(Value::String(text)))
+}
+
+/// Render a Jinja template (a managed file's source) to text.
+pub fn render_template(
+    source: &str,
+    path: &str,
+    ctx: &Context,
+    loader: Arc<dyn Loader>,
+    functions: Arc<dyn Functions>,
+) -> Result<String, RenderError> {
+    jinja_text(source, path, ctx, loader, functions).map_err(|cause| RenderError::Failed {
+        saltenv: ctx.saltenv.clone(),
+        sls: ctx.sls.clone(),
+        cause,
+    })
+}
+
+fn jinja_text(
+    source: &str,
+    path: &str,
+    ctx: &Context,
+    loader: Arc<dyn Loader>,
+    functions: Arc<dyn Functions>,
+) -> Result<String, String> {
+    jinja::render(source, path, ctx, loader, functions).map_err(|e| {
+        let mut cause = match e.kind() {
+            minijinja::ErrorKind::UndefinedError => format!("Jinja variable {e}"),
+            minijinja::ErrorKind::SyntaxError => format!("Jinja syntax error: {e}"),
+            _ => format!("Jinja error: {e}"),
+        };
+        if let Some(line) = e.line() {
+            cause.push_str(&format!("; line {line} of {}", e.name().unwrap_or(path)));
+        }
+        cause
+    })
+}

@@ -1,0 +1,107 @@
+//! Differential fidelity: every `tests/corpus/*.sls` rendered by Brine and by Salt's own
+//! renderer (the real-Salt venv) must give the same data (the same text for `#!jinja|text`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use brine_render::{render_sls, Context, Functions, Loader};
+use serde_json::Value;
+
+struct Files(PathBuf);
+
+impl Loader for Files {
+    fn load(&self, _saltenv: &str, path: &str) -> Result<Option<String>, String> {
+        match std::fs::read_to_string(self.0.join(path)) {
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+struct NoFunctions;
+
+impl Functions for NoFunctions {
+    fn call(
+        &self,
+        _: &str,
+        _: &[Value],
+        _: &BTreeMap<String, Value>,
+    ) -> Option<Result<Value, String>> {
+        None
+    }
+}
+
+fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
+}
+
+fn salt_python() -> Option<PathBuf> {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv-salt3007/bin/python");
+    python.exists().then_some(python)
+}
+
+#[test]
+fn corpus_renders_as_salt_renders_it() {
+    let Some(python) = salt_python() else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "the real-Salt venv .venv-salt3007 is missing"
+        );
+        eprintln!("skipped: the real-Salt venv .venv-salt3007 is missing");
+        return;
+    };
+    let dir = corpus();
+    let output = Command::new(python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/salt_render.py"))
+        .arg(&dir)
+        .output()
+        .expect("run salt_render.py");
+    assert!(
+        output.status.success(),
+        "salt_render.py: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let salt: BTreeMap<String, Value> =
+        serde_json::from_slice(&output.stdout).expect("salt's results");
+    let ctx_json: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("_context.json")).expect("context"))
+            .expect("context json");
+    let mut failures = Vec::new();
+    for (sls, expected) in &salt {
+        let source = std::fs::read_to_string(dir.join(format!("{sls}.sls"))).expect("case");
+        let ctx = Context {
+            grains: ctx_json["grains"].clone(),
+            pillar: ctx_json["pillar"].clone(),
+            opts: serde_json::json!({"id": "minion1"}),
+            saltenv: "base".into(),
+            sls: sls.clone(),
+            ..Context::default()
+        };
+        let got = render_sls(
+            &source,
+            &format!("{sls}.sls"),
+            &ctx,
+            Arc::new(Files(dir.clone())),
+            Arc::new(NoFunctions),
+        );
+        match (got, expected.get("data")) {
+            (Ok(data), Some(want)) if &data == want => {}
+            (Err(_), None) => {}
+            (got, _) => failures.push(format!("{sls}: brine {got:?}\n  salt {expected}")),
+        }
+    }
+    eprintln!(
+        "corpus: {} of {} cases identical",
+        salt.len() - failures.len(),
+        salt.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} cases differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
