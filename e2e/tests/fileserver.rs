@@ -176,6 +176,20 @@ fn run_sequence(salt: &dyn Fn(&[&str]) -> Value, minion_root: &dyn Fn(&str) -> P
         v
     };
     let same = |v: &Value| v.clone();
+    // A master just started may not have walked its roots yet (real Salt updates its file
+    // lists in a background process): wait until every minion sees a list before comparing.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let all = MINIONS.join(",");
+    while std::time::Instant::now() < deadline {
+        let v = salt(&["-t", "120", "-L", all.as_str(), "cp.list_master"]);
+        if MINIONS
+            .iter()
+            .all(|id| v[*id].as_array().is_some_and(|l| !l.is_empty()))
+        {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_secs(2));
+    }
     let listed = record("list_master", &["cp.list_master"], same);
     for id in MINIONS {
         // Brine's tree has a `leak` symlink out of the roots: never listed.
