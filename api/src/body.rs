@@ -2,7 +2,7 @@
 //! parser (JSON, YAML, form, text/plain); form `arg`/`kwarg` values are YAML-ified like Salt's
 //! CLI arguments; the result is normalised into a list of lowstate chunks.
 
-pub(crate) mod yaml;
+use brine_protocol::yaml::load as yaml;
 
 use serde_json::{Map, Value};
 

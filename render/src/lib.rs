@@ -10,7 +10,7 @@
 mod error;
 mod jinja;
 mod pipeline;
-mod yaml;
+use brine_protocol::yaml::load as yaml;
 
 use std::collections::BTreeMap;
 

@@ -39,7 +39,7 @@ static FLOAT: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// Load one YAML document. An empty stream is `null`; several documents are an error.
-pub(crate) fn load(text: &str) -> Result<Value, String> {
+pub fn load(text: &str) -> Result<Value, String> {
     let mut parser = Parser::new_from_str(text);
     let mut builder = Builder::default();
     let mut documents = 0;

@@ -1,5 +1,9 @@
-//! One YAML emitter: PyYAML's `safe_dump` as Salt calls it (the `yaml` outputter, and the
-//! minion functions that answer YAML text such as `schedule.list`).
+//! One YAML emitter: PyYAML's `safe_dump` as Salt calls it (the `yaml` outputter, salt-api's
+//! YAML answers, and the minion functions that answer YAML text such as `schedule.list`), and
+//! one loader, [`load`], with `salt.utils.yaml.safe_load`'s semantics (salt-api's YAML bodies,
+//! the renderers).
+
+pub mod load;
 
 use serde_json::Value;
 
