@@ -294,8 +294,8 @@ async fn gather(
 }
 
 fn timeouts(state: &AppState, low: &Map<String, Json>) -> Result<Timeouts, ApiError> {
-    Ok(brine_client::timeouts(
-        Some(seconds(low, "timeout")?.unwrap_or(state.cfg.timeout)),
+    Ok(Timeouts::from_secs(
+        seconds(low, "timeout")?.unwrap_or(state.cfg.timeout),
         seconds(low, "gather_job_timeout")?.unwrap_or(state.cfg.gather_job_timeout),
         state.cfg.gather_hard_stop,
     ))

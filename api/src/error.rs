@@ -205,28 +205,6 @@ impl ApiError {
         Self::unavailable(format!("{salt}: {why}"))
     }
 
-    /// What a local client's failure means to the caller: the master's refusals of the
-    /// caller are 401 (authentication) or 400 (anything else it refuses, such as a jid in use);
-    /// a master that does not answer is 503.
-    pub fn from_client(e: brine_client::ClientError) -> Self {
-        use brine_client::ClientError;
-        use brine_protocol::loads::PublishRefused;
-        match e {
-            ClientError::Unavailable(why) => Self::master_unavailable(why),
-            ClientError::Undecodable(why) => {
-                Self::unavailable(format!("undecodable answer from the master: {why}"))
-            }
-            ClientError::Refused(PublishRefused::Error { name, message }) => {
-                if name == "SaltInvocationError" {
-                    Self::bad_request(message)
-                } else {
-                    Self::unauthorized(message)
-                }
-            }
-            ClientError::Refused(PublishRefused::NoJob(m)) => Self::bad_request(m),
-        }
-    }
-
     /// 500 "An unexpected error occurred".
     pub fn unexpected() -> Self {
         Self::internal(UNEXPECTED)
@@ -270,9 +248,27 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// What a local client's failure means to the caller: the master's refusals of the caller are
+/// 401 (authentication) or 400 (anything else it refuses, such as a jid in use); a master that
+/// does not answer is 503.
 impl From<brine_client::ClientError> for ApiError {
     fn from(e: brine_client::ClientError) -> Self {
-        ApiError::from_client(e)
+        use brine_client::ClientError;
+        use brine_protocol::loads::PublishRefused;
+        match e {
+            ClientError::Unavailable(why) => Self::master_unavailable(why),
+            ClientError::Undecodable(why) => {
+                Self::unavailable(format!("undecodable answer from the master: {why}"))
+            }
+            ClientError::Refused(PublishRefused::Error { name, message }) => {
+                if name == "SaltInvocationError" {
+                    Self::bad_request(message)
+                } else {
+                    Self::unauthorized(message)
+                }
+            }
+            ClientError::Refused(PublishRefused::NoJob(m)) => Self::bad_request(m),
+        }
     }
 }
 

@@ -134,8 +134,8 @@ impl Local {
 
     /// The one gather policy, with the timeout the user gave (or the master's).
     pub fn timeouts(&self, timeout: Option<u64>) -> brine_client::Timeouts {
-        brine_client::timeouts(
-            Some(timeout.unwrap_or(self.cfg.timeout)),
+        brine_client::Timeouts::from_secs(
+            timeout.unwrap_or(self.cfg.timeout),
             self.cfg.gather_job_timeout,
             self.cfg.gather_hard_stop,
         )

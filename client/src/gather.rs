@@ -19,6 +19,18 @@ pub struct Timeouts {
     pub hard_stop: Duration,
 }
 
+impl Timeouts {
+    /// From seconds, each at least one (a zero wait would stop before anything could return).
+    pub fn from_secs(timeout: u64, gather_job_timeout: u64, hard_stop: u64) -> Timeouts {
+        let secs = |s: u64| Duration::from_secs(s.max(1));
+        Timeouts {
+            timeout: secs(timeout),
+            gather_job_timeout: secs(gather_job_timeout),
+            hard_stop: secs(hard_stop),
+        }
+    }
+}
+
 /// What the driver does next.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {

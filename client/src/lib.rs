@@ -8,11 +8,9 @@
 pub mod gather;
 pub mod link;
 
-use std::future::Future;
-use std::time::Duration;
-
 use brine_protocol::loads::{Fun, PublishRefused, PublishReply, PublishRequest, Tgt};
 use brine_protocol::payload::Value;
+use std::future::Future;
 use tokio::sync::{broadcast, mpsc};
 use tokio::time::Instant;
 
@@ -195,13 +193,4 @@ pub fn find_job_request(missing: Vec<String>, jid: &str) -> PublishRequest {
     );
     req.kwargs.insert("delimiter", Value::from(":"));
     req
-}
-
-/// The timeouts a caller asked for, with the master's defaults.
-pub fn timeouts(timeout: Option<u64>, gather_job_timeout: u64, hard_stop: u64) -> Timeouts {
-    Timeouts {
-        timeout: Duration::from_secs(timeout.unwrap_or(5).max(1)),
-        gather_job_timeout: Duration::from_secs(gather_job_timeout.max(1)),
-        hard_stop: Duration::from_secs(hard_stop.max(1)),
-    }
 }

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{python_float, python_rstrip, python_str, Colors, Nested};
+use super::{python_float, python_rstrip, python_str as py_str, Colors, Nested};
 
 /// The options of the highstate outputter (the master's `state_*` settings, or the command
 /// line's `--state-output`, `--state-verbose`, `--output-diff`).
@@ -60,11 +60,6 @@ impl Counts {
     fn get(&self, key: &str) -> u64 {
         self.0.iter().find(|(k, _)| k == key).map_or(0, |(_, n)| *n)
     }
-}
-
-/// Python's `str()` of a value inside a format string.
-fn py_str(v: &Value) -> String {
-    python_str(v)
 }
 
 fn truthy(v: &Value) -> bool {
@@ -155,13 +150,12 @@ impl Highstate<'_> {
                 }
             }
             Value::Object(states) => {
-                let (state_lines, changed, failed_or_none) =
+                let (state_lines, failed_or_none) =
                     self.states(host, states, indent_level, &mut nchanges);
                 lines = state_lines;
                 if let Some(color) = failed_or_none {
                     hcolor = color;
                 }
-                let _ = changed;
             }
             _ => {}
         }
@@ -176,7 +170,7 @@ impl Highstate<'_> {
         states: &serde_json::Map<String, Value>,
         indent_level: usize,
         nchanges: &mut u64,
-    ) -> (Vec<String>, bool, Option<&'static str>) {
+    ) -> (Vec<String>, Option<&'static str>) {
         let c = self.colors;
         let st = self.st;
         let mut lines: Vec<String> = Vec::new();
@@ -313,7 +307,7 @@ impl Highstate<'_> {
             }
         }
         lines.extend(self.summary(host, &counts, *nchanges, &rdurations, &pdurations));
-        (lines, *nchanges > 0, hcolor)
+        (lines, hcolor)
     }
 
     fn changes(&self, changes: &Value) -> (bool, String) {

@@ -257,11 +257,11 @@ impl Master {
                 }
             }
         };
-        let waits = Timeouts {
-            timeout: timeout.max(Duration::from_secs(1)),
-            gather_job_timeout: Duration::from_secs(self.cfg.gather_job_timeout.max(1)),
-            hard_stop: Duration::from_secs(self.cfg.gather_hard_stop.max(1)),
-        };
+        let waits = Timeouts::from_secs(
+            timeout.as_secs(),
+            self.cfg.gather_job_timeout,
+            self.cfg.gather_hard_stop,
+        );
         let mut returns = Vec::new();
         let mut gathering = client.returns(rx, &job, waits);
         while let Some((id, ev)) = gathering.next().await {
