@@ -99,6 +99,33 @@ fn file_roots(tree: &Path) -> String {
 }
 
 /// Replace the temp directory names in every string (keys too) and drop timings and pids.
+/// `salt -L ... state.apply --state-output terse` as a user types it (options after the
+/// function, plain text): the minions' blocks (printed as they return) sorted, with the timings
+/// and the test's temp paths taken out; and the exit status.
+fn highstate_text(out: &std::process::Output, root: &Path) -> (Vec<String>, Option<i32>) {
+    let mut text = stdout(out);
+    for id in MINIONS {
+        let dir = root.join(format!("minion-{id}")).display().to_string();
+        text = text.replace(&dir, "<MINION_ROOT>");
+    }
+    let mut blocks: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let line = match line.find(" - Started: ") {
+            Some(at) => &line[..at],
+            None if line.starts_with("Total run time:") => "Total run time:",
+            None => line,
+        };
+        if MINIONS.iter().any(|id| line == format!("{id}:")) || blocks.is_empty() {
+            blocks.push(String::new());
+        }
+        let last = blocks.last_mut().expect("a block");
+        last.push_str(line);
+        last.push('\n');
+    }
+    blocks.sort();
+    (blocks, out.status.code())
+}
+
 fn normalize(v: &Value, roots: &[(PathBuf, &str)]) -> Value {
     let text = |s: &str| {
         let mut s = s.to_string();
@@ -453,6 +480,16 @@ fn real_minions_use_brines_file_server_as_they_use_salts() {
         serde_json::from_str::<Value>(stdout(&out).trim()).ok(),
         Some(json!(["base", "dev"]))
     );
+    let terse = [
+        "-L",
+        "fs3007,fs3006",
+        "state.apply",
+        "--state-output",
+        "terse",
+        "-t",
+        "120",
+    ];
+    let brine_terse = highstate_text(&st.tool("salt", &terse), &brine_root);
     let brine_raw = raw_requests(&v7, &brine_root.join("minion-fs3007"));
     check_refusals(&brine_raw);
     drop(fleet);
@@ -479,6 +516,7 @@ fn real_minions_use_brines_file_server_as_they_use_salts() {
     let salt = run_sequence(&|args| rm.salt_json(args).0, &|id| {
         real_root.join(format!("minion-{id}"))
     });
+    let salt_terse = highstate_text(&rm.tool("salt", &terse), &real_root);
     let real_raw = raw_requests(&v7, &real_root.join("minion-fs3007"));
 
     for ((name, b), (_, s)) in brine.results.iter().zip(&salt.results) {
@@ -488,6 +526,15 @@ fn real_minions_use_brines_file_server_as_they_use_salts() {
         );
     }
     assert_eq!(brine.results.len(), salt.results.len());
+    // The highstate outputter prints what Salt's prints, and exits as it does.
+    assert_eq!(brine_terse, salt_terse, "salt ... --state-output terse");
+    assert!(
+        brine_terse
+            .0
+            .iter()
+            .any(|b| b.contains("Summary for fs3007")),
+        "{brine_terse:?}"
+    );
     // Both refuse alike (the real master's tree has no `leak` symlink: see write_tree).
     check_refusals(&real_raw);
     assert_eq!(real_raw, brine_raw);
