@@ -117,6 +117,21 @@ impl Stack {
         }
     }
 
+    /// A pillar tree for the master (`pillar_roots: base: [<root>/pillar]`), as (relative
+    /// path, text) pairs; before `start_master`.
+    pub fn pillar(&self, files: &[(&str, &str)]) {
+        let root = self.master_root().join("pillar");
+        for (path, text) in files {
+            let path = root.join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        }
+        let conf = self.master_conf_dir().join("master");
+        let mut text = fs::read_to_string(&conf).unwrap();
+        text.push_str(&format!("pillar_roots:\n  base: [{}]\n", root.display()));
+        fs::write(conf, text).unwrap();
+    }
+
     pub fn master_conf_dir(&self) -> PathBuf {
         self.dir.path().join("master/etc")
     }

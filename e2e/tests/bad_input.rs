@@ -212,9 +212,11 @@ fn hostile_requests_are_refused_and_the_master_keeps_serving() {
 
 #[test]
 fn wheel_and_runner_functions() {
-    let mut st = Stack::new(
-        "auto_accept: True\nbrine_store_events: True\npillar_data:\n  app:\n    port: 80\n  secret: hunter2\n",
-    );
+    let mut st = Stack::new("auto_accept: True\nbrine_store_events: True\n");
+    st.pillar(&[
+        ("top.sls", "base:\n  'm1':\n    - app\n"),
+        ("app.sls", "app:\n  port: 80\nsecret: hunter2\n"),
+    ]);
     st.start_master();
     st.start_minion("m1", "");
     st.wait_answering(&["m1"]);

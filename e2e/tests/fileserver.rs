@@ -41,7 +41,7 @@ fn write_tree(tree: &Path, leak: bool) {
     let base = tree.join("base");
     write(
         &base.join("top.sls"),
-        "base:\n  '*':\n    - web\ndev:\n  '*':\n    - devtools\n",
+        "base:\n  '*':\n    - web\n    - app\ndev:\n  '*':\n    - devtools\n",
     );
     write(
         &base.join("web/init.sls"),
@@ -82,10 +82,71 @@ fn write_tree(tree: &Path, leak: bool) {
          dev-built:\n  cmd.run:\n    - name: echo built > {{ dest }}/dev/built\n\
          \x20   - onchanges:\n      - file: dev-tools\n",
     );
+    // An orchestration, shown by salt-run state.orchestrate_show_sls on the master.
+    write(
+        &dev.join("orch.sls"),
+        "include:\n  - notify\n{% for t in ['fs30*', 'nobody'] %}\n\
+         apply-{{ loop.index }}:\n  salt.state:\n    - tgt: '{{ t }}'\n    - sls: web\n\
+         \x20   - require:\n      - salt: ping\n{% endfor %}\n\
+         ping:\n  salt.function:\n    - name: test.ping\n    - tgt: '*'\n",
+    );
     write(
         &dev.join("notify.sls"),
         "notify:\n  test.succeed_with_changes:\n    - name: say hello\n",
     );
+    // A formula in the style of public ones: map.jinja with defaults.yaml, grains.filter_by
+    // and the pillar merged in; contents_pillar; prereq and watch; extend.
+    write(
+        &base.join("app/defaults.yaml"),
+        "app:\n  port: 80\n  user: www-data\n  features: [base]\n",
+    );
+    write(
+        &base.join("app/map.jinja"),
+        "{% import_yaml 'app/defaults.yaml' as defaults %}\n\
+         {% set os_map = salt['grains.filter_by']({\n\
+         \x20   'Debian': {'service': 'apache2'},\n\
+         \x20   'RedHat': {'service': 'httpd'},\n\
+         \x20 }, default='Debian') %}\n\
+         {% set app = salt['defaults.merge'](defaults.app, os_map, in_place=False) %}\n\
+         {% do app.update(salt['pillar.get']('app', {})) %}\n",
+    );
+    write(
+        &base.join("app/init.sls"),
+        "{% from 'app/map.jinja' import app with context %}\n\
+         {% set dest = grains['fsdest'] %}\n\
+         include:\n  - web.config\n\n\
+         app-settings:\n  file.managed:\n    - name: {{ dest }}/app/settings.ini\n\
+         \x20   - source: salt://app/files/settings.ini.j2\n    - template: jinja\n\
+         \x20   - makedirs: True\n    - context:\n        app: {{ app | json }}\n\n\
+         app-motd:\n  file.managed:\n    - name: {{ dest }}/app/motd\n\
+         \x20   - contents_pillar: app:motd\n    - makedirs: True\n\n\
+         app-prepare:\n  cmd.run:\n    - name: echo prepared >> {{ dest }}/app/prepared\n\
+         \x20   - prereq:\n      - file: app-motd\n\n\
+         app-reload:\n  cmd.run:\n    - name: echo reloaded >> {{ dest }}/app/reloaded\n\
+         \x20   - creates: {{ dest }}/app/reloaded\n    - watch:\n      - file: app-settings\n\n\
+         extend:\n  site-dir:\n    file.recurse:\n      - file_mode: '0644'\n",
+    );
+    write(
+        &base.join("app/files/settings.ini.j2"),
+        "[app]\nport = {{ app.port }}\nuser = {{ app.user }}\nservice = {{ app.service }}\n\
+         role = {{ app.role }}\nfeatures = {{ app.features | join(',') }}\n",
+    );
+    // The pillar: a top with grain and compound matches, so the two minions get different
+    // data; an include.
+    let pillar = tree.join("pillar");
+    write(
+        &pillar.join("top.sls"),
+        "base:\n  '*':\n    - common\n  'fsrole:web':\n    - match: grain\n    - web\n\
+         \x20 'G@fsrole:db or L@nobody':\n    - db\n",
+    );
+    write(
+        &pillar.join("common.sls"),
+        "include:\n  - shared\napp:\n  motd: |\n    Welcome to {{ grains['id'] }}\n\
+         \x20 features: [base, pillar]\n",
+    );
+    write(&pillar.join("shared.sls"), "shared:\n  from: include\n");
+    write(&pillar.join("web.sls"), "app:\n  port: 8081\n  role: web\n");
+    write(&pillar.join("db.sls"), "app:\n  port: 5432\n  role: db\n");
     // Outside every root.
     write(&tree.join("secret.txt"), "TOP SECRET\n");
     if leak {
@@ -93,9 +154,22 @@ fn write_tree(tree: &Path, leak: bool) {
     }
 }
 
-fn file_roots(tree: &Path) -> String {
+/// The roots of both masters: file_roots (two for base, one for dev) and pillar_roots.
+fn roots(tree: &Path) -> String {
     let t = tree.display();
-    format!("file_roots:\n  base:\n    - {t}/base\n    - {t}/base2\n  dev:\n    - {t}/dev\n")
+    format!(
+        "file_roots:\n  base:\n    - {t}/base\n    - {t}/base2\n  dev:\n    - {t}/dev\n\
+         pillar_roots:\n  base:\n    - {t}/pillar\n"
+    )
+}
+
+/// Each minion's grains: where its states write, and its role (the pillar top matches it).
+fn minion_grains(id: &str, root: &Path) -> String {
+    let role = if id == "fs3007" { "web" } else { "db" };
+    format!(
+        "grains:\n  fsdest: {}/out\n  fsrole: {role}\n",
+        root.display()
+    )
 }
 
 /// Replace the temp directory names in every string (keys too) and drop timings and pids.
@@ -187,8 +261,14 @@ struct Session {
     results: Vec<(String, Value)>,
 }
 
-/// Run the whole sequence through `salt` (Brine's or the real one) and collect the answers.
-fn run_sequence(salt: &dyn Fn(&[&str]) -> Value, minion_root: &dyn Fn(&str) -> PathBuf) -> Session {
+/// Run the whole sequence through `salt` and `salt-run` (Brine's or the real ones) and
+/// collect the answers. The pillar tree under `tree` is changed at the end (a broken SLS).
+fn run_sequence(
+    salt: &dyn Fn(&[&str]) -> Value,
+    salt_run: &dyn Fn(&[&str]) -> Value,
+    minion_root: &dyn Fn(&str) -> PathBuf,
+    tree: &Path,
+) -> Session {
     let results = std::cell::RefCell::new(Vec::new());
     let list = MINIONS.join(",");
     let record = |name: &str, args: &[&str], pick: fn(&Value) -> Value| {
@@ -221,6 +301,10 @@ fn run_sequence(salt: &dyn Fn(&[&str]) -> Value, minion_root: &dyn Fn(&str) -> P
     for id in MINIONS {
         // Brine's tree has a `leak` symlink out of the roots: never listed.
         let want = [
+            "app/defaults.yaml",
+            "app/files/settings.ini.j2",
+            "app/init.sls",
+            "app/map.jinja",
             "top.sls",
             "web/config.sls",
             "web/files/app.conf.j2",
@@ -330,8 +414,33 @@ fn run_sequence(salt: &dyn Fn(&[&str]) -> Value, minion_root: &dyn Fn(&str) -> P
             "a file outside the roots was served"
         );
     }
+    // The pillar: each minion its own.
+    let pillars = record("pillar.items", &["pillar.items"], same);
+    assert_eq!(pillars["fs3007"]["app"]["role"], json!("web"), "{pillars}");
+    assert_eq!(pillars["fs3006"]["app"]["role"], json!("db"), "{pillars}");
+    assert_eq!(
+        pillars["fs3006"]["app"]["motd"],
+        json!("Welcome to fs3006\n")
+    );
+    assert_eq!(pillars["fs3007"]["shared"], json!({"from": "include"}));
+    record("pillar.get", &["pillar.get", "app:port"], same);
+    record(
+        "pillar.item",
+        &["pillar.item", "shared", "app:features"],
+        same,
+    );
+    for id in MINIONS {
+        let name = format!("show_pillar {id}");
+        let got = salt_run(&["pillar.show_pillar", id]);
+        results.borrow_mut().push((name, got));
+    }
+    results.borrow_mut().push((
+        "show_top runner".into(),
+        salt_run(&["pillar.show_top", "fs3007"]),
+    ));
     record("show_top", &["state.show_top"], same);
     record("show_sls", &["state.show_sls", "web"], same);
+    record("show_sls app", &["state.show_sls", "app"], same);
     record("apply test", &["state.apply", "test=True"], states);
     record("apply", &["state.apply"], states);
     let again = record("apply again", &["state.apply"], states);
@@ -344,8 +453,41 @@ fn run_sequence(salt: &dyn Fn(&[&str]) -> Value, minion_root: &dyn Fn(&str) -> P
         }
         let conf = fs::read_to_string(minion_root(id).join("out/etc/app.conf")).unwrap_or_default();
         assert_eq!(conf, format!("# brine\nport = 8080\nminion = {id}\n"));
+        // map.jinja's defaults, the OS map and this minion's pillar, merged.
+        let (port, role) = if id == "fs3007" {
+            (8081, "web")
+        } else {
+            (5432, "db")
+        };
+        let settings =
+            fs::read_to_string(minion_root(id).join("out/app/settings.ini")).unwrap_or_default();
+        assert_eq!(
+            settings,
+            format!(
+                "[app]\nport = {port}\nuser = www-data\nservice = apache2\nrole = {role}\nfeatures = base,pillar\n"
+            )
+        );
+        let motd = fs::read_to_string(minion_root(id).join("out/app/motd")).unwrap_or_default();
+        assert_eq!(motd, format!("Welcome to {id}\n"));
     }
     record("sls dev", &["state.sls", "notify", "saltenv=dev"], states);
+    // A pillar SLS that does not render, for fs3006 only: it gets Salt's error, fs3007
+    // keeps its pillar, and fs3006's highstate is refused with the error.
+    write(
+        &tree.join("pillar/broken.sls"),
+        "broken: {{ grains['fsrole'] \n",
+    );
+    let top = tree.join("pillar/top.sls");
+    let text = fs::read_to_string(&top).unwrap();
+    fs::write(&top, format!("{text}  'fs3006':\n    - broken\n")).unwrap();
+    let broken = record("pillar.items broken", &["pillar.items"], same);
+    assert_eq!(
+        broken["fs3006"]["_errors"],
+        json!(["Rendering SLS 'broken' failed. Please see master log for details."]),
+        "{broken}"
+    );
+    assert!(broken["fs3007"].get("_errors").is_none(), "{broken}");
+    record("apply broken pillar", &["state.apply", "test=True"], same);
     Session {
         results: results.into_inner(),
     }
@@ -445,12 +587,12 @@ fn real_minions_use_brines_file_server_as_they_use_salts() {
     write_tree(&tree, true);
     let conf = st.master_conf_dir().join("master");
     let text = fs::read_to_string(&conf).unwrap();
-    fs::write(&conf, format!("{text}{}", file_roots(&tree))).unwrap();
+    fs::write(&conf, format!("{text}{}", roots(&tree))).unwrap();
     st.start_master();
     let mut fleet = Fleet::default();
     for id in MINIONS {
         let root = st.dir.path().join(format!("minion-{id}"));
-        let extra = format!("grains:\n  fsdest: {}/out\n", root.display());
+        let extra = minion_grains(id, &root);
         real::write_minion_conf(&root, id, st.ret_port, st.publish_port, &extra);
         fleet.0.push(real::start_real_minion(&venv_of(id), &root));
     }
@@ -460,9 +602,19 @@ fn real_minions_use_brines_file_server_as_they_use_salts() {
     }
     st.wait_answering(&MINIONS);
     let brine_root = st.dir.path().to_path_buf();
-    let brine = run_sequence(&|args| st.salt_json(args).0, &|id| {
-        brine_root.join(format!("minion-{id}"))
-    });
+    let brine_run = |args: &[&str]| {
+        let mut a = vec!["--out", "json"];
+        a.extend_from_slice(args);
+        let out = st.tool("salt-run", &a);
+        serde_json::from_str::<Value>(stdout(&out).trim())
+            .unwrap_or_else(|_| panic!("salt-run {args:?}: {}{}", stdout(&out), stderr(&out)))
+    };
+    let brine = run_sequence(
+        &|args| st.salt_json(args).0,
+        &brine_run,
+        &|id| brine_root.join(format!("minion-{id}")),
+        &tree,
+    );
     // The runners see the same tree.
     let out = st.tool("salt-run", &["--out", "json", "fileserver.file_list"]);
     let files: Value = serde_json::from_str(stdout(&out).trim()).unwrap_or(Value::Null);
@@ -501,21 +653,33 @@ fn real_minions_use_brines_file_server_as_they_use_salts() {
     write_tree(&tree, false);
     let conf = rm.conf_dir().join("master");
     let text = fs::read_to_string(&conf).unwrap();
-    let default_roots = format!("file_roots:\n  base: [{}/srv/salt]\n", rm.root().display());
+    let r = rm.root().display().to_string();
+    let default_roots =
+        format!("file_roots:\n  base: [{r}/srv/salt]\npillar_roots:\n  base: [{r}/srv/pillar]\n");
     assert!(text.contains(&default_roots));
-    fs::write(&conf, text.replace(&default_roots, &file_roots(&tree))).unwrap();
+    fs::write(&conf, text.replace(&default_roots, &roots(&tree))).unwrap();
     rm.start();
     for id in MINIONS {
         let root = rm.dir.path().join(format!("minion-{id}"));
-        let extra = format!("grains:\n  fsdest: {}/out\n", root.display());
+        let extra = minion_grains(id, &root);
         rm.start_real_minion(&venv_of(id), id, &extra);
     }
     rm.accept(&MINIONS);
     rm.wait_answering(&MINIONS);
     let real_root = rm.dir.path().to_path_buf();
-    let salt = run_sequence(&|args| rm.salt_json(args).0, &|id| {
-        real_root.join(format!("minion-{id}"))
-    });
+    let real_run = |args: &[&str]| {
+        let mut a = vec!["--out", "json"];
+        a.extend_from_slice(args);
+        let out = rm.tool("salt-run", &a);
+        serde_json::from_str::<Value>(stdout(&out).trim())
+            .unwrap_or_else(|_| panic!("real salt-run {args:?}: {}{}", stdout(&out), stderr(&out)))
+    };
+    let salt = run_sequence(
+        &|args| rm.salt_json(args).0,
+        &real_run,
+        &|id| real_root.join(format!("minion-{id}")),
+        &tree,
+    );
     let salt_terse = highstate_text(&rm.tool("salt", &terse), &real_root);
     let real_raw = raw_requests(&v7, &real_root.join("minion-fs3007"));
 

@@ -47,8 +47,7 @@ fn saltgui_pages_show_the_stack_in_chromium() {
 
     let (mut st, port) = api_stack_config(
         "auto_accept: True\ntimeout: 8\n\
-         netapi_enable_clients: [local, local_async, runner, runner_async, wheel, wheel_async]\n\
-         pillar_data:\n  brine_role: web\n  brine_ports: [80, 443]",
+         netapi_enable_clients: [local, local_async, runner, runner_async, wheel, wheel_async]\n",
         "admin:adminpw\n",
         "    admin: ['.*', '@runner', '@wheel', '@jobs']",
     );
@@ -62,6 +61,10 @@ fn saltgui_pages_show_the_stack_in_chromium() {
         ),
     );
     std::fs::write(&conf, text).unwrap();
+    st.pillar(&[
+        ("top.sls", "base:\n  '*':\n    - roles\n"),
+        ("roles.sls", "brine_role: web\nbrine_ports: [80, 443]\n"),
+    ]);
     st.start_master();
     st.start_minion(
         "m1",

@@ -62,7 +62,9 @@ pub struct Master {
     /// Nonces of aes requests seen lately, so that none is processed twice.
     pub replay: crate::replay::ReplayGuard,
     /// The file server (`file_roots`), with its cached lists and hashes.
-    pub fileserver: crate::fileserver::FileServer,
+    pub fileserver: Arc<crate::fileserver::FileServer>,
+    /// The pillar compiler (`pillar_roots`, `ext_pillar`, `pillar_cache`).
+    pub pillars: crate::pillar::Pillars,
 }
 
 impl Master {
@@ -88,7 +90,8 @@ impl Master {
         );
         let cache = DataCache::open(&cfg.cachedir, cfg.minion_data_cache);
         let replay = crate::replay::ReplayGuard::new(cfg.request_server_ttl);
-        let fileserver = crate::fileserver::FileServer::new(&cfg);
+        let fileserver = Arc::new(crate::fileserver::FileServer::new(&cfg));
+        let pillars = crate::pillar::Pillars::new(&cfg);
         Ok(Arc::new_cyclic(|me| Master {
             cfg,
             keys,
@@ -105,6 +108,7 @@ impl Master {
             recent_jids: Default::default(),
             replay,
             fileserver,
+            pillars,
         }))
     }
 }

@@ -638,3 +638,98 @@ async fn fileserver_runners_and_the_file_roots_wheel() {
     );
     assert!(!f._root.path().join("srv/evil.sls").exists());
 }
+
+/// `_pillar` as a Salt 3007 minion asks for it; the answer decrypted with the minion's key.
+fn ask_pillar(m: &Master, id: &str, key: &PrivateKey, grains: Value) -> Option<Value> {
+    let (body, nonce) = aes_request(
+        m,
+        id,
+        key,
+        vec![
+            ("cmd", Value::from("_pillar")),
+            ("grains", grains),
+            ("saltenv", Value::Nil),
+            ("pillarenv", Value::Nil),
+            ("ver", Value::from("2")),
+        ],
+    );
+    let reply = loads(&m.handle_request(&body)).ok()?;
+    let Some(Value::Binary(enc_key)) = get(&reply, "key") else {
+        return None;
+    };
+    let Some(Value::Binary(blob)) = get(&reply, "pillar") else {
+        return None;
+    };
+    let aes = key
+        .decrypt(enc_key, brine_protocol::crypt::EncAlgo::OaepSha1)
+        .unwrap();
+    let crypticle = Crypticle::new(std::str::from_utf8(&aes).unwrap()).unwrap();
+    let signed = crypticle.loads(blob, None).unwrap().unwrap();
+    let Some(Value::Binary(data)) = get(&signed, "data") else {
+        panic!("{signed}")
+    };
+    let data = loads(data).unwrap();
+    assert_eq!(get_str(&data, "nonce"), Some(nonce.as_str()));
+    get(&data, "pillar").cloned()
+}
+
+#[tokio::test]
+async fn each_minion_gets_its_own_pillar_and_an_unaccepted_one_nothing() {
+    let f = fixture_with(false, |root| {
+        let p = root.join("pillar");
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(
+            p.join("top.sls"),
+            "base:\n  '*':\n    - common\n  'role:db':\n    - match: grain\n    - db\n",
+        )
+        .unwrap();
+        std::fs::write(p.join("common.sls"), "me: {{ grains['id'] }}\n").unwrap();
+        std::fs::write(p.join("db.sls"), "db_password: s3cret\n").unwrap();
+        std::fs::write(root.join("srv.txt"), "x").unwrap();
+        format!("pillar_roots:\n  base: [{}]\n", p.display())
+    });
+    let m = &f.master;
+    let web = accepted_minion(m, "web1");
+    let db = accepted_minion(m, "db1");
+    let grains = |role: &str, claimed_id: &str| {
+        map(vec![
+            ("role", Value::from(role)),
+            ("id", Value::from(claimed_id)),
+        ])
+    };
+    // The grains' own id is not believed: the pillar is compiled for the signed-in minion.
+    let got = ask_pillar(m, "web1", &web, grains("web", "db1")).unwrap();
+    assert_eq!(got, map(vec![("me", Value::from("web1"))]));
+    let got = ask_pillar(m, "db1", &db, grains("db", "db1")).unwrap();
+    assert_eq!(
+        got,
+        map(vec![
+            ("me", Value::from("db1")),
+            ("db_password", Value::from("s3cret"))
+        ])
+    );
+    // The minion data cache holds what was compiled, for the runners and targeting.
+    let cached = m.cache.get("web1").unwrap();
+    assert_eq!(cached.pillar, Some(map(vec![("me", Value::from("web1"))])));
+    // A minion whose key is no longer accepted gets no pillar and no file.
+    m.keys.delete("db1");
+    m.keys
+        .write(KeyState::Pending, "db1", &db.public().to_pem())
+        .unwrap();
+    assert_eq!(ask_pillar(m, "db1", &db, grains("db", "db1")), None);
+    let (body, _) = aes_request(
+        m,
+        "db1",
+        &db,
+        vec![
+            ("cmd", Value::from("_serve_file")),
+            ("path", Value::from("top.sls")),
+            ("saltenv", Value::from("base")),
+            ("loc", Value::from(0)),
+        ],
+    );
+    assert_eq!(
+        loads(&m.handle_request(&body)).unwrap(),
+        Value::from("bad load")
+    );
+}

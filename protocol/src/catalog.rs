@@ -5,6 +5,8 @@
 
 /// Every runner function Brine has, sorted by name, with its documentation.
 pub const RUNNERS: &[(&str, &str)] = &[
+    ("cache.grains", "Return the cached grains of the targeted minions ({} for a minion the cache has nothing of).\n\nCLI Example:\n\n    salt-run cache.grains '*'\n    salt-run cache.grains 'G@os:Debian' tgt_type=compound\n"),
+    ("cache.pillar", "Return the cached pillar of the targeted minions: the pillar the master last compiled for each ({} for a minion the cache has nothing of).\n\nCLI Example:\n\n    salt-run cache.pillar '*'\n    salt-run cache.pillar web1,web2 tgt_type=list\n"),
     ("doc.runner", "Return the documentation of every runner function, keyed by name.\n\nCLI Example:\n\n    salt-run doc.runner\n"),
     ("doc.wheel", "Return the documentation of every wheel function, keyed by name.\n\nCLI Example:\n\n    salt-run doc.wheel\n"),
     ("fileserver.clear_cache", "Clear the file server cache of the VCS backends (gitfs, hgfs, svnfs). The roots backend has none to clear, so with roots alone this answers 'No cache was cleared' (Brine drops its cached file lists and hashes all the same; they are rebuilt on the next request).\n\nCLI Example:\n\n    salt-run fileserver.clear_cache\n"),
@@ -25,7 +27,9 @@ pub const RUNNERS: &[(&str, &str)] = &[
     ("manage.status", "Return the accepted minions that answer test.ping (up) and those that do not (down).\n\nCLI Example:\n\n    salt-run manage.status\n"),
     ("manage.up", "Return the minions that answer test.ping.\n\nCLI Example:\n\n    salt-run manage.up\n"),
     ("manage.versions", "Return the Salt version of every minion against the master's.\n\nCLI Example:\n\n    salt-run manage.versions\n"),
-    ("state.orchestrate_show_sls", "Show the states an orchestration SLS (mods, comma-separated) of saltenv (default base) would run, as the master compiles them.\n\nCLI Example:\n\n    salt-run state.orchestrate_show_sls orch.webservers\n"),
+    ("pillar.show_pillar", "Compile the pillar of a minion now, with its cached grains (a minion the master has no grains of gets {'fqdn': minion}). Keyword arguments set grains; saltenv and pillarenv choose the environments.\n\nCLI Example:\n\n    salt-run pillar.show_pillar web1\n    salt-run pillar.show_pillar web1 pillarenv=dev\n    salt-run pillar.show_pillar new-minion os=Debian\n"),
+    ("pillar.show_top", "Return the merged pillar top for a minion ({saltenv: {target: [match, sls...]}}), with its cached grains; render errors are printed as progress.\n\nCLI Example:\n\n    salt-run pillar.show_top web1\n"),
+    ("state.orchestrate_show_sls", "Render an orchestration SLS (mods, comma-separated) of saltenv (default base) on the master and show its high data, as state.show_sls shows it: {<master id>: {ID: {state: [args..., function, {order: n}], __sls__, __env__}}}, or {<master id>: [errors]} when it does not compile.\n\nCLI Example:\n\n    salt-run state.orchestrate_show_sls orch.webservers\n"),
     ("test.arg", "Return the positional and keyword arguments given (keywords starting with __ left out).\n\nCLI Example:\n\n    salt-run test.arg foo bar=baz\n"),
     ("test.get_opts", "Return the master's configuration options (as wheel config.values gives them: Salt's defaults filled in, secrets left out).\n\nCLI Example:\n\n    salt-run test.get_opts\n"),
     ("test.metasyntactic", "Return the common metasyntactic words of a locality (us or uk).\n\nCLI Example:\n\n    salt-run test.metasyntactic locality=uk\n"),

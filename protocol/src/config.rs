@@ -534,14 +534,25 @@ impl Reader<'_> {
 
 /// `file_roots`: `{saltenv: [dir, ...]}` (a single directory may be written as a string).
 fn file_roots(r: &Reader<'_>) -> Result<BTreeMap<String, Vec<String>>, ConfigError> {
-    let Some(v) = r.value("file_roots") else {
-        return Ok(BTreeMap::from([(
+    Ok(roots(r, "file_roots", &["/srv/salt", "/srv/spm/salt"])?
+        .into_iter()
+        .collect())
+}
+
+/// `file_roots` / `pillar_roots`: directories by saltenv, in the file's order.
+fn roots(
+    r: &Reader<'_>,
+    key: &str,
+    default: &[&str],
+) -> Result<Vec<(String, Vec<String>)>, ConfigError> {
+    let Some(v) = r.value(key) else {
+        return Ok(vec![(
             "base".to_owned(),
-            vec!["/srv/salt".to_owned(), "/srv/spm/salt".to_owned()],
-        )]));
+            default.iter().map(|d| (*d).to_owned()).collect(),
+        )]);
     };
     let Value::Object(envs) = v else {
-        return Err(r.type_error("file_roots", "a mapping of saltenv to directories", v));
+        return Err(r.type_error(key, "a mapping of saltenv to directories", v));
     };
     envs.iter()
         .map(|(env, dirs)| {
@@ -551,13 +562,33 @@ fn file_roots(r: &Reader<'_>) -> Result<BTreeMap<String, Vec<String>>, ConfigErr
                     .iter()
                     .map(|d| match d {
                         Value::String(d) => Ok(d.clone()),
-                        other => Err(r.type_error("file_roots", "directory names", other)),
+                        other => Err(r.type_error(key, "directory names", other)),
                     })
                     .collect::<Result<_, _>>()?,
                 Value::Null => Vec::new(),
-                other => return Err(r.type_error("file_roots", "a list of directories", other)),
+                other => return Err(r.type_error(key, "a list of directories", other)),
             };
             Ok((env.clone(), dirs))
+        })
+        .collect()
+}
+
+/// `ext_pillar`: a list of one-key mappings (`- file_tree: {root_dir: ...}`).
+fn ext_pillar(r: &Reader<'_>) -> Result<Vec<(String, Value)>, ConfigError> {
+    let Some(v) = r.value("ext_pillar") else {
+        return Ok(Vec::new());
+    };
+    let Value::Array(items) = v else {
+        return Err(r.type_error("ext_pillar", "a list of one-key mappings", v));
+    };
+    items
+        .iter()
+        .map(|item| match item {
+            Value::Object(m) if m.len() == 1 => {
+                let (name, conf) = m.iter().next().expect("one key");
+                Ok((name.clone(), conf.clone()))
+            }
+            other => Err(r.type_error("ext_pillar", "one-key mappings", other)),
         })
         .collect()
 }
@@ -903,8 +934,36 @@ pub struct MasterConfig {
     pub store_events: bool,
     /// `max_open_files`: the open-file limit the master raises itself to (100,000).
     pub max_open_files: u64,
-    /// Brine-only `pillar_data`: a static pillar given to every minion (no pillar compiler yet).
-    pub pillar_data: Option<Value>,
+    /// `pillar_roots`: pillar directories by saltenv, in the file's order (Salt's default
+    /// `base: [/srv/pillar, /srv/spm/pillar]`).
+    pub pillar_roots: Vec<(String, Vec<String>)>,
+    /// `pillarenv`: the one pillar environment compiled (default: all of them).
+    pub pillarenv: Option<String>,
+    /// `pillarenv_from_saltenv` (default false): a minion's saltenv is its pillarenv.
+    pub pillarenv_from_saltenv: bool,
+    /// `pillar_source_merging_strategy` (`smart`): `smart`, `recurse`, `overwrite`, `list`,
+    /// `none` (`aggregate` needs the yamlex renderer, which Brine does not have).
+    pub pillar_source_merging_strategy: String,
+    /// `pillar_merge_lists` (false): lists of merged pillar sources are joined.
+    pub pillar_merge_lists: bool,
+    /// `pillar_includes_override_sls` (false): included pillar sls win over the includer.
+    pub pillar_includes_override_sls: bool,
+    /// `pillar_safe_render_error` (true): `_errors` hides the render error's text.
+    pub pillar_safe_render_error: bool,
+    /// `ext_pillar`: the external pillars, in order, as (interface, its configuration).
+    pub ext_pillar: Vec<(String, Value)>,
+    /// `ext_pillar_first` (false): external pillars are compiled before the pillar top.
+    pub ext_pillar_first: bool,
+    /// `pillar_cache` (false), `pillar_cache_ttl` (3600 s): keep compiled pillars by minion
+    /// and pillarenv.
+    pub pillar_cache: bool,
+    pub pillar_cache_ttl: u64,
+    /// `pillar_opts` (false): the master's options appear in every pillar as `master`.
+    pub pillar_opts: bool,
+    /// `renderer` (`jinja|yaml`): the pipeline of files without a `#!` line.
+    pub renderer: String,
+    /// `state_top` (`top.sls`): the top file's name.
+    pub state_top: String,
     /// `api_logfile`: salt-api's log file (default `api` next to `log_file`).
     pub api_logfile: Option<PathBuf>,
     /// `permissive_acl`: eauth users without a matching ACL entry may still run anything.
@@ -1081,10 +1140,33 @@ impl MasterConfig {
             max_request_size: r.unsigned("brine_max_request_size", 64 * 1024 * 1024)? as usize,
             store_events: r.bool("brine_store_events", false)?,
             max_open_files: r.unsigned("max_open_files", 100_000)?,
-            pillar_data: match r.value("pillar_data") {
-                None => None,
-                Some(v @ Value::Object(_)) => Some(v.clone()),
-                Some(v) => return Err(r.type_error("pillar_data", "a mapping", v)),
+            pillar_roots: roots(&r, "pillar_roots", &["/srv/pillar", "/srv/spm/pillar"])?,
+            pillarenv: r.string_opt("pillarenv")?.filter(|e| !e.is_empty()),
+            pillarenv_from_saltenv: r.bool("pillarenv_from_saltenv", false)?,
+            pillar_source_merging_strategy: {
+                let strategy = r.string("pillar_source_merging_strategy", "smart")?;
+                if !["smart", "recurse", "overwrite", "list", "none"].contains(&strategy.as_str()) {
+                    return Err(r.invalid(
+                        "pillar_source_merging_strategy",
+                        format!("{strategy:?} is not one of smart, recurse, overwrite, list, none"),
+                    ));
+                }
+                strategy
+            },
+            pillar_merge_lists: r.bool("pillar_merge_lists", false)?,
+            pillar_includes_override_sls: r.bool("pillar_includes_override_sls", false)?,
+            pillar_safe_render_error: r.bool("pillar_safe_render_error", true)?,
+            ext_pillar: ext_pillar(&r)?,
+            ext_pillar_first: r.bool("ext_pillar_first", false)?,
+            pillar_cache: r.bool("pillar_cache", false)?,
+            pillar_cache_ttl: r.unsigned("pillar_cache_ttl", 3600)?,
+            pillar_opts: r.bool("pillar_opts", false)?,
+            renderer: r.string("renderer", "jinja|yaml")?,
+            state_top: {
+                let top = r.string("state_top", "salt://top.sls")?;
+                top.strip_prefix("salt://")
+                    .unwrap_or(top.trim_start_matches('/'))
+                    .to_owned()
             },
             api_logfile: r.string_opt("api_logfile")?.map(PathBuf::from),
             permissive_acl: r.bool("permissive_acl", false)?,
@@ -1110,6 +1192,73 @@ impl MasterConfig {
     /// The file that set `key`, if a file did.
     pub fn source_of(&self, key: &str) -> Option<&Path> {
         self.raw.sources.get(key).map(PathBuf::as_path)
+    }
+
+    /// Salt's `opts` as templates see them: the merged configuration, with the typed
+    /// options Brine knows filled in with their values (defaults included).
+    pub fn effective_opts(&self) -> Map<String, Value> {
+        let roots = |r: &[(String, Vec<String>)]| {
+            Value::Object(
+                r.iter()
+                    .map(|(env, dirs)| (env.clone(), Value::from(dirs.clone())))
+                    .collect(),
+            )
+        };
+        let file_roots: Vec<(String, Vec<String>)> = self
+            .file_roots
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let path = |p: &Path| Value::from(p.to_string_lossy().into_owned());
+        let typed = [
+            ("id", Value::from(self.id.clone())),
+            ("interface", Value::from(self.interface.clone())),
+            ("publish_port", Value::from(self.publish_port)),
+            ("ret_port", Value::from(self.ret_port)),
+            ("root_dir", path(&self.root_dir)),
+            ("pki_dir", path(&self.pki_dir)),
+            ("cachedir", path(&self.cachedir)),
+            ("sock_dir", path(&self.sock_dir)),
+            ("user", Value::from(self.user.clone())),
+            ("timeout", Value::from(self.timeout)),
+            ("hash_type", Value::from(self.hash_type.clone())),
+            ("file_roots", roots(&file_roots)),
+            ("file_buffer_size", Value::from(self.file_buffer_size)),
+            (
+                "top_file_merging_strategy",
+                Value::from(self.top_file_merging_strategy.clone()),
+            ),
+            ("env_order", Value::from(self.env_order.clone())),
+            ("default_top", Value::from(self.default_top.clone())),
+            ("pillar_roots", roots(&self.pillar_roots)),
+            (
+                "pillarenv",
+                self.pillarenv.clone().map_or(Value::Null, Value::from),
+            ),
+            (
+                "pillar_source_merging_strategy",
+                Value::from(self.pillar_source_merging_strategy.clone()),
+            ),
+            ("pillar_merge_lists", Value::from(self.pillar_merge_lists)),
+            ("pillar_cache", Value::from(self.pillar_cache)),
+            ("pillar_cache_ttl", Value::from(self.pillar_cache_ttl)),
+            ("pillar_opts", Value::from(self.pillar_opts)),
+            ("ext_pillar_first", Value::from(self.ext_pillar_first)),
+            ("renderer", Value::from(self.renderer.clone())),
+            (
+                "state_top",
+                Value::from(format!("salt://{}", self.state_top)),
+            ),
+            ("state_output", Value::from(self.state_output.clone())),
+            ("state_verbose", Value::from(self.state_verbose)),
+            ("minion_data_cache", Value::from(self.minion_data_cache)),
+            ("keep_jobs", Value::from(self.keep_jobs_seconds / 3600)),
+        ];
+        let mut opts = self.raw.values.clone();
+        for (key, value) in typed {
+            opts.entry(key.to_owned()).or_insert(value);
+        }
+        opts
     }
 }
 

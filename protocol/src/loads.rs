@@ -492,6 +492,56 @@ impl FileRequest {
 }
 
 // ---------------------------------------------------------------------------
+// `_pillar`: a minion asks for its compiled pillar
+
+/// A minion's `_pillar` request (`RemotePillar.compile_pillar`): its grains and the
+/// environments it asks for. Salt answers `False` to a load without `id` or `grains`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PillarLoad {
+    /// The minion's grains (a map).
+    pub grains: Value,
+    /// `saltenv` (older minions send `env`).
+    pub saltenv: Option<String>,
+    /// `pillarenv`.
+    pub pillarenv: Option<String>,
+    /// `pillar_override`: pillar the caller passed on the command line (`pillar=...`).
+    pub pillar_override: Dict,
+    /// `clean_cache`: drop the master's pillar cache of this minion first.
+    pub clean_cache: bool,
+    pub extra: Extra,
+}
+
+impl PillarLoad {
+    pub fn parse(v: Value) -> Result<PillarLoad, LoadError> {
+        let mut f = Fields::new("_pillar load", v)?;
+        let grains = match f.take("grains") {
+            Some(g @ Value::Map(_)) => g,
+            Some(_) => return Err(f.wrong("grains", "a map")),
+            None => return Err(f.missing("grains")),
+        };
+        let saltenv = match f.opt_str("saltenv")? {
+            Some(env) => Some(env),
+            None => f.opt_str("env")?,
+        };
+        let pillarenv = f.opt_str("pillarenv")?;
+        // Salt logs and ignores a pillar_override that is not a map.
+        let pillar_override = match f.take("pillar_override") {
+            Some(v) => Dict::from_value(v).unwrap_or_default(),
+            None => Dict::default(),
+        };
+        let clean_cache = matches!(f.take("clean_cache"), Some(Value::Boolean(true)));
+        Ok(PillarLoad {
+            grains,
+            saltenv,
+            pillarenv,
+            pillar_override,
+            clean_cache,
+            extra: f.done(),
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------
 // publish: a local client asks the master to run a job
 
 /// A clear `publish` request from a local client (`salt`, salt-api's `local*`, runners).

@@ -497,6 +497,35 @@ pub fn bytes_of(v: &Value) -> Option<&[u8]> {
     }
 }
 
+/// Python truthiness of a value (`bool(x)`).
+pub fn py_truthy(v: &Value) -> bool {
+    match v {
+        Value::Nil => false,
+        Value::Boolean(b) => *b,
+        Value::Integer(i) => i.as_i64() != Some(0) && i.as_u64() != Some(0),
+        Value::F32(f) => *f != 0.0,
+        Value::F64(f) => *f != 0.0,
+        Value::String(s) => !s.as_bytes().is_empty(),
+        Value::Binary(b) => !b.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Map(m) => !m.is_empty(),
+        Value::Ext(..) => true,
+    }
+}
+
+/// Python truthiness of a JSON value.
+pub fn json_truthy(v: &serde_json::Value) -> bool {
+    use serde_json::Value as J;
+    match v {
+        J::Null => false,
+        J::Bool(b) => *b,
+        J::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        J::String(s) => !s.is_empty(),
+        J::Array(a) => !a.is_empty(),
+        J::Object(m) => !m.is_empty(),
+    }
+}
+
 /// Replace the value of `key` in place, or append the entry. No-op if `m` is not a map.
 pub fn set(m: &mut Value, key: &str, v: Value) {
     if let Value::Map(pairs) = m {

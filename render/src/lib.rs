@@ -9,6 +9,7 @@
 
 mod error;
 mod jinja;
+pub mod oracle;
 mod pipeline;
 use brine_protocol::yaml::load as yaml;
 
@@ -35,6 +36,20 @@ pub trait Functions: Send + Sync {
     ) -> Option<Result<serde_json::Value, String>>;
 }
 
+/// No execution functions: every `salt['module.function']` is unknown to the template.
+pub struct NoFunctions;
+
+impl Functions for NoFunctions {
+    fn call(
+        &self,
+        _: &str,
+        _: &[serde_json::Value],
+        _: &BTreeMap<String, serde_json::Value>,
+    ) -> Option<Result<serde_json::Value, String>> {
+        None
+    }
+}
+
 /// What one render sees.
 #[derive(Debug, Clone, Default)]
 pub struct Context {
@@ -53,4 +68,7 @@ pub struct Context {
     pub renderer: String,
     /// Salt's `allow_undefined`: undefined variables render empty instead of failing.
     pub allow_undefined: bool,
+    /// More variables of the template (a state's `context`/`defaults`, a pillar include's
+    /// `defaults`); they hide the globals of the same name.
+    pub vars: serde_json::Map<String, serde_json::Value>,
 }

@@ -62,17 +62,6 @@ impl Counts {
     }
 }
 
-fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(m) => !m.is_empty(),
-    }
-}
-
 /// A duration as Salt's summary adds it: a number, or text like `"12.5 ms"`.
 fn duration_of(v: Option<&Value>) -> Option<f64> {
     match v {
@@ -234,7 +223,7 @@ impl Highstate<'_> {
                     }
                     (changed, text)
                 };
-            let ok = truthy(result);
+            let ok = brine_protocol::payload::json_truthy(result);
             if (st.diff || !st.verbose) && ok && !schanged {
                 continue;
             }
@@ -311,7 +300,7 @@ impl Highstate<'_> {
     }
 
     fn changes(&self, changes: &Value) -> (bool, String) {
-        if !truthy(changes) {
+        if !brine_protocol::payload::json_truthy(changes) {
             return (false, String::new());
         }
         let Value::Object(m) = changes else {
@@ -352,7 +341,12 @@ impl Highstate<'_> {
         let result = match ret.get("result") {
             Some(Value::Bool(false)) => "Failed",
             Some(Value::Null) | None => "Differs",
-            _ if ret.get("changes").is_some_and(truthy) => "Changed",
+            _ if ret
+                .get("changes")
+                .is_some_and(brine_protocol::payload::json_truthy) =>
+            {
+                "Changed"
+            }
             _ => "Clean",
         };
         let mut s = String::new();

@@ -98,13 +98,20 @@ pub struct FileServer {
 }
 
 impl FileServer {
+    /// The file server of `file_roots`.
     pub fn new(cfg: &MasterConfig) -> FileServer {
+        FileServer::over(cfg, cfg.file_roots.clone())
+    }
+
+    /// A file server over other roots (the pillar's `pillar_roots`), with `cfg`'s other
+    /// file server options.
+    pub fn over(cfg: &MasterConfig, roots: BTreeMap<String, Vec<String>>) -> FileServer {
         let hash = HashType::parse(&cfg.hash_type).unwrap_or_else(|| {
             tracing::warn!("hash_type {} unknown, using sha256", cfg.hash_type);
             HashType::Sha256
         });
         FileServer {
-            roots: cfg.file_roots.clone(),
+            roots,
             ignore: Ignore::new(&cfg.file_ignore_regex, &cfg.file_ignore_glob),
             follow: cfg.fileserver_followsymlinks,
             ignore_links: cfg.fileserver_ignoresymlinks,
@@ -272,6 +279,80 @@ impl FileServer {
             data,
             gzip,
         })
+    }
+}
+
+/// The largest file read whole to be rendered (an `.sls`, a template, a pillar file).
+pub const MAX_TEMPLATE_SIZE: u64 = 64 * 1024 * 1024;
+
+pub use brine_state::high::SlsFile;
+
+impl FileServer {
+    /// The text of `path` in `saltenv`: `Ok(None)` when there is no such file, an error when
+    /// it cannot be read, is larger than [`MAX_TEMPLATE_SIZE`] or is not UTF-8.
+    pub fn read_text(&self, path: &str, saltenv: &str) -> Result<Option<String>, String> {
+        let Some(found) = self.find(path, saltenv) else {
+            return Ok(None);
+        };
+        let file = self
+            .open(&found)
+            .ok_or_else(|| format!("{path} cannot be opened"))?;
+        let mut bytes = Vec::new();
+        file.take(MAX_TEMPLATE_SIZE + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("{path}: {e}"))?;
+        if bytes.len() as u64 > MAX_TEMPLATE_SIZE {
+            return Err(format!("{path} is larger than {MAX_TEMPLATE_SIZE} bytes"));
+        }
+        String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| format!("{path} is not UTF-8 text"))
+    }
+
+    /// Salt's `list_states`: the SLS names of `saltenv` (`a/b.sls` is `a.b`, `a/init.sls`
+    /// is `a`), in file list order.
+    pub fn sls_names(&self, saltenv: &str) -> Option<Vec<String>> {
+        let lists = self.lists(saltenv)?;
+        Some(
+            lists
+                .files
+                .iter()
+                .filter_map(|f| {
+                    let stem = f.strip_suffix(".sls")?;
+                    let stem = stem.strip_suffix("/init").unwrap_or(stem);
+                    Some(stem.replace('/', "."))
+                })
+                .collect(),
+        )
+    }
+
+    /// Salt's `get_state`: the file of SLS `sls` in `saltenv`, `a/b.sls` before
+    /// `a/b/init.sls`.
+    pub fn sls_file(&self, sls: &str, saltenv: &str) -> Option<SlsFile> {
+        let base = sls.replace('.', "/");
+        [
+            (format!("{base}.sls"), false),
+            (format!("{base}/init.sls"), true),
+        ]
+        .into_iter()
+        .find(|(rel, _)| self.find(rel, saltenv).is_some())
+        .map(|(rel, init)| SlsFile { rel, init })
+    }
+}
+
+impl brine_render::Loader for FileServer {
+    fn load(&self, saltenv: &str, path: &str) -> Result<Option<String>, String> {
+        self.read_text(path, saltenv)
+    }
+}
+
+impl brine_state::Tree for FileServer {
+    fn sls_names(&self, saltenv: &str) -> Option<Vec<String>> {
+        FileServer::sls_names(self, saltenv)
+    }
+
+    fn sls_file(&self, sls: &str, saltenv: &str) -> Option<SlsFile> {
+        FileServer::sls_file(self, sls, saltenv)
     }
 }
 

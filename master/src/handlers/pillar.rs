@@ -1,9 +1,11 @@
 //! `_pillar`: a minion asks for its pillar; the answer is encrypted for that minion alone.
 
 use brine_protocol::crypt::{EncAlgo, PublicKey, SigAlgo};
-use brine_protocol::payload::{dumps, get, map, Value};
+use brine_protocol::loads::PillarLoad;
+use brine_protocol::payload::{dumps, map, set, Value};
 
 use crate::master::Master;
+use crate::pillar::PillarRequest;
 
 impl Master {
     pub(crate) fn on_pillar(
@@ -15,13 +17,32 @@ impl Master {
         enc_algo: EncAlgo,
         sig_algo: SigAlgo,
     ) -> Vec<u8> {
-        let grains = get(&load, "grains").cloned().unwrap_or(Value::Map(vec![]));
-        let pillar = self.compile_pillar(id, &grains);
-        self.cache.update(id, grains, pillar.clone());
-        self.bus.fire(
-            &format!("minion/refresh/{id}"),
-            map(vec![("Minion data cache refresh", Value::from(id))]),
-        );
+        let pillar = match PillarLoad::parse(load) {
+            Ok(req) => {
+                let mut grains = req.grains;
+                set(&mut grains, "id", Value::from(id));
+                let request = PillarRequest {
+                    id: id.to_string(),
+                    grains: grains.clone(),
+                    saltenv: req.saltenv,
+                    pillarenv: req.pillarenv,
+                    pillar_override: req.pillar_override.to_value(),
+                    clean_cache: req.clean_cache,
+                };
+                let pillar = self.pillars.compile(&request);
+                self.cache.update(id, grains, pillar.clone());
+                self.bus.fire(
+                    &format!("minion/refresh/{id}"),
+                    map(vec![("Minion data cache refresh", Value::from(id))]),
+                );
+                pillar
+            }
+            Err(e) => {
+                // Salt answers a load without grains with False.
+                tracing::warn!("_pillar request from {id}: {e}");
+                Value::Boolean(false)
+            }
+        };
         let Some(nonce) = nonce else {
             return dumps(&map(vec![(
                 "error",
@@ -52,16 +73,5 @@ impl Master {
             ("key", Value::Binary(key_enc)),
             ("pillar", Value::Binary(blob)),
         ]))
-    }
-
-    /// Pillar data for a minion. Brine has no pillar compiler yet: the master config's
-    /// `pillar_data` map (if any) is given to every minion, else an empty map.
-    fn compile_pillar(&self, _id: &str, _grains: &Value) -> Value {
-        self.cfg
-            .pillar_data
-            .as_ref()
-            .map(brine_protocol::payload::from_json)
-            .filter(|v| matches!(v, Value::Map(_)))
-            .unwrap_or(Value::Map(vec![]))
     }
 }

@@ -18,7 +18,7 @@ macro_rules! runner_modules {
     };
 }
 
-runner_modules![doc, fileserver, jobs, manage, state, test];
+runner_modules![cache, doc, fileserver, jobs, manage, pillar, state, test];
 
 use std::future::Future;
 use std::pin::Pin;

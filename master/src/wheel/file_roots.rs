@@ -49,15 +49,21 @@ fn list_env(m: &Master, saltenv: &str) -> Value {
     if !m.cfg.file_roots.contains_key(saltenv) {
         return Value::Map(vec![]);
     }
-    let Some(roots) = m.fileserver.roots_of(saltenv) else {
-        return Value::Map(vec![]);
-    };
+    match m.fileserver.roots_of(saltenv) {
+        Some(roots) => trees(&roots, m.cfg.fileserver_followsymlinks),
+        None => Value::Map(vec![]),
+    }
+}
+
+/// `{root: {dir: {...}, file: 'f'}}` for each of `roots` (symlinks that leave a root left
+/// out).
+pub(crate) fn trees(roots: &[std::path::PathBuf], follow: bool) -> Value {
     let mut out = Vec::new();
     for root in roots {
         let lists = crate::fileserver::walk::walk(
-            std::slice::from_ref(&root),
+            std::slice::from_ref(root),
             &crate::fileserver::Ignore::new(&[], &[]),
-            m.cfg.fileserver_followsymlinks,
+            follow,
             false,
         );
         let mut tree = Value::Map(vec![]);

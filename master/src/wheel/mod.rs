@@ -14,7 +14,7 @@ macro_rules! wheel_modules {
     };
 }
 
-wheel_modules![config, file_roots, key, minions];
+wheel_modules![config, file_roots, key, minions, pillar_roots];
 
 use brine_protocol::jid::gen_jid;
 use brine_protocol::payload::{get, get_str, map, Value};

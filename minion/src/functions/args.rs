@@ -506,22 +506,6 @@ pub(crate) fn py_type(v: &Value) -> &'static str {
     }
 }
 
-/// Python truthiness.
-pub(crate) fn py_truthy(v: &Value) -> bool {
-    match v {
-        Value::Nil => false,
-        Value::Boolean(b) => *b,
-        Value::Integer(i) => i.as_i64() != Some(0) && i.as_u64() != Some(0),
-        Value::F32(f) => *f != 0.0,
-        Value::F64(f) => *f != 0.0,
-        Value::String(s) => !s.as_bytes().is_empty(),
-        Value::Binary(b) => !b.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Map(m) => !m.is_empty(),
-        Value::Ext(..) => true,
-    }
-}
-
 /// `salt.utils.data.is_true`.
 pub(crate) fn is_true(v: Option<&Value>) -> bool {
     match v {
@@ -673,6 +657,7 @@ pub(crate) fn shlex_split(s: &str) -> Result<Vec<String>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use brine_protocol::payload::py_truthy;
 
     fn s(v: &str) -> Value {
         Value::from(v)

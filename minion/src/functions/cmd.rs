@@ -418,7 +418,7 @@ impl RunOpts {
         let python_shell = match b.opt("python_shell").or_else(|| b.kwarg("python_shell")) {
             Some(v) => is_true_v(v),
             // Salt: True when run from a published job (there is a jid), else False.
-            None => shell_default || b.kwarg("__pub_jid").is_some_and(super::args::py_truthy),
+            None => shell_default || b.kwarg("__pub_jid").is_some_and(brine_protocol::payload::py_truthy),
         };
         let stdin = b.opt("stdin").map(|v| {
             let text = py_str(v);
@@ -432,13 +432,13 @@ impl RunOpts {
             cmd: b.get("cmd").cloned().unwrap_or(Value::Nil),
             cwd: b
                 .get("cwd")
-                .filter(|v| super::args::py_truthy(v))
+                .filter(|v| brine_protocol::payload::py_truthy(v))
                 .map(py_str),
             stdin,
             runas: b.opt("runas").map(py_str).filter(|s| !s.is_empty()),
             shell: match b.get("shell") {
                 None => Some(DEFAULT_SHELL.to_string()),
-                Some(v) if super::args::py_truthy(v) => Some(py_str(v)),
+                Some(v) if brine_protocol::payload::py_truthy(v) => Some(py_str(v)),
                 Some(_) => None,
             },
             python_shell,

@@ -331,7 +331,7 @@ fn error_result(fun: &str, doc: &str, err: FnError) -> CallResult {
 fn return_failed(ret: &Value) -> bool {
     ["result", "success"]
         .iter()
-        .any(|key| get(ret, key).is_some_and(|v| !args::py_truthy(v)))
+        .any(|key| get(ret, key).is_some_and(|v| !brine_protocol::payload::py_truthy(v)))
 }
 
 /// Run one function the way a Salt minion does (see the module docs).

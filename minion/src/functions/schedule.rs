@@ -251,8 +251,8 @@ impl Fun {
         let schedule = &ctx.services.schedule;
         let kwargs = clean_kwargs(b);
         let name = b.get("name").map(py_str).unwrap_or_default();
-        let persist = kwargs.get("persist").is_none_or(truthy);
-        let test = kwargs.get("test").is_some_and(truthy);
+        let persist = kwargs.get("persist").is_none_or(brine_protocol::payload::json_truthy);
+        let test = kwargs.get("test").is_some_and(brine_protocol::payload::json_truthy);
         let out = match self {
             Fun::List => {
                 let only = match b.opt("where").map(py_str).as_deref() {
@@ -420,16 +420,6 @@ impl Fun {
     }
 }
 
-fn truthy(v: &Json) -> bool {
-    match v {
-        Json::Bool(b) => *b,
-        Json::Null => false,
-        Json::Number(n) => n.as_f64() != Some(0.0),
-        Json::String(s) => !s.is_empty(),
-        Json::Array(a) => !a.is_empty(),
-        Json::Object(m) => !m.is_empty(),
-    }
-}
 
 fn result(comment: &str, ok: bool) -> Json {
     json!({"comment": comment, "result": ok, "changes": {}})

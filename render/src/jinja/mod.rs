@@ -121,6 +121,9 @@ pub(crate) fn render(
     for (key, value) in sls_context(name, &ctx.sls) {
         env.add_global(key, Value::from(value));
     }
+    for (key, value) in &ctx.vars {
+        env.add_global(key.clone(), pyfmt::from_json(value));
+    }
     let rewritten = preprocess::rewrite(source);
     env.add_template_owned(name.to_string(), rewritten)?;
     let mut out = env.get_template(name)?.render(())?;

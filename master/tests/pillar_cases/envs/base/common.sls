@@ -1,0 +1,2 @@
+where: base
+common: true

@@ -1,0 +1,7 @@
+prod:
+  'stage:prod':
+    - match: grain
+    - prodstuff
+base:
+  'm2':
+    - common

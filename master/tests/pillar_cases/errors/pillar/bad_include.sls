@@ -1,0 +1,2 @@
+include: just-a-string
+bad_include: kept

@@ -1,0 +1,4 @@
+include:
+  - nothere
+  - good
+im: {m2: true}

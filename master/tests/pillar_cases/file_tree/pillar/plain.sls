@@ -1,0 +1,2 @@
+plain: true
+role: overridden-by-sls

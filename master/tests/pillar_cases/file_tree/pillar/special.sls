@@ -1,0 +1,1 @@
+special: {{ pillar.get("role") }}

@@ -1,0 +1,6 @@
+base:
+  'role:special':
+    - match: pillar
+    - special
+  '*':
+    - plain

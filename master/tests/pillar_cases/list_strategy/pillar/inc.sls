@@ -1,0 +1,6 @@
+include:
+  - one
+incd:
+  svc_opts_b: from-inc
+svc:
+  opts: {b: inc}

@@ -1,0 +1,2 @@
+level: {{ level }}
+format: json

@@ -1,0 +1,3 @@
+app:
+  name: overridden-by-init
+  threads: 4

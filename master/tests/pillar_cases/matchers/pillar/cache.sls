@@ -1,0 +1,1 @@
+cache: {size: 64}

@@ -1,0 +1,3 @@
+db:
+  engine: postgres
+  replicas: {{ [1, 2, 3] | length }}

@@ -1,0 +1,3 @@
+pkgs:
+  apache: apache2
+order: [debian]

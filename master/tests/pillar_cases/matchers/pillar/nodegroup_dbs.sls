@@ -1,0 +1,1 @@
+nodegroup_dbs: yes

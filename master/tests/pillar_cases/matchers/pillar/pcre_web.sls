@@ -1,0 +1,1 @@
+pcre_web: matched

@@ -1,0 +1,1 @@
+ubuntu_web: {{ grains.os }}

@@ -1,0 +1,5 @@
+order: [web]
+web:
+  port: 80
+  vhosts:
+    - {{ grains['id'] }}.example.com

@@ -1,0 +1,2 @@
+where: dev
+dev: true

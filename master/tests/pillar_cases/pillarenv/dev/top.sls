@@ -1,0 +1,6 @@
+dev:
+  'stage:dev':
+    - match: grain
+    - devstuff
+include:
+  - extratop

@@ -1,0 +1,17 @@
+//! Salt's state compiler, shared by the master (orchestration) and the minion: SLS files
+//! rendered into *high data* as Salt's `BaseHighState.render_highstate` does (includes,
+//! relative and cross-saltenv; `extend` and `exclude` gathered; `state.fun` declarations
+//! split; `__sls__`/`__env__`; Salt's automatic `order`), and checked as `State.verify_high`
+//! checks it.
+//!
+//! - [`high`]: rendering and merging.
+//! - [`verify`]: the checks and their error texts.
+
+pub mod high;
+pub mod verify;
+
+pub use high::{Compiler, Tree};
+pub use verify::verify_high;
+
+/// High data: state IDs (and `__extend__`/`__exclude__`) in order.
+pub type High = serde_json::Map<String, serde_json::Value>;

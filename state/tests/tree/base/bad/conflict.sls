@@ -1,0 +1,3 @@
+common-marker:
+  file.touch:
+    - name: /tmp/other

@@ -1,0 +1,2 @@
+dev-thing:
+  test.nop
