@@ -5,12 +5,14 @@
 //!   brine-bench --smoke            (Brine only, a few seconds: what CI runs)
 
 mod baseline;
+mod cm;
 mod jobs;
 mod load;
 mod procs;
 mod report;
 mod stack;
 mod swarm;
+mod tree;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -60,6 +62,15 @@ struct Cli {
     /// Jobs stored for the job-store workload (W6).
     #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
     stored: Vec<usize>,
+    /// Size in MiB of the file one minion fetches from the file server (W8).
+    #[arg(long, default_value_t = 100)]
+    serve_mib: usize,
+    /// Real salt-minions (from --salt-venv) applying the formula for both masters (W9).
+    #[arg(long, default_value_t = 4)]
+    highstate_minions: usize,
+    /// Swarm minions refreshing their pillar at once (W10).
+    #[arg(long, default_value_t = 1000)]
+    pillar_minions: usize,
     /// Seconds of idleness before the idle memory is read (W7).
     #[arg(long, default_value_t = 10.0)]
     idle: f64,
@@ -94,6 +105,8 @@ impl Cli {
             self.swarm_key_bits = 1024;
             self.stored = vec![50];
             self.idle = 0.5;
+            self.serve_mib = 1;
+            self.pillar_minions = 5;
         }
         self
     }
@@ -657,11 +670,72 @@ fn system(
         }
     }
 
+    config_management(cli, kind, &mut st, rep);
+
     if cli.wants("W4") {
         fan_out(cli, kind, &mut st, rep)?;
     }
     st.stop();
     Ok(())
+}
+
+/// How W4, W8 and W10 run brine-swarm; `None` when it is not built.
+fn swarm_opts(cli: &Cli) -> Option<swarm::SwarmOpts> {
+    let binary = procs::sibling("brine-swarm")?;
+    Some(swarm::SwarmOpts {
+        binary,
+        keys_dir: cli.swarm_keys_dir.clone(),
+        key_bits: cli.swarm_key_bits,
+        connect_rate: cli.swarm_rate,
+        per_process: per_swarm_process(nofile_limit().unwrap_or(u64::MAX)),
+        limit: Duration::from_secs(cli.swarm_limit),
+    })
+}
+
+/// W8, W9 and W10: the file server, highstate and pillar.
+fn config_management(cli: &Cli, kind: Kind, st: &mut Stack, rep: &mut Report) {
+    let opts = swarm_opts(cli);
+    if cli.wants("W8") {
+        log(format!("W8 _serve_file: {} MiB", cli.serve_mib));
+        let r = match &opts {
+            Some(o) => cm::serve_file(st, o, cli.serve_mib, cli.runs, kind, rep),
+            None => Err(anyhow::anyhow!("the brine-swarm binary is not built")),
+        };
+        if let Err(e) = r {
+            let name = format!("{} MiB file: throughput", cli.serve_mib);
+            failed(rep, "W8", &name, "MB/s", Better::Higher, kind, &e);
+        }
+    }
+    if cli.wants("W9") {
+        match (&cli.salt_venv, cli.highstate_minions) {
+            (Some(venv), n) if n > 0 => {
+                log(format!("W9 highstate: {n} real minions"));
+                if let Err(e) = cm::highstate(st, venv, n, cli.runs, kind, rep) {
+                    let name = "first highstate (everything changes): wall time";
+                    failed(rep, "W9", name, "s", Better::Lower, kind, &e);
+                }
+            }
+            _ => rep.note(
+                "W9",
+                format!(
+                    "{}: not measured: the real minions come from --salt-venv.",
+                    kind.name()
+                ),
+            ),
+        }
+    }
+    if cli.wants("W10") {
+        let n = cli.pillar_minions;
+        log(format!("W10 pillar: {n} minions refreshing"));
+        let r = match &opts {
+            Some(o) => cm::pillar_refresh(st, o, n, cli.runs, kind, rep),
+            None => Err(anyhow::anyhow!("the brine-swarm binary is not built")),
+        };
+        if let Err(e) = r {
+            let name = format!("{n} minions: pillar p50");
+            failed(rep, "W10", &name, "ms", Better::Lower, kind, &e);
+        }
+    }
 }
 
 /// Remove every stored job (master stopped).
@@ -795,7 +869,7 @@ fn job_store(
 }
 
 fn fan_out(cli: &Cli, kind: Kind, st: &mut Stack, rep: &mut Report) -> anyhow::Result<()> {
-    let Some(binary) = procs::sibling("brine-swarm") else {
+    let Some(opts) = swarm_opts(cli) else {
         rep.note(
             "W4",
             format!(
@@ -809,14 +883,6 @@ fn fan_out(cli: &Cli, kind: Kind, st: &mut Stack, rep: &mut Report) -> anyhow::R
     st.stop();
     clear_job_store(st)?;
     let nofile = nofile_limit().unwrap_or(u64::MAX);
-    let opts = swarm::SwarmOpts {
-        binary,
-        keys_dir: cli.swarm_keys_dir.clone(),
-        key_bits: cli.swarm_key_bits,
-        connect_rate: cli.swarm_rate,
-        per_process: per_swarm_process(nofile),
-        limit: Duration::from_secs(cli.swarm_limit),
-    };
     let mut results = vec![];
     for &n in &cli.swarm {
         // Each minion holds one connection to each master port. Both masters keep the two

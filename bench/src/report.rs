@@ -94,6 +94,37 @@ pub(crate) const SECTIONS: &[(&str, &str, &str)] = &[
          answer: RSS summed over each daemon's process tree, and PSS (shared pages split between the \
          processes sharing them, which is fairer to Salt's forked workers).",
     ),
+    (
+        "W8",
+        "W8: file server, `_serve_file` of a large file",
+        "The master serves a file of pseudo-random bytes from its `file_roots` (`salt://big.bin`). One \
+         `brine-swarm` minion, told through `POST /` (`swarm.fetch_file`), fetches it with `_serve_file` \
+         requests chunk by chunk (`file_buffer_size`, 256 KiB by default, as a minion's file client does) \
+         and drops the bytes; timed from the API request to the answer holding the byte count. Master CPU \
+         seconds (whole process tree) per 100 MB served; peak RSS of the master while serving.",
+    ),
+    (
+        "W9",
+        "W9: highstate of real minions",
+        "The same real salt-minions (from the Salt venv, the release Brine reproduces) apply the bench \
+         formula from each master: `local` `state.apply` to `hs*` through `POST /`. The formula \
+         (bench/src/tree.rs) has map.jinja with defaults.yaml, `grains.filter_by`, `defaults.merge` and \
+         the pillar merged in, templated `file.managed` with context, `contents_pillar`, a templated \
+         `file.recurse` of 24 files, `cmd.run` with `onchanges`/`watch`/`creates`, and a pillar top with \
+         glob, grain and compound matches. The first highstate (out directories and the minions' file \
+         cache emptied) changes everything, the second nothing; both are checked per state. Wall time \
+         from the request to the last return; master CPU (whole process tree) per minion highstate. \
+         The minions' own work (Salt's state engine in Python) is the same for both masters.",
+    ),
+    (
+        "W10",
+        "W10: pillar for a swarm refreshing at once",
+        "N `brine-swarm` minions (grain `benchrole: web`) are signed in; `saltutil.refresh_pillar` is \
+         published to all of them through `POST /`, and each sends its `_pillar` request at once (the \
+         pillar top and SLS files of W9, rendered with the minion's grains, encrypted for it alone). \
+         Each exchange is timed by the swarm (p50, p99); the wall time is until every minion answered; \
+         master CPU per compiled pillar.",
+    ),
 ];
 
 /// The report's whole content.
@@ -463,17 +494,17 @@ impl Report {
         o
     }
 
-    fn median_of(&self, section: &str, name_starts: &str, kind: Kind) -> Option<f64> {
+    fn median_of(&self, section: &str, name_part: &str, kind: Kind) -> Option<f64> {
         self.rows
             .iter()
-            .find(|r| r.section == section && r.name.starts_with(name_starts))
+            .find(|r| r.section == section && r.name.contains(name_part))
             .and_then(|r| r.values.get(&kind))
             .and_then(|v| median(v))
     }
 
     /// A few one-line comparisons of the most telling figures.
     pub(crate) fn headline(&self) -> Vec<String> {
-        let picks: [(&str, &str, &str); 8] = [
+        let picks: [(&str, &str, &str); 11] = [
             ("W1", "p50", "W1 test.ping p50 latency, 1 client"),
             ("W2", "requests", "W2 test.ping throughput, 16 clients"),
             ("W3", "local_async", "W3 local_async submissions"),
@@ -494,13 +525,24 @@ impl Report {
                 "start to first test.ping (restart",
                 "W7 start to first answered ping",
             ),
+            ("W8", "throughput", "W8 `_serve_file` of a large file"),
+            (
+                "W9",
+                "first highstate (everything changes): master CPU",
+                "W9 master CPU per highstate of a real minion",
+            ),
+            (
+                "W10",
+                "pillar p50",
+                "W10 pillar for a swarm refreshing at once, p50",
+            ),
         ];
         let mut out = vec![];
         for (section, starts, label) in picks {
             let Some(row) = self
                 .rows
                 .iter()
-                .find(|r| r.section == section && r.name.starts_with(starts))
+                .find(|r| r.section == section && r.name.contains(starts))
             else {
                 continue;
             };

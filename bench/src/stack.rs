@@ -90,9 +90,14 @@ impl Stack {
         let (ret_port, publish_port, api_port) = (free_port(), free_port(), free_port());
         let m = dir.join("master");
         fs::create_dir_all(m.join("etc"))?;
+        crate::tree::write(&m.join("srv"))?;
         fs::write(
             m.join("etc/master"),
-            master_config(&m, ret_port, publish_port, api_port),
+            format!(
+                "{}{}",
+                master_config(&m, ret_port, publish_port, api_port),
+                crate::tree::roots_config(&m.join("srv"))
+            ),
         )?;
         for id in MINIONS {
             let d = dir.join(id);
@@ -139,6 +144,11 @@ impl Stack {
 
     pub(crate) fn master_conf_dir(&self) -> PathBuf {
         self.master_root().join("etc")
+    }
+
+    /// The state and pillar tree the master serves (`salt/`, `pillar/`).
+    pub(crate) fn srv(&self) -> PathBuf {
+        self.master_root().join("srv")
     }
 
     pub(crate) fn cachedir(&self) -> PathBuf {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::procs::{cpu_seconds, spawn_logged, RssSampler};
+use crate::procs::{cpu_seconds, spawn_logged, Proc, RssSampler};
 use crate::stack::Stack;
 
 /// Id prefix of the swarm's minions (their accepted keys are removed between sizes).
@@ -74,20 +74,20 @@ pub(crate) fn ready_count(log: &str) -> Option<usize> {
     })
 }
 
-/// `all_ready_secs` of the JSON summary brine-swarm prints when it stops.
-pub(crate) fn summary_ready_secs(log: &str) -> Option<f64> {
+/// The JSON summary brine-swarm prints when it stops.
+pub(crate) fn summary(log: &str) -> Option<Value> {
     log.lines()
         .rev()
         .filter(|l| l.starts_with('{'))
         .find_map(|l| serde_json::from_str::<Value>(l).ok())
-        .and_then(|v| v["all_ready_secs"].as_f64())
 }
 
-/// Remove the swarm's accepted keys so that the next size starts from nothing (master stopped).
-pub(crate) fn forget_swarm_keys(accepted: &Path) -> anyhow::Result<()> {
+/// Remove the accepted keys of the swarm minions named `prefix<n>` so that the next size
+/// starts from nothing (master stopped).
+pub(crate) fn forget_swarm_keys(accepted: &Path, prefix: &str) -> anyhow::Result<()> {
     if let Ok(rd) = fs::read_dir(accepted) {
         for e in rd.flatten() {
-            if e.file_name().to_string_lossy().starts_with(PREFIX) {
+            if e.file_name().to_string_lossy().starts_with(prefix) {
                 fs::remove_file(e.path())?;
             }
         }
@@ -103,12 +103,11 @@ pub(crate) fn measure(
     runs: usize,
 ) -> anyhow::Result<SizeResult> {
     st.stop();
-    forget_swarm_keys(&st.accepted_dir())?;
+    forget_swarm_keys(&st.accepted_dir(), PREFIX)?;
     st.start()?;
     let master = st
         .master_pid()
         .ok_or_else(|| anyhow::anyhow!("no master"))?;
-    let api = st.api_pid().ok_or_else(|| anyhow::anyhow!("no api"))?;
     let mut res = SizeResult {
         minions,
         sign_in: None,
@@ -119,89 +118,13 @@ pub(crate) fn measure(
         too_slow: false,
     };
     let sampler = RssSampler::start(master, Duration::from_millis(100));
-    let procs = minions.div_ceil(opts.per_process.max(1)).max(1);
-    let mut swarms = vec![];
-    let mut logs = vec![];
-    for i in 0..procs {
-        let start = minions * i / procs;
-        let count = minions * (i + 1) / procs - start;
-        let log = if procs == 1 {
-            st.dir.join(format!("swarm-{minions}.log"))
-        } else {
-            st.dir.join(format!("swarm-{minions}-{i}.log"))
-        };
-        let _ = fs::remove_file(&log);
-        let mut args: Vec<String> = vec![
-            "--master".into(),
-            "127.0.0.1".into(),
-            "--master-port".into(),
-            st.ret_port.to_string(),
-            "--count".into(),
-            count.to_string(),
-            "--start-index".into(),
-            start.to_string(),
-            "--prefix".into(),
-            PREFIX.into(),
-            "--key-bits".into(),
-            opts.key_bits.to_string(),
-            "--connect-rate".into(),
-            (opts.connect_rate / procs as f64).to_string(),
-            "--auto-accept-wait".into(),
-            "1".into(),
-            "--progress-secs".into(),
-            "1".into(),
-        ];
-        if let Some(k) = &opts.keys_dir {
-            args.push("--keys-dir".into());
-            args.push(k.to_string_lossy().to_string());
+    let mut swarm = Launched::start(st, opts, PREFIX, minions, &[])?;
+    match swarm.wait_ready(opts) {
+        Ok(secs) => res.sign_in = Some(secs),
+        Err(NotReady { why, too_slow }) => {
+            res.failure = Some(why);
+            res.too_slow = too_slow;
         }
-        swarms.push(spawn_logged("brine-swarm", &opts.binary, &args, &log)?);
-        logs.push(log);
-    }
-    let logs_shown = || {
-        logs.iter()
-            .map(|l| l.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let t0 = Instant::now();
-    // Key generation (first use of a key cache) is not the master's time: the clock for the
-    // sign-in limit starts when the first minion is launched.
-    let mut launched_at: Option<Instant> = None;
-    loop {
-        if let Some(status) = swarms.iter_mut().find_map(|s| s.exited()) {
-            res.failure = Some(format!(
-                "brine-swarm exited ({status}); logs {}",
-                logs_shown()
-            ));
-            break;
-        }
-        let texts: Vec<String> = logs
-            .iter()
-            .map(|l| fs::read_to_string(l).unwrap_or_default())
-            .collect();
-        let ready: usize = texts.iter().map(|t| ready_count(t).unwrap_or(0)).sum();
-        if launched_at.is_none() && texts.iter().any(|t| t.contains("launched")) {
-            launched_at = Some(Instant::now());
-        }
-        if ready >= minions {
-            res.sign_in = Some(launched_at.unwrap_or(t0).elapsed().as_secs_f64());
-            break;
-        }
-        let budget = opts.limit + Duration::from_secs_f64(minions as f64 / opts.connect_rate);
-        if launched_at.is_some_and(|t| t.elapsed() > budget) {
-            res.failure = Some(format!(
-                "only {ready} of {minions} minions signed in after {:.0} s",
-                launched_at.map_or(0.0, |t| t.elapsed().as_secs_f64())
-            ));
-            res.too_slow = true;
-            break;
-        }
-        if launched_at.is_none() && t0.elapsed() > Duration::from_secs(3600) {
-            res.failure = Some("swarm keys not ready after an hour".into());
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(250));
     }
     if res.failure.is_none() {
         // Let the last subscriptions settle.
@@ -212,36 +135,21 @@ pub(crate) fn measure(
         let tok = crate::stack::login_blocking(&http, &st.url("/login"))
             .map_err(|e| anyhow::anyhow!("login: {e}"))?;
         for _ in 0..runs {
-            let (c0, a0) = (cpu_seconds(master), cpu_seconds(api));
-            let t = Instant::now();
-            let answer = http
-                .post(st.url("/"))
-                .header("X-Auth-Token", &tok)
-                .header("Accept", "application/json")
-                .json(
-                    &json!({"client": "local", "tgt": format!("{PREFIX}*"), "fun": "test.ping",
-                              "timeout": opts.limit.as_secs()}),
-                )
-                .send()
-                .and_then(|r| r.json::<Value>());
-            let seconds = t.elapsed().as_secs_f64();
-            let (c1, a1) = (cpu_seconds(master), cpu_seconds(api));
-            let returns = match answer {
-                Ok(v) => v["return"][0]
-                    .as_object()
-                    .map_or(0, |m| m.values().filter(|x| **x == json!(true)).count()),
+            let body = json!({"client": "local", "tgt": format!("{PREFIX}*"), "fun": "test.ping",
+                              "timeout": opts.limit.as_secs()});
+            let call = match local_call(&http, st, &tok, &body) {
+                Ok(c) => c,
                 Err(e) => {
-                    res.failure = Some(format!(
-                        "the fan-out request failed after {seconds:.1} s: {e}"
-                    ));
+                    res.failure = Some(format!("the fan-out request failed: {e:#}"));
                     break;
                 }
             };
+            let (seconds, returns) = (call.seconds, call.count(&json!(true)));
             res.runs.push(FanOut {
                 seconds,
                 returns,
-                master_cpu: c1 - c0,
-                api_cpu: a1 - a0,
+                master_cpu: call.master_cpu,
+                api_cpu: call.api_cpu,
             });
             if returns < minions {
                 res.failure = Some(format!(
@@ -259,17 +167,204 @@ pub(crate) fn measure(
     (res.peak_rss, res.peak_pss) = sampler.stop();
     // Stopped, each swarm process prints its summary: its own clock of "everyone signed in
     // and ready"; the slowest process is the swarm's figure.
-    drop(swarms);
+    let summaries = swarm.stop();
     if res.sign_in.is_some() {
-        let secs: Vec<f64> = logs
+        let secs: Vec<f64> = summaries
             .iter()
-            .filter_map(|l| summary_ready_secs(&fs::read_to_string(l).unwrap_or_default()))
+            .filter_map(|v| v["all_ready_secs"].as_f64())
             .collect();
-        if secs.len() == logs.len() {
+        if secs.len() == summaries.len() {
             res.sign_in = secs.into_iter().reduce(f64::max);
         }
     }
     Ok(res)
+}
+
+/// One `local` call through the API, timed, with the CPU seconds of the master and the API.
+pub(crate) struct Call {
+    /// `return[0]` of the answer: minion id → return.
+    pub returns: serde_json::Map<String, Value>,
+    pub seconds: f64,
+    pub master_cpu: f64,
+    pub api_cpu: f64,
+}
+
+impl Call {
+    /// Minions whose return equals `want`.
+    pub(crate) fn count(&self, want: &Value) -> usize {
+        self.returns.values().filter(|v| *v == want).count()
+    }
+}
+
+/// Send `body` (a lowstate chunk) to `POST /` and wait for the answer.
+pub(crate) fn local_call(
+    http: &reqwest::blocking::Client,
+    st: &Stack,
+    tok: &str,
+    body: &Value,
+) -> anyhow::Result<Call> {
+    let master = st
+        .master_pid()
+        .ok_or_else(|| anyhow::anyhow!("no master"))?;
+    let api = st.api_pid().ok_or_else(|| anyhow::anyhow!("no api"))?;
+    let (c0, a0) = (cpu_seconds(master), cpu_seconds(api));
+    let t = Instant::now();
+    let answer = http
+        .post(st.url("/"))
+        .header("X-Auth-Token", tok)
+        .header("Accept", "application/json")
+        .json(body)
+        .send()
+        .and_then(|r| r.error_for_status())
+        .and_then(|r| r.json::<Value>());
+    let seconds = t.elapsed().as_secs_f64();
+    let (c1, a1) = (cpu_seconds(master), cpu_seconds(api));
+    let v = answer.map_err(|e| anyhow::anyhow!("after {seconds:.1} s: {e}"))?;
+    let returns = v["return"][0]
+        .as_object()
+        .cloned()
+        .ok_or_else(|| anyhow::anyhow!("unexpected answer {v}"))?;
+    Ok(Call {
+        returns,
+        seconds,
+        master_cpu: c1 - c0,
+        api_cpu: a1 - a0,
+    })
+}
+
+/// Swarm processes started against one stack, `minions` minions with ids `prefix<n>`.
+pub(crate) struct Launched {
+    procs: Vec<Proc>,
+    logs: Vec<PathBuf>,
+    minions: usize,
+}
+
+/// Why a swarm did not get ready; `too_slow` when it was only slower than the limit.
+pub(crate) struct NotReady {
+    pub why: String,
+    pub too_slow: bool,
+}
+
+impl Launched {
+    /// Start as many brine-swarm processes as the open-files limit requires, consecutive id
+    /// ranges each, with `extra` arguments; logs go to the stack's directory.
+    pub(crate) fn start(
+        st: &Stack,
+        opts: &SwarmOpts,
+        prefix: &str,
+        minions: usize,
+        extra: &[&str],
+    ) -> anyhow::Result<Launched> {
+        let procs = minions.div_ceil(opts.per_process.max(1)).max(1);
+        let mut swarm = Launched {
+            procs: vec![],
+            logs: vec![],
+            minions,
+        };
+        let tag = prefix.trim_end_matches('-');
+        for i in 0..procs {
+            let start = minions * i / procs;
+            let count = minions * (i + 1) / procs - start;
+            let log = if procs == 1 {
+                st.dir.join(format!("swarm-{tag}-{minions}.log"))
+            } else {
+                st.dir.join(format!("swarm-{tag}-{minions}-{i}.log"))
+            };
+            let _ = fs::remove_file(&log);
+            let mut args: Vec<String> = vec![
+                "--master".into(),
+                "127.0.0.1".into(),
+                "--master-port".into(),
+                st.ret_port.to_string(),
+                "--count".into(),
+                count.to_string(),
+                "--start-index".into(),
+                start.to_string(),
+                "--prefix".into(),
+                prefix.into(),
+                "--key-bits".into(),
+                opts.key_bits.to_string(),
+                "--connect-rate".into(),
+                (opts.connect_rate / procs as f64).to_string(),
+                "--auto-accept-wait".into(),
+                "1".into(),
+                "--progress-secs".into(),
+                "1".into(),
+            ];
+            if let Some(k) = &opts.keys_dir {
+                args.push("--keys-dir".into());
+                args.push(k.to_string_lossy().to_string());
+            }
+            args.extend(extra.iter().map(|a| a.to_string()));
+            swarm
+                .procs
+                .push(spawn_logged("brine-swarm", &opts.binary, &args, &log)?);
+            swarm.logs.push(log);
+        }
+        Ok(swarm)
+    }
+
+    fn logs_shown(&self) -> String {
+        self.logs
+            .iter()
+            .map(|l| l.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Wait until every minion is signed in and subscribed: the seconds from the first
+    /// launch (key generation, on first use of a key cache, is not the master's time).
+    pub(crate) fn wait_ready(&mut self, opts: &SwarmOpts) -> Result<f64, NotReady> {
+        let minions = self.minions;
+        let t0 = Instant::now();
+        let mut launched_at: Option<Instant> = None;
+        loop {
+            if let Some(status) = self.procs.iter_mut().find_map(|s| s.exited()) {
+                return Err(NotReady {
+                    why: format!("brine-swarm exited ({status}); logs {}", self.logs_shown()),
+                    too_slow: false,
+                });
+            }
+            let texts: Vec<String> = self
+                .logs
+                .iter()
+                .map(|l| fs::read_to_string(l).unwrap_or_default())
+                .collect();
+            let ready: usize = texts.iter().map(|t| ready_count(t).unwrap_or(0)).sum();
+            if launched_at.is_none() && texts.iter().any(|t| t.contains("launched")) {
+                launched_at = Some(Instant::now());
+            }
+            if ready >= minions {
+                return Ok(launched_at.unwrap_or(t0).elapsed().as_secs_f64());
+            }
+            let budget = opts.limit + Duration::from_secs_f64(minions as f64 / opts.connect_rate);
+            if let Some(t) = launched_at.filter(|t| t.elapsed() > budget) {
+                return Err(NotReady {
+                    why: format!(
+                        "only {ready} of {minions} minions signed in after {:.0} s",
+                        t.elapsed().as_secs_f64()
+                    ),
+                    too_slow: true,
+                });
+            }
+            if launched_at.is_none() && t0.elapsed() > Duration::from_secs(3600) {
+                return Err(NotReady {
+                    why: "swarm keys not ready after an hour".into(),
+                    too_slow: false,
+                });
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    /// Stop the processes; the JSON summary each printed as it stopped.
+    pub(crate) fn stop(self) -> Vec<Value> {
+        let logs = self.logs;
+        drop(self.procs);
+        logs.iter()
+            .filter_map(|l| summary(&fs::read_to_string(l).unwrap_or_default()))
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -284,8 +379,8 @@ mod tests {
         assert_eq!(ready_count(log), Some(9));
         assert_eq!(ready_count("nothing yet"), None);
         let end = format!("{log}{{\"minions\":10,\"all_ready_secs\":1.5}}\n");
-        assert_eq!(summary_ready_secs(&end), Some(1.5));
-        assert_eq!(summary_ready_secs(log), None);
+        assert_eq!(summary(&end).unwrap()["all_ready_secs"], 1.5);
+        assert_eq!(summary(log), None);
     }
 
     #[test]
@@ -293,9 +388,9 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         fs::write(d.path().join("m1"), "k").unwrap();
         fs::write(d.path().join(format!("{PREFIX}7")), "k").unwrap();
-        forget_swarm_keys(d.path()).unwrap();
+        forget_swarm_keys(d.path(), PREFIX).unwrap();
         assert!(d.path().join("m1").exists());
         assert!(!d.path().join(format!("{PREFIX}7")).exists());
-        forget_swarm_keys(&d.path().join("absent")).unwrap();
+        forget_swarm_keys(&d.path().join("absent"), PREFIX).unwrap();
     }
 }

@@ -42,6 +42,9 @@ fn smoke_run_writes_a_report_with_every_section() {
         "## W5:",
         "## W6:",
         "## W7:",
+        "## W8:",
+        "## W9:",
+        "## W10:",
         "## Baselines",
     ] {
         assert!(md.contains(section), "missing {section}:\n{md}\n{stderr}");
@@ -56,6 +59,10 @@ fn smoke_run_writes_a_report_with_every_section() {
         "| runner jobs.list_jobs, 50 stored",
         "| master idle RSS",
         "| start to first test.ping through the API (fresh install)",
+        "| 1 MiB file: throughput (MB/s, ↑) |",
+        "| 1 MiB file: master CPU per 100 MB",
+        "| 5 minions: pillar p50 (ms, ↓) |",
+        "| 5 minions: all refreshed after",
         "| axum hello-world, 1 client: p50 latency",
         "| ZeroMQ REQ/REP round trip: p50",
     ] {
@@ -73,6 +80,11 @@ fn smoke_run_writes_a_report_with_every_section() {
             "W4 neither ran nor said why:\n{md}"
         );
     }
+    // W9's real minions come from a Salt venv, which smoke runs have not.
+    assert!(
+        md.contains("not measured: the real minions come from --salt-venv"),
+        "{md}"
+    );
     // Smoke is Brine only and never touches BENCHMARKS.md.
     assert!(!md.contains("| Salt 3007.15: median"));
     assert!(!dir.path().join("BENCHMARKS.md").exists());

@@ -14,6 +14,12 @@ pub enum Function {
     FindJob,
     /// `test.blob [size]`: a string of `size` bytes (default `--return-size`).
     Blob,
+    /// `saltutil.refresh_pillar`: a new `_pillar` request, answered once the master's reply is in.
+    RefreshPillar,
+    /// `swarm.fetch_file <salt://path> [saltenv]`: the file's bytes fetched from the master
+    /// with `_serve_file` chunk by chunk (as a minion's file client does) and dropped; answers
+    /// the byte count.
+    FetchFile,
     Unknown(String),
 }
 
@@ -26,6 +32,8 @@ impl Function {
             "test.version" => Function::Version,
             "saltutil.find_job" => Function::FindJob,
             "test.blob" => Function::Blob,
+            "saltutil.refresh_pillar" => Function::RefreshPillar,
+            "swarm.fetch_file" => Function::FetchFile,
             other => Function::Unknown(other.to_string()),
         }
     }
@@ -39,11 +47,11 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    fn ok(ret: Value) -> Outcome {
+    pub(crate) fn ok(ret: Value) -> Outcome {
         Outcome { ret, retcode: 0 }
     }
 
-    fn fail(msg: String) -> Outcome {
+    pub(crate) fn fail(msg: String) -> Outcome {
         Outcome {
             ret: Value::from(msg),
             retcode: 1,
@@ -122,6 +130,9 @@ pub async fn call(
                 return Outcome::fail(format!("test.blob size must be 0..={MAX_BLOB}"));
             }
             Outcome::ok(Value::from("x".repeat(size as usize)))
+        }
+        Function::RefreshPillar | Function::FetchFile => {
+            Outcome::fail("this function talks to the master: the minion runs it".into())
         }
         Function::Unknown(name) => Outcome::fail(format!("'{name}' is not available.")),
     }

@@ -37,6 +37,8 @@ pub struct Stats {
     /// Gauge: jobs running.
     pub jobs_running: AtomicU64,
     marks: Mutex<Marks>,
+    /// Milliseconds of each `_pillar` exchange made for `saltutil.refresh_pillar`.
+    pillar_refresh_ms: Mutex<Vec<f64>>,
 }
 
 #[derive(Default)]
@@ -67,6 +69,32 @@ impl Stats {
         if m.all_ready.is_none() && ld(&self.ready) >= total {
             m.all_ready = Some(since.elapsed());
         }
+    }
+
+    /// One `_pillar` exchange made for `saltutil.refresh_pillar` took `d`.
+    pub fn pillar_refreshed(&self, d: Duration) {
+        self.pillar_refresh_ms
+            .lock()
+            .expect("pillar lock")
+            .push(d.as_secs_f64() * 1000.0);
+    }
+
+    /// Count, p50, p99 and max (ms) of the pillar refreshes so far.
+    pub fn pillar_refresh_summary(&self) -> serde_json::Value {
+        let mut v = self.pillar_refresh_ms.lock().expect("pillar lock").clone();
+        v.sort_by(f64::total_cmp);
+        let at = |q: f64| {
+            (!v.is_empty()).then(|| {
+                let i = ((v.len() - 1) as f64 * q).round() as usize;
+                (v[i] * 1000.0).round() / 1000.0
+            })
+        };
+        serde_json::json!({
+            "count": v.len(),
+            "p50_ms": at(0.5),
+            "p99_ms": at(0.99),
+            "max_ms": at(1.0),
+        })
     }
 
     /// One progress line.
@@ -118,6 +146,7 @@ impl Stats {
             "timeouts": ld(&self.timeouts),
             "errors": ld(&self.errors),
             "jobs_running": ld(&self.jobs_running),
+            "pillar_refresh": self.pillar_refresh_summary(),
             "rss_kib": rss,
             "peak_rss_kib": peak,
         })
@@ -156,6 +185,20 @@ mod tests {
         assert!(sum["all_ready_secs"].is_null());
         assert_eq!(sum["signed_in"], 2);
         assert!(s.progress_line(2, t0.elapsed()).contains("signed_in 2"));
+    }
+
+    #[test]
+    fn pillar_refreshes_are_summarised_by_percentile() {
+        let s = Stats::default();
+        assert_eq!(s.pillar_refresh_summary()["count"], 0);
+        assert!(s.pillar_refresh_summary()["p50_ms"].is_null());
+        for ms in [30, 10, 20] {
+            s.pillar_refreshed(Duration::from_millis(ms));
+        }
+        let sum = s.summary(3, Duration::from_secs(1));
+        assert_eq!(sum["pillar_refresh"]["count"], 3);
+        assert_eq!(sum["pillar_refresh"]["p50_ms"], 20.0);
+        assert_eq!(sum["pillar_refresh"]["max_ms"], 30.0);
     }
 
     #[test]
