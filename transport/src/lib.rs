@@ -5,6 +5,7 @@
 //! the minion and the tools deal only in bytes and Salt loads.
 
 pub mod eventbus;
+mod job_queue;
 pub mod limits;
 pub mod logging;
 pub mod zmq_channel;

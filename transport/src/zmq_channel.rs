@@ -11,7 +11,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender, TrySendError};
+use crossbeam_channel::{bounded, Sender};
+
+use crate::job_queue::{JobQueue, PopError, PushError};
 
 /// How long blocking loops wait before looking at their stop flag.
 const POLL_MS: i64 = 100;
@@ -143,13 +145,13 @@ impl RequestServer {
         replies.bind(&inproc).map_err(zerr(&inproc))?;
 
         let stop = Arc::new(AtomicBool::new(false));
-        let (tx, rx) = bounded::<Job>(opts.queue_len.max(1));
+        let queue = Arc::new(JobQueue::<Job>::new(opts.queue_len));
         let mut threads = Vec::new();
         for n in 0..opts.workers.max(1) {
             let push = ctx.socket(zmq::PUSH).map_err(zerr(&inproc))?;
             push.set_linger(0).map_err(zerr(&inproc))?;
             push.connect(&inproc).map_err(zerr(&inproc))?;
-            let rx = rx.clone();
+            let rx = queue.clone();
             let handler = handler.clone();
             let stop = stop.clone();
             threads.push(
@@ -164,7 +166,7 @@ impl RequestServer {
         threads.push(
             std::thread::Builder::new()
                 .name("req-router".into())
-                .spawn(move || router_loop(router, replies, tx, stop2, endpoint))
+                .spawn(move || router_loop(router, replies, queue, stop2, endpoint))
                 .expect("spawn router thread"),
         );
         Ok(RequestServer { stop, threads })
@@ -182,7 +184,7 @@ impl RequestServer {
 fn router_loop(
     router: zmq::Socket,
     replies: zmq::Socket,
-    tx: Sender<Job>,
+    tx: Arc<JobQueue<Job>>,
     stop: Arc<AtomicBool>,
     endpoint: String,
 ) {
@@ -238,13 +240,13 @@ fn router_loop(
                     }
                     continue;
                 };
-                match tx.try_send(Job {
+                match tx.push(Job {
                     route: frames,
                     body,
                     _queued: hold,
                 }) {
                     Ok(()) => {}
-                    Err(TrySendError::Full(_)) => {
+                    Err(PushError::Full) => {
                         dropped_busy += 1;
                         if dropped_busy.is_power_of_two() {
                             tracing::warn!(
@@ -252,12 +254,12 @@ fn router_loop(
                             );
                         }
                     }
-                    Err(TrySendError::Disconnected(_)) => return,
+                    Err(PushError::Closed) => return,
                 }
             }
         }
     }
-    drop(tx);
+    tx.close();
     // Deliver the replies of requests still being handled.
     let deadline = Instant::now() + Duration::from_secs(2);
     while Instant::now() < deadline {
@@ -272,7 +274,12 @@ fn router_loop(
     }
 }
 
-fn worker_loop(push: zmq::Socket, rx: Receiver<Job>, handler: ReplyHandler, stop: Arc<AtomicBool>) {
+fn worker_loop(
+    push: zmq::Socket,
+    rx: Arc<JobQueue<Job>>,
+    handler: ReplyHandler,
+    stop: Arc<AtomicBool>,
+) {
     // A reply that cannot be handed back within a second (the router is gone) is dropped
     // rather than blocking the worker for ever.
     let _ = push.set_sndtimeo(1000);
@@ -280,15 +287,15 @@ fn worker_loop(push: zmq::Socket, rx: Receiver<Job>, handler: ReplyHandler, stop
         if stop.load(Ordering::SeqCst) {
             return;
         }
-        let job = match rx.recv_timeout(Duration::from_millis(POLL_MS as u64)) {
+        let job = match rx.pop(Duration::from_millis(POLL_MS as u64)) {
             Ok(job) => job,
-            Err(RecvTimeoutError::Timeout) => {
+            Err(PopError::Timeout) => {
                 if stop.load(Ordering::SeqCst) {
                     return;
                 }
                 continue;
             }
-            Err(RecvTimeoutError::Disconnected) => return,
+            Err(PopError::Closed) => return,
         };
         let reply = handler(&job.body);
         let mut frames = job.route;

@@ -16,7 +16,7 @@ pub mod walk;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use brine_protocol::config::MasterConfig;
@@ -95,6 +95,8 @@ pub struct FileServer {
     hash: HashType,
     lists: Mutex<HashMap<String, Arc<Lists>>>,
     hashes: Mutex<HashMap<HashKey, (HashStamp, String)>>,
+    /// Each root as configured → canonicalized, resolved once (dropped by [`FileServer::clear`]).
+    canonical: Mutex<HashMap<PathBuf, PathBuf>>,
 }
 
 impl FileServer {
@@ -120,7 +122,23 @@ impl FileServer {
             hash,
             lists: Mutex::default(),
             hashes: Mutex::default(),
+            canonical: Mutex::default(),
         }
+    }
+
+    /// `root` canonicalized (symlinks in the root's own path resolved), remembered.
+    fn canonical_root(&self, root: &Path) -> Option<PathBuf> {
+        let mut known = self.canonical.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = known.get(root) {
+            return Some(c.clone());
+        }
+        let c = root.canonicalize().ok()?;
+        // `__env__` roots are named by minions: keep the map bounded.
+        if known.len() >= MAX_CACHED_SALTENVS * 4 {
+            known.clear();
+        }
+        known.insert(root.to_path_buf(), c.clone());
+        Some(c)
     }
 
     /// The saltenvs, sorted (`_file_envs`).
@@ -183,6 +201,10 @@ impl FileServer {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
+        self.canonical
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
         n
     }
 
@@ -198,10 +220,10 @@ impl FileServer {
             if self.ignore.matches(&full_text) {
                 continue;
             }
-            let Some(real) = path::resolve_in_root(&root, &rel) else {
+            let Some(croot) = self.canonical_root(&root) else {
                 continue;
             };
-            let Ok(meta) = std::fs::metadata(&real) else {
+            let Some((real, meta)) = path::resolve_in_root(&croot, &rel) else {
                 continue;
             };
             let stat = [

@@ -51,17 +51,30 @@ pub fn plain_saltenv(saltenv: &str) -> bool {
     !saltenv.is_empty() && saltenv != "." && saltenv != ".." && !saltenv.contains(['/', '\0'])
 }
 
-/// Where `rel` (already [`clean_relative`]) lies under `root`, canonicalized, when it is a
-/// regular file there and stays inside the root (as Salt's `fileserver_followsymlinks: False`
-/// check does; Brine applies it always).
-pub fn resolve_in_root(root: &Path, rel: &str) -> Option<PathBuf> {
-    let croot = root.canonicalize().ok()?;
-    let real = root.join(rel).canonicalize().ok()?;
-    if !real.starts_with(&croot) {
-        return None;
+/// Where `rel` (already [`clean_relative`]) lies under the canonical root `croot`, with its
+/// metadata, when it is a regular file there and stays inside the root (as Salt's
+/// `fileserver_followsymlinks: False` check does; Brine applies it always). Without a
+/// symlink among `rel`'s components the joined path is already canonical (one `lstat` per
+/// component); with one, the whole path is canonicalized and must stay under `croot`.
+pub fn resolve_in_root(croot: &Path, rel: &str) -> Option<(PathBuf, std::fs::Metadata)> {
+    let mut path = croot.to_path_buf();
+    let mut parts = rel.split('/').peekable();
+    while let Some(part) = parts.next() {
+        path.push(part);
+        let meta = std::fs::symlink_metadata(&path).ok()?;
+        if meta.file_type().is_symlink() {
+            let real = croot.join(rel).canonicalize().ok()?;
+            if !real.starts_with(croot) {
+                return None;
+            }
+            let meta = std::fs::metadata(&real).ok()?;
+            return meta.is_file().then_some((real, meta));
+        }
+        if parts.peek().is_none() {
+            return meta.is_file().then_some((path, meta));
+        }
     }
-    let meta = std::fs::metadata(&real).ok()?;
-    meta.is_file().then_some(real)
+    None
 }
 
 /// Whether canonical `real` lies under `root` (canonicalized here).
@@ -125,12 +138,16 @@ mod tests {
         std::os::unix::fs::symlink(&outside, root.join("out-link")).unwrap();
         std::os::unix::fs::symlink(tmp.path(), root.join("up")).unwrap();
         std::os::unix::fs::symlink("sub/in.txt", root.join("in-link")).unwrap();
-        assert_eq!(resolve_in_root(&root, "out-link"), None);
-        assert_eq!(resolve_in_root(&root, "up/secret"), None);
-        assert_eq!(resolve_in_root(&root, "sub"), None, "a directory");
-        assert_eq!(resolve_in_root(&root, "missing"), None);
-        let inside_link = resolve_in_root(&root, "in-link").unwrap();
+        let root = root.canonicalize().unwrap();
+        let resolve = |rel: &str| resolve_in_root(&root, rel).map(|(p, _)| p);
+        assert_eq!(resolve("out-link"), None);
+        assert_eq!(resolve("up/secret"), None);
+        assert_eq!(resolve("up/root/sub/in.txt"), Some(root.join("sub/in.txt")));
+        assert_eq!(resolve("sub"), None, "a directory");
+        assert_eq!(resolve("missing"), None);
+        assert_eq!(resolve("sub/in.txt/x"), None, "below a file");
+        let inside_link = resolve("in-link").unwrap();
         assert!(inside_link.ends_with("sub/in.txt"));
-        assert!(resolve_in_root(&root, "sub/in.txt").is_some());
+        assert_eq!(resolve("sub/in.txt"), Some(root.join("sub/in.txt")));
     }
 }
