@@ -223,6 +223,84 @@ pub(crate) fn pillar_refresh(
     forget(st, "w10-")
 }
 
+/// W9, swarm: `n` swarm minions make the master-side requests of a highstate of the bench
+/// formula at once (`swarm.highstate_requests`: pillar, file list, hash and content of every
+/// file of the formula, directory list), so that only the master's work is timed.
+pub(crate) fn swarm_highstate(
+    st: &mut Stack,
+    opts: &SwarmOpts,
+    n: usize,
+    runs: usize,
+    kind: Kind,
+    rep: &mut Report,
+) -> anyhow::Result<()> {
+    let swarm = fresh_swarm(
+        st,
+        opts,
+        "w9-",
+        n,
+        &[
+            "--no-startup",
+            "--request-timeout",
+            "600",
+            "--grains",
+            r#"{"benchrole": "web", "os_family": "Debian"}"#,
+        ],
+    )?;
+    let http = http(opts.limit + Duration::from_secs(120))?;
+    let tok = token(&http, st)?;
+    for _ in 0..runs {
+        let call = local_call(
+            &http,
+            st,
+            &tok,
+            &json!({"client": "local", "tgt": "w9-*", "fun": "swarm.highstate_requests",
+                    "arg": ["top.sls", "bench/"], "timeout": opts.limit.as_secs()}),
+        )?;
+        let complete = call
+            .returns
+            .values()
+            .filter(|r| r["files"].as_u64().is_some_and(|f| f > 1))
+            .count();
+        let files = call
+            .returns
+            .values()
+            .find_map(|r| r["files"].as_u64())
+            .unwrap_or(0);
+        crate::log(format!(
+            "  W9 swarm: {complete}/{n} minions fetched {files} files each in {:.2} s, \
+             master CPU {:.2} s",
+            call.seconds, call.master_cpu
+        ));
+        if complete < n {
+            let odd = call
+                .returns
+                .values()
+                .find(|r| r["files"].as_u64().is_none());
+            anyhow::bail!("{complete} of {n} swarm minions completed (e.g. {odd:?})");
+        }
+        rep.add(
+            "W9",
+            &format!("{n} swarm minions, a highstate's requests at once: wall time"),
+            "s",
+            Better::Lower,
+            kind,
+            call.seconds,
+        );
+        rep.add(
+            "W9",
+            &format!("{n} swarm minions, a highstate's requests at once: master CPU per minion"),
+            "CPU ms",
+            Better::Lower,
+            kind,
+            call.master_cpu * 1000.0 / n as f64,
+        );
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    swarm.stop();
+    forget(st, "w9-")
+}
+
 /// The states of one minion's highstate return: (states, failed, changed), or why the
 /// return is not a highstate (a render error comes back as a list of strings).
 fn highstate_counts(ret: &Value) -> Result<(usize, usize, usize), String> {

@@ -68,6 +68,9 @@ struct Cli {
     /// Real salt-minions (from --salt-venv) applying the formula for both masters (W9).
     #[arg(long, default_value_t = 4)]
     highstate_minions: usize,
+    /// Swarm minions making a highstate's requests at once (W9; 0: none).
+    #[arg(long, default_value_t = 100)]
+    highstate_swarm: usize,
     /// Swarm minions refreshing their pillar at once (W10).
     #[arg(long, default_value_t = 1000)]
     pillar_minions: usize,
@@ -107,6 +110,7 @@ impl Cli {
             self.idle = 0.5;
             self.serve_mib = 1;
             self.pillar_minions = 5;
+            self.highstate_swarm = 5;
         }
         self
     }
@@ -722,6 +726,18 @@ fn config_management(cli: &Cli, kind: Kind, st: &mut Stack, rep: &mut Report) {
                     kind.name()
                 ),
             ),
+        }
+        let n = cli.highstate_swarm;
+        if n > 0 {
+            log(format!("W9 highstate requests: {n} swarm minions"));
+            let r = match &opts {
+                Some(o) => cm::swarm_highstate(st, o, n, cli.runs, kind, rep),
+                None => Err(anyhow::anyhow!("the brine-swarm binary is not built")),
+            };
+            if let Err(e) = r {
+                let name = format!("{n} swarm minions, a highstate's requests at once: wall time");
+                failed(rep, "W9", &name, "s", Better::Lower, kind, &e);
+            }
         }
     }
     if cli.wants("W10") {

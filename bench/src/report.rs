@@ -114,7 +114,12 @@ pub(crate) const SECTIONS: &[(&str, &str, &str)] = &[
          glob, grain and compound matches. The first highstate (out directories and the minions' file \
          cache emptied) changes everything, the second nothing; both are checked per state. Wall time \
          from the request to the last return; master CPU (whole process tree) per minion highstate. \
-         The minions' own work (Salt's state engine in Python) is the same for both masters.",
+         The minions' own work (Salt's state engine in Python) is the same for both masters. \
+         Then N `brine-swarm` minions make, all at once, the requests a highstate of the formula \
+         makes of the master without running states (`swarm.highstate_requests`: `_pillar`, \
+         `_file_list`, `_file_hash` and `_serve_file` of every file of the formula, `_dir_list`): \
+         wall time until every one has answered, and master CPU per minion; there the master's \
+         work is all that is timed.",
     ),
     (
         "W10",
@@ -504,7 +509,7 @@ impl Report {
 
     /// A few one-line comparisons of the most telling figures.
     pub(crate) fn headline(&self) -> Vec<String> {
-        let picks: [(&str, &str, &str); 11] = [
+        let picks: [(&str, &str, &str); 12] = [
             ("W1", "p50", "W1 test.ping p50 latency, 1 client"),
             ("W2", "requests", "W2 test.ping throughput, 16 clients"),
             ("W3", "local_async", "W3 local_async submissions"),
@@ -530,6 +535,11 @@ impl Report {
                 "W9",
                 "first highstate (everything changes): master CPU",
                 "W9 master CPU per highstate of a real minion",
+            ),
+            (
+                "W9",
+                "a highstate's requests at once: wall time",
+                "W9 a highstate's requests from a swarm at once, wall time",
             ),
             (
                 "W10",

@@ -63,6 +63,7 @@ fn smoke_run_writes_a_report_with_every_section() {
         "| 1 MiB file: master CPU per 100 MB",
         "| 5 minions: pillar p50 (ms, ↓) |",
         "| 5 minions: all refreshed after",
+        "| 5 swarm minions, a highstate's requests at once: wall time (s, ↓) |",
         "| axum hello-world, 1 client: p50 latency",
         "| ZeroMQ REQ/REP round trip: p50",
     ] {

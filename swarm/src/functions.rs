@@ -20,6 +20,11 @@ pub enum Function {
     /// with `_serve_file` chunk by chunk (as a minion's file client does) and dropped; answers
     /// the byte count.
     FetchFile,
+    /// `swarm.highstate_requests [prefix...] [saltenv=base]`: what a minion asks of the master
+    /// for a highstate, without running states: its pillar, the saltenv's file list, then the
+    /// hash and the content of every file under the prefixes (`file.recurse` and templates
+    /// fetch them so), and the directory list. Answers `{"files": n, "bytes": total}`.
+    HighstateRequests,
     Unknown(String),
 }
 
@@ -34,6 +39,7 @@ impl Function {
             "test.blob" => Function::Blob,
             "saltutil.refresh_pillar" => Function::RefreshPillar,
             "swarm.fetch_file" => Function::FetchFile,
+            "swarm.highstate_requests" => Function::HighstateRequests,
             other => Function::Unknown(other.to_string()),
         }
     }
@@ -131,7 +137,7 @@ pub async fn call(
             }
             Outcome::ok(Value::from("x".repeat(size as usize)))
         }
-        Function::RefreshPillar | Function::FetchFile => {
+        Function::RefreshPillar | Function::FetchFile | Function::HighstateRequests => {
             Outcome::fail("this function talks to the master: the minion runs it".into())
         }
         Function::Unknown(name) => Outcome::fail(format!("'{name}' is not available.")),

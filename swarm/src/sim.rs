@@ -848,8 +848,73 @@ impl Sim {
                     Err(e) => functions::Outcome::fail(format!("{path}: {e}")),
                 }
             }
+            Function::HighstateRequests => {
+                let saltenv = functions::arg(args, usize::MAX, "saltenv")
+                    .and_then(Value::as_str)
+                    .unwrap_or("base")
+                    .to_string();
+                let prefixes: Vec<String> = args
+                    .iter()
+                    .filter_map(|a| a.as_str().map(str::to_string))
+                    .collect();
+                match self.highstate_requests(&prefixes, &saltenv).await {
+                    Ok(v) => functions::Outcome::ok(v),
+                    Err(e) => functions::Outcome::fail(format!("highstate requests: {e}")),
+                }
+            }
             f => functions::call(&f, args, self.shared.settings.return_size, running).await,
         }
+    }
+
+    /// The requests of a highstate (see [`Function::HighstateRequests`]).
+    async fn highstate_requests(
+        &self,
+        prefixes: &[String],
+        saltenv: &str,
+    ) -> Result<Value, SimError> {
+        let pillar = self.fetch_pillar().await?;
+        *self.pillar.lock().expect("pillar lock") = pillar;
+        let list_load = |cmd: &str| {
+            map(vec![
+                ("cmd", Value::from(cmd)),
+                ("saltenv", Value::from(saltenv)),
+                ("prefix", Value::from("")),
+            ])
+        };
+        let listed = self.request(&list_load("_file_list")).await?;
+        let files: Vec<String> = match &listed {
+            Value::Array(a) => a
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|f| {
+                    prefixes.is_empty() || prefixes.iter().any(|p| f.starts_with(p.as_str()))
+                })
+                .map(str::to_string)
+                .collect(),
+            _ => return Err(invalid("_file_list did not answer a list")),
+        };
+        if files.is_empty() {
+            return Err(invalid("no file of the master matches the prefixes"));
+        }
+        let mut bytes = 0u64;
+        for f in &files {
+            let hash = self
+                .request(&map(vec![
+                    ("cmd", Value::from("_file_hash")),
+                    ("path", Value::from(f.as_str())),
+                    ("saltenv", Value::from(saltenv)),
+                ]))
+                .await?;
+            if get_str(&hash, "hsum").is_none() {
+                return Err(invalid(format!("no hash for {f}")));
+            }
+            bytes += self.fetch_file(f, saltenv).await?;
+        }
+        self.request(&list_load("_dir_list")).await?;
+        Ok(map(vec![
+            ("files", Value::from(files.len() as u64)),
+            ("bytes", Value::from(bytes)),
+        ]))
     }
 
     /// A file from the master's file server, chunk by chunk with `_serve_file` as a minion's
