@@ -46,6 +46,24 @@ fn fresh_swarm(
     Ok(swarm)
 }
 
+/// A fresh swarm whose minions have the pillar top's `web` grains, skip the startup pillar
+/// (the workloads time their own requests) and wait long for answers from a loaded master.
+fn web_swarm(st: &mut Stack, opts: &SwarmOpts, prefix: &str, n: usize) -> anyhow::Result<Launched> {
+    fresh_swarm(
+        st,
+        opts,
+        prefix,
+        n,
+        &[
+            "--no-startup",
+            "--request-timeout",
+            "600",
+            "--grains",
+            r#"{"benchrole": "web", "os_family": "Debian"}"#,
+        ],
+    )
+}
+
 /// Stop the stack and forget the swarm's keys, so that later workloads target only their own.
 fn forget(st: &mut Stack, prefix: &str) -> anyhow::Result<()> {
     st.stop();
@@ -130,19 +148,7 @@ pub(crate) fn pillar_refresh(
     kind: Kind,
     rep: &mut Report,
 ) -> anyhow::Result<()> {
-    let swarm = fresh_swarm(
-        st,
-        opts,
-        "w10-",
-        n,
-        &[
-            "--no-startup",
-            "--request-timeout",
-            "600",
-            "--grains",
-            r#"{"benchrole": "web", "os_family": "Debian"}"#,
-        ],
-    )?;
+    let swarm = web_swarm(st, opts, "w10-", n)?;
     let http = http(opts.limit + Duration::from_secs(120))?;
     let tok = token(&http, st)?;
     let mut failure = None;
@@ -234,19 +240,7 @@ pub(crate) fn swarm_highstate(
     kind: Kind,
     rep: &mut Report,
 ) -> anyhow::Result<()> {
-    let swarm = fresh_swarm(
-        st,
-        opts,
-        "w9-",
-        n,
-        &[
-            "--no-startup",
-            "--request-timeout",
-            "600",
-            "--grains",
-            r#"{"benchrole": "web", "os_family": "Debian"}"#,
-        ],
-    )?;
+    let swarm = web_swarm(st, opts, "w9-", n)?;
     let http = http(opts.limit + Duration::from_secs(120))?;
     let tok = token(&http, st)?;
     for _ in 0..runs {

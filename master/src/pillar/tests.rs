@@ -81,6 +81,18 @@ fn every_case_compiles_as_salt_compiles_it() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// A case under `tmp/tree` with one pillar root, `pillar/`, for the files a test writes.
+fn one_root_tree(tmp: &Path) -> PathBuf {
+    let tree = tmp.join("tree");
+    std::fs::create_dir_all(tree.join("pillar")).unwrap();
+    std::fs::write(
+        tree.join("master.conf"),
+        "pillar_roots:\n  base: [@DIR@/pillar]\n",
+    )
+    .unwrap();
+    tree
+}
+
 fn case(name: &str) -> PathBuf {
     cases_dir().join(name)
 }
@@ -120,13 +132,7 @@ fn grains_claiming_another_id_do_not_change_who_is_compiled() {
 #[test]
 fn pillar_cache_keeps_a_pillar_until_cleaned() {
     let tmp = tempfile::tempdir().unwrap();
-    let tree = tmp.path().join("tree");
-    std::fs::create_dir_all(tree.join("pillar")).unwrap();
-    std::fs::write(
-        tree.join("master.conf"),
-        "pillar_roots:\n  base: [@DIR@/pillar]\n",
-    )
-    .unwrap();
+    let tree = one_root_tree(tmp.path());
     std::fs::write(tree.join("pillar/top.sls"), "base:\n  '*':\n    - v\n").unwrap();
     std::fs::write(tree.join("pillar/v.sls"), "v: 1\n").unwrap();
     let cfg = config(&tree, &tmp.path().join("root"), "pillar_cache: True\n");
@@ -177,13 +183,7 @@ fn show_top_lists_the_merged_top() {
 #[test]
 fn a_pillar_top_that_is_not_a_mapping_is_an_error() {
     let tmp = tempfile::tempdir().unwrap();
-    let tree = tmp.path().join("tree");
-    std::fs::create_dir_all(tree.join("pillar")).unwrap();
-    std::fs::write(
-        tree.join("master.conf"),
-        "pillar_roots:\n  base: [@DIR@/pillar]\n",
-    )
-    .unwrap();
+    let tree = one_root_tree(tmp.path());
     std::fs::write(tree.join("pillar/top.sls"), "base:\n  '*': just-a-string\n").unwrap();
     let pillars = Pillars::new(&config(&tree, &tmp.path().join("root"), ""));
     assert_eq!(
@@ -210,13 +210,7 @@ fn a_pillar_top_that_is_not_a_mapping_is_an_error() {
 #[test]
 fn includes_that_loop_terminate() {
     let tmp = tempfile::tempdir().unwrap();
-    let tree = tmp.path().join("tree");
-    std::fs::create_dir_all(tree.join("pillar")).unwrap();
-    std::fs::write(
-        tree.join("master.conf"),
-        "pillar_roots:\n  base: [@DIR@/pillar]\n",
-    )
-    .unwrap();
+    let tree = one_root_tree(tmp.path());
     std::fs::write(tree.join("pillar/top.sls"), "base:\n  '*':\n    - a\n").unwrap();
     std::fs::write(tree.join("pillar/a.sls"), "include: [b]\na: 1\n").unwrap();
     std::fs::write(tree.join("pillar/b.sls"), "include: [a]\nb: 1\n").unwrap();
