@@ -960,6 +960,11 @@ pub struct MasterConfig {
     pub pillar_cache_ttl: u64,
     /// `pillar_opts` (false): the master's options appear in every pillar as `master`.
     pub pillar_opts: bool,
+    /// Brine-only `brine_template_cmd` (false): templates rendered on the master (pillar,
+    /// orchestration) may call `cmd.*` (`cmd.run`, `cmd.run_all`, ...), which then run on the
+    /// master as its user. Salt offers every execution module there; Brine offers the pure
+    /// ones and, only when this is set, `cmd`.
+    pub template_cmd: bool,
     /// `renderer` (`jinja|yaml`): the pipeline of files without a `#!` line.
     pub renderer: String,
     /// `state_top` (`top.sls`): the top file's name.
@@ -1161,6 +1166,7 @@ impl MasterConfig {
             pillar_cache: r.bool("pillar_cache", false)?,
             pillar_cache_ttl: r.unsigned("pillar_cache_ttl", 3600)?,
             pillar_opts: r.bool("pillar_opts", false)?,
+            template_cmd: r.bool("brine_template_cmd", false)?,
             renderer: r.string("renderer", "jinja|yaml")?,
             state_top: {
                 let top = r.string("state_top", "salt://top.sls")?;

@@ -1,5 +1,6 @@
 //! The pipeline: the `#!` line (or the `renderer` option) names the renderers, applied left to
-//! right: `jinja` to text, then `yaml`, `json` or `text` to data.
+//! right: `jinja` to text, then `yaml` or `json` to data. Salt 3007 has no `text` renderer, and
+//! neither has Brine: a file managed as text is a template ([`render_template`]).
 
 use std::sync::Arc;
 
@@ -13,7 +14,6 @@ enum Step {
     Jinja,
     Yaml,
     Json,
-    Text,
 }
 
 fn parse_pipeline(spec: &str, ctx: &Context) -> Result<Vec<Step>, RenderError> {
@@ -22,7 +22,6 @@ fn parse_pipeline(spec: &str, ctx: &Context) -> Result<Vec<Step>, RenderError> {
             "jinja" => Ok(Step::Jinja),
             "yaml" => Ok(Step::Yaml),
             "json" => Ok(Step::Json),
-            "text" | "txt" => Ok(Step::Text),
             other => Err(RenderError::Unsupported {
                 saltenv: ctx.saltenv.clone(),
                 sls: ctx.sls.clone(),
@@ -80,7 +79,6 @@ pub fn render_sls(
                         .map_err(|e| failed(format!("Could not render JSON of {path}: {e}")))?,
                 );
             }
-            Step::Text => data = Some(Value::String(text.clone())),
         }
     }
     Ok(data.unwrap_or(Value::String(text)))

@@ -1,5 +1,7 @@
-"""Render every case of the corpus with Salt's own renderer pipeline and print the results as
-JSON: {case: {"data": ...} | {"error": "..."}}. Usage: salt_render.py CORPUS_DIR"""
+"""Render every case of the corpus with Salt's own renderers and print the results as JSON.
+A `NAME.sls` goes through the renderer pipeline as a state file does: {NAME: {"data": ...}}.
+A `NAME.j2` is a template as `file.managed` renders it: {"NAME.j2": {"text": "..."}}.
+A case that fails gives {"error": "..."}. Usage: salt_render.py CORPUS_DIR"""
 import json
 import os
 import sys
@@ -8,6 +10,7 @@ import tempfile
 import salt.config
 import salt.loader
 import salt.template
+import salt.utils.templates
 
 
 def main():
@@ -27,6 +30,9 @@ def main():
     rend = salt.loader.render(opts, mods)
     out = {}
     for name in sorted(os.listdir(corpus)):
+        if name.endswith(".j2"):
+            out[name] = template(os.path.join(corpus, name), ctx, opts, mods)
+            continue
         if not name.endswith(".sls"):
             continue
         sls = name[: -len(".sls")]
@@ -41,6 +47,17 @@ def main():
         except Exception as exc:  # the case's error, compared only as "failed"
             out[sls] = {"error": str(exc)}
     json.dump(out, sys.stdout)
+
+
+def template(path, ctx, opts, mods):
+    try:
+        done = salt.utils.templates.JINJA(
+            path, to_str=True, saltenv="base", grains=ctx["grains"], pillar=ctx["pillar"],
+            opts=opts, salt=mods,
+        )
+    except Exception as exc:  # the case's error, compared only as "failed"
+        return {"error": str(exc)}
+    return {"text": done["data"]} if done["result"] else {"error": str(done["data"])}
 
 
 main()

@@ -87,6 +87,7 @@ pub struct Pillars {
     env_order: Vec<String>,
     nodegroups: BTreeMap<String, Value>,
     opts: serde_json::Map<String, serde_json::Value>,
+    functions: Arc<dyn brine_render::Functions>,
     cache: Mutex<HashMap<String, HashMap<Option<String>, CacheEntry>>>,
 }
 
@@ -99,6 +100,7 @@ impl Pillars {
         let mut opts = cfg.effective_opts();
         opts.insert("file_client".into(), "local".into());
         Pillars {
+            functions: master_functions(cfg),
             roots: Arc::new(FileServer::over(cfg, roots)),
             pillar_roots: cfg.pillar_roots.clone(),
             pillarenv: cfg.pillarenv.clone(),
@@ -228,23 +230,53 @@ impl ExtContext<'_> {
     }
 
     pub fn functions(&self) -> Arc<dyn brine_render::Functions> {
-        Arc::new(MasterFunctions)
+        self.compile.pillars.functions.clone()
     }
 }
 
-/// The execution functions pillar templates may call on the master beyond those the
-/// renderer answers itself (`grains.*`, `pillar.get`, `config.get`, `test.*`,
-/// `defaults.*`): none.
-pub(crate) struct MasterFunctions;
+/// The execution functions templates rendered on the master (pillar, orchestration) may call
+/// beyond those the renderer answers itself (`grains.*`, `pillar.get`, `config.get`,
+/// `test.*`, `defaults.*`): `cmd.*` when `brine_template_cmd` is set, run on the master by
+/// the minion's own `cmd` module.
+pub(crate) fn master_functions(cfg: &MasterConfig) -> Arc<dyn brine_render::Functions> {
+    let cmd = cfg.template_cmd.then(|| {
+        let ctx = brine_minion::functions::Context {
+            id: cfg.id.clone(),
+            grains: Arc::new(Value::Map(vec![(
+                Value::from("id"),
+                Value::from(cfg.id.as_str()),
+            )])),
+            running: Arc::default(),
+            pub_load: Value::Map(Vec::new()),
+            pillar: Arc::new(Value::Map(Vec::new())),
+            services: Arc::new(brine_minion::functions::Services::detached()),
+        };
+        brine_minion::functions::TemplateFunctions::new(ctx, |module| module == "cmd")
+    });
+    Arc::new(MasterFunctions { cmd })
+}
+
+struct MasterFunctions {
+    cmd: Option<brine_minion::functions::TemplateFunctions>,
+}
 
 impl brine_render::Functions for MasterFunctions {
     fn call(
         &self,
-        _name: &str,
-        _args: &[serde_json::Value],
-        _kwargs: &BTreeMap<String, serde_json::Value>,
+        name: &str,
+        args: &[serde_json::Value],
+        kwargs: &BTreeMap<String, serde_json::Value>,
     ) -> Option<Result<serde_json::Value, String>> {
-        None
+        if !name.starts_with("cmd.") {
+            return None;
+        }
+        match &self.cmd {
+            Some(cmd) => cmd.call(name, args, kwargs),
+            None => Some(Err(format!(
+                "{name} is not offered to templates rendered on this master; \
+                 set brine_template_cmd: True in the master configuration to allow cmd.*"
+            ))),
+        }
     }
 }
 
@@ -384,7 +416,7 @@ impl<'a> Compile<'a> {
             rel,
             &ctx,
             self.pillars.roots.clone(),
-            Arc::new(MasterFunctions),
+            self.pillars.functions.clone(),
         )
         .map_err(|e| e.to_string())?;
         Ok(Some(match data {

@@ -220,3 +220,39 @@ fn includes_that_loop_terminate() {
         json!({"b": 1, "a": 1})
     );
 }
+
+#[test]
+fn cmd_in_pillar_templates_runs_on_the_master_only_when_configured() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = one_root_tree(tmp.path());
+    std::fs::write(tree.join("pillar/top.sls"), "base:\n  '*':\n    - host\n").unwrap();
+    std::fs::write(
+        tree.join("pillar/host.sls"),
+        "out: {{ salt['cmd.run']('echo $((6 * 7)); echo err >&2') | yaml_encode }}\n\
+         code: {{ salt['cmd.retcode']('exit 3', python_shell=True) }}\n",
+    )
+    .unwrap();
+    let refused = Pillars::new(&config(
+        &tree,
+        &tmp.path().join("off"),
+        "pillar_safe_render_error: False\n",
+    ));
+    let got = as_json(&refused.compile(&request("m1", &json!({}))));
+    let errors = got["_errors"].as_array().expect("an error").clone();
+    assert!(
+        errors[0]
+            .as_str()
+            .unwrap()
+            .contains("cmd.run is not offered to templates rendered on this master"),
+        "{errors:?}"
+    );
+    let allowed = Pillars::new(&config(
+        &tree,
+        &tmp.path().join("on"),
+        "brine_template_cmd: True\n",
+    ));
+    assert_eq!(
+        as_json(&allowed.compile(&request("m1", &json!({})))),
+        json!({"out": "42\nerr", "code": 3})
+    );
+}

@@ -59,7 +59,7 @@ impl Master {
         let mut compiler = brine_state::Compiler::new(
             Arc::clone(&self.fileserver),
             &envs,
-            Arc::new(crate::pillar::MasterFunctions),
+            crate::pillar::master_functions(&self.cfg),
             ctx,
         );
         let (high, mut errors) = compiler.render_highstate(&[(saltenv, mods)]);

@@ -354,18 +354,8 @@ pub async fn call(ctx: &Context, fun: &str, arg: &[Value]) -> CallResult {
         };
     };
     let spec = function.spec();
-    let bound =
-        args::load_args_and_kwargs(&spec.sig, arg, &ctx.pub_load).and_then(|(args, kwargs)| {
-            args::bind(&spec.sig, spec.pyname, args, kwargs).map_err(FnError::InvalidArgs)
-        });
-    let bound = match bound {
-        Ok(b) => b,
-        Err(e) => return error_result(fun, spec.doc, e),
-    };
-    let mut state = CallState::default();
-    match function.run(ctx, &bound, &mut state).await {
-        Ok(ret) => {
-            let mut retcode = state.retcode;
+    match invoke(ctx, function, arg).await {
+        Ok((ret, mut retcode)) => {
             if retcode == 0 && return_failed(&ret) {
                 retcode = 1;
             }
@@ -376,6 +366,81 @@ pub async fn call(ctx: &Context, fun: &str, arg: &[Value]) -> CallResult {
             }
         }
         Err(e) => error_result(fun, spec.doc, e),
+    }
+}
+
+/// Bind the arguments and run one function: its return and the retcode it set.
+async fn invoke(ctx: &Context, function: Function, arg: &[Value]) -> Result<(Value, i32), FnError> {
+    let spec = function.spec();
+    let (args, kwargs) = args::load_args_and_kwargs(&spec.sig, arg, &ctx.pub_load)?;
+    let bound = args::bind(&spec.sig, spec.pyname, args, kwargs).map_err(FnError::InvalidArgs)?;
+    let mut state = CallState::default();
+    let ret = function.run(ctx, &bound, &mut state).await?;
+    Ok((ret, state.retcode))
+}
+
+/// This minion's functions as a template's `salt['module.function'](...)` sees them, limited
+/// to the modules `allow` accepts. A function's failure is the template's error; a command's
+/// exit code is not (`cmd.run` returns its output either way, as in Salt).
+pub struct TemplateFunctions {
+    ctx: Context,
+    allow: fn(&str) -> bool,
+}
+
+impl TemplateFunctions {
+    pub fn new(ctx: Context, allow: fn(&str) -> bool) -> TemplateFunctions {
+        TemplateFunctions { ctx, allow }
+    }
+}
+
+impl brine_render::Functions for TemplateFunctions {
+    fn call(
+        &self,
+        name: &str,
+        args: &[serde_json::Value],
+        kwargs: &std::collections::BTreeMap<String, serde_json::Value>,
+    ) -> Option<Result<serde_json::Value, String>> {
+        let module = name.split('.').next().unwrap_or_default();
+        if !(self.allow)(module) {
+            return None;
+        }
+        // Salt's templates call `cmd.shell` for `cmd.run`: a shell by default.
+        let name = if name == "cmd.run" { "cmd.shell" } else { name };
+        let function = Function::from_name(name)?;
+        let mut arg: Vec<Value> = args
+            .iter()
+            .map(brine_protocol::payload::from_json)
+            .collect();
+        if !kwargs.is_empty() {
+            let mut map = vec![(Value::from("__kwarg__"), Value::Boolean(true))];
+            map.extend(kwargs.iter().map(|(k, v)| {
+                (
+                    Value::from(k.as_str()),
+                    brine_protocol::payload::from_json(v),
+                )
+            }));
+            arg.push(Value::Map(map));
+        }
+        // Templates render on plain threads and inside async tasks alike: run the call on a
+        // thread of its own with its own small runtime.
+        let outcome = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .map_err(|e| e.to_string())?;
+                    runtime
+                        .block_on(invoke(&self.ctx, function, &arg))
+                        .map_err(|e| {
+                            let ret = error_result(name, function.spec().doc, e).ret;
+                            ret.as_str().map_or_else(|| ret.to_string(), str::to_string)
+                        })
+                })
+                .join()
+                .unwrap_or_else(|_| Err(format!("{name} panicked")))
+        });
+        Some(outcome.map(|(ret, _)| brine_protocol::payload::to_json(&ret)))
     }
 }
 

@@ -32,6 +32,7 @@ pub fn safe_dump(data: &Value, style: Style) -> String {
         indention: true,
         best_indent,
         flow,
+        ascii_only: false,
     };
     if flow {
         e.flow_node(data, 0);
@@ -60,6 +61,24 @@ struct Emitter {
     best_indent: usize,
     /// Inside flow collections plain scalars follow stricter rules.
     flow: bool,
+    /// PyYAML's `allow_unicode=False`: non-ASCII characters are escaped.
+    ascii_only: bool,
+}
+
+/// Salt's `yaml_dquote`: `text` as PyYAML's plain `Emitter` writes a double-quoted scalar
+/// (no line folding, non-ASCII escaped).
+pub fn double_quoted(text: &str) -> String {
+    let mut e = Emitter {
+        out: String::new(),
+        column: 0,
+        whitespace: true,
+        indention: true,
+        best_indent: 2,
+        flow: false,
+        ascii_only: true,
+    };
+    e.write_double_quoted(text, 0, false);
+    e.out
 }
 
 const BEST_WIDTH: usize = 80;
@@ -327,6 +346,7 @@ impl Emitter {
                 || (('\u{a0}'..='\u{d7ff}').contains(&c) || ('\u{e000}'..='\u{fffd}').contains(&c))
                     && c != '\u{feff}'
                 || ('\u{10000}'..='\u{10ffff}').contains(&c);
+            let printable = printable && (c.is_ascii() || !self.ascii_only);
             if !printable || is_yaml_break(c) || c == '"' || c == '\\' {
                 let data = match c {
                     '\0' => "\\0".to_owned(),

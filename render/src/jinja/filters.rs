@@ -10,6 +10,7 @@ use super::objects::{seq_items, List};
 use super::pyfmt;
 use super::salt_fns::traverse;
 use crate::yaml;
+use brine_protocol::yaml::{double_quoted, safe_dump, Style};
 
 fn bad(msg: impl Into<String>) -> Error {
     Error::new(ErrorKind::InvalidOperation, msg.into())
@@ -32,11 +33,9 @@ pub(crate) fn register(env: &mut Environment<'_>) {
     env.add_filter("yaml", |v: Value, flow: Option<bool>| -> String {
         yaml_dump(&v, flow.unwrap_or(true))
     });
-    env.add_filter("yaml_encode", |v: Value| -> String {
-        yaml_scalar(&pyfmt::to_json(&v))
-    });
+    env.add_filter("yaml_encode", |v: Value| yaml_encode(&v));
     env.add_filter("yaml_dquote", |v: Value| -> String {
-        pyfmt::json_dumps(&serde_json::Value::String(pyfmt::str(&v)), false)
+        double_quoted(&pyfmt::str(&v))
     });
     env.add_filter("yaml_squote", |v: Value| -> String {
         format!("'{}'", pyfmt::str(&v).replace('\'', "''"))
@@ -79,6 +78,22 @@ pub(crate) fn register(env: &mut Environment<'_>) {
         }
         Ok(List::value(seen))
     });
+    env.add_filter(
+        "format",
+        |v: Value, args: minijinja::value::Rest<Value>| -> Result<String, Error> {
+            let (positional, kwargs) = super::objects::split_kwargs(&args);
+            let args = match (positional.is_empty(), kwargs.is_empty()) {
+                (false, false) => {
+                    return Err(bad(
+                        "can't handle positional and keyword arguments at the same time",
+                    ))
+                }
+                (true, false) => super::objects::Dict::value(kwargs.into_iter().collect()),
+                _ => Value::from(minijinja::value::Tuple::from(positional)),
+            };
+            super::printf::percent(&pyfmt::str(&v), &args).map_err(bad)
+        },
+    );
     env.add_filter("to_bool", |v: Value| -> bool { to_bool(&v) });
     env.add_filter("sequence", |v: Value| -> Value {
         match v.kind() {
@@ -113,17 +128,59 @@ pub(crate) fn register(env: &mut Environment<'_>) {
                 .unwrap_or_else(|| default.unwrap_or(Value::from(())))
         },
     );
-    env.add_filter(
-        "strftime",
-        |v: Value, fmt: Option<String>| -> Result<String, Error> {
-            let fmt = fmt.unwrap_or_else(|| "%Y-%m-%d".into());
-            let stamp =
-                f64::try_from(v.clone()).map_err(|_| bad("strftime expects a timestamp"))?;
-            let when = chrono::DateTime::from_timestamp(stamp.trunc() as i64, 0)
-                .ok_or_else(|| bad("timestamp out of range"))?;
-            Ok(when.format(&fmt).to_string())
-        },
-    );
+    env.add_filter("strftime", strftime);
+    env.add_filter("date_format", strftime);
+}
+
+/// Salt's `strftime`/`date_format`: a timestamp (a number or a string of one; nothing means
+/// now) in local time, through Python's `strftime` format (`%Y-%m-%d` by default). Like Salt
+/// without the optional `timelib`, other date strings are refused.
+fn strftime(v: Option<Value>, fmt: Option<String>) -> Result<String, Error> {
+    use chrono::TimeZone as _;
+    let fmt = fmt.unwrap_or_else(|| "%Y-%m-%d".into());
+    let unparsable = |v: &Value| {
+        bad(format!(
+            "Unable to parse {}. Consider installing timelib",
+            pyfmt::str(v)
+        ))
+    };
+    let when = match v {
+        None => chrono::Local::now(),
+        Some(v) if v.is_none() || v.is_undefined() => chrono::Local::now(),
+        Some(v) => {
+            let stamp = match v.kind() {
+                ValueKind::Number | ValueKind::Bool => f64::try_from(v.clone()).ok(),
+                ValueKind::String => v.as_str().and_then(|s| s.trim().parse::<f64>().ok()),
+                _ => None,
+            }
+            .filter(|f| f.is_finite())
+            .ok_or_else(|| unparsable(&v))?;
+            let secs = stamp.floor();
+            let micros = ((stamp - secs) * 1e6).round() as u32;
+            chrono::Local
+                .timestamp_opt(secs as i64, micros.min(999_999) * 1000)
+                .single()
+                .ok_or_else(|| bad("year is out of range"))?
+        }
+    };
+    // Python's `%f` is microseconds; chrono's is nanoseconds.
+    let mut chrono_fmt = String::with_capacity(fmt.len());
+    let mut chars = fmt.chars();
+    while let Some(c) = chars.next() {
+        chrono_fmt.push(c);
+        if c == '%' {
+            match chars.next() {
+                Some('f') => chrono_fmt.push_str("6f"),
+                Some(next) => chrono_fmt.push(next),
+                None => {}
+            }
+        }
+    }
+    let items: Vec<_> = chrono::format::StrftimeItems::new(&chrono_fmt).collect();
+    if items.contains(&chrono::format::Item::Error) {
+        return Err(bad(format!("strftime: invalid format {fmt:?}")));
+    }
+    Ok(when.format_with_items(items.into_iter()).to_string())
 }
 
 fn build_regex(re: &str, kw: &Kwargs) -> Result<regex::Regex, Error> {
@@ -215,97 +272,26 @@ fn to_bool(v: &Value) -> bool {
     }
 }
 
-/// A scalar that reads back as the same value under YAML 1.1.
-fn yaml_scalar(json: &serde_json::Value) -> String {
-    match json {
-        serde_json::Value::String(s) => {
-            let plain = !s.is_empty()
-                && s.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "_-./".contains(c))
-                && !s.starts_with(['-', '.'])
-                && yaml::load(s).ok().as_ref() == Some(json);
-            if plain {
-                s.clone()
-            } else {
-                pyfmt::json_dumps(json, false)
-            }
-        }
-        other => pyfmt::json_dumps(other, false),
+/// Salt's `yaml_encode`: a scalar as PyYAML represents it, strings double-quoted.
+fn yaml_encode(v: &Value) -> Result<String, Error> {
+    match pyfmt::to_json(v) {
+        serde_json::Value::String(s) => Ok(double_quoted(&s)),
+        serde_json::Value::Array(_) | serde_json::Value::Object(_) => Err(bad(format!(
+            "yaml_encode: {} is not a scalar",
+            pyfmt::repr(v)
+        ))),
+        scalar => Ok(safe_dump(&scalar, Style::Flow)
+            .trim()
+            .trim_end_matches("\n...")
+            .to_string()),
     }
 }
 
-/// `|yaml`: flow style is JSON-like; block style is indented mappings and sequences.
+/// Salt's `yaml` filter: `safe_dump(value, default_flow_style=flow)`, stripped, without a
+/// document end marker.
 fn yaml_dump(v: &Value, flow: bool) -> String {
-    let json = pyfmt::to_json(v);
-    if flow {
-        return flow_yaml(&json);
-    }
-    let mut out = String::new();
-    block_yaml(&json, 0, &mut out);
-    out
-}
-
-fn flow_yaml(json: &serde_json::Value) -> String {
-    match json {
-        serde_json::Value::Array(items) => format!(
-            "[{}]",
-            items.iter().map(flow_yaml).collect::<Vec<_>>().join(", ")
-        ),
-        serde_json::Value::Object(map) => format!(
-            "{{{}}}",
-            map.iter()
-                .map(|(k, v)| format!(
-                    "{}: {}",
-                    yaml_scalar(&serde_json::Value::String(k.clone())),
-                    flow_yaml(v)
-                ))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        other => yaml_scalar(other),
-    }
-}
-
-fn block_yaml(json: &serde_json::Value, indent: usize, out: &mut String) {
-    let pad = " ".repeat(indent);
-    match json {
-        serde_json::Value::Object(map) if !map.is_empty() => {
-            for (k, v) in map {
-                out.push_str(&format!(
-                    "{pad}{}:",
-                    yaml_scalar(&serde_json::Value::String(k.clone()))
-                ));
-                block_child(v, indent + 2, out);
-            }
-        }
-        serde_json::Value::Array(items) if !items.is_empty() => {
-            for v in items {
-                out.push_str(&format!("{pad}-"));
-                block_child(v, indent + 2, out);
-            }
-        }
-        other => {
-            out.push_str(&pad);
-            out.push_str(&flow_yaml(other));
-            out.push('\n');
-        }
-    }
-}
-
-fn block_child(v: &serde_json::Value, indent: usize, out: &mut String) {
-    match v {
-        serde_json::Value::Object(m) if !m.is_empty() => {
-            out.push('\n');
-            block_yaml(v, indent, out);
-        }
-        serde_json::Value::Array(a) if !a.is_empty() => {
-            out.push('\n');
-            block_yaml(v, indent, out);
-        }
-        other => {
-            out.push(' ');
-            out.push_str(&flow_yaml(other));
-            out.push('\n');
-        }
-    }
+    let style = if flow { Style::Flow } else { Style::Block(2) };
+    let text = safe_dump(&pyfmt::to_json(v), style);
+    let text = text.trim();
+    text.strip_suffix("\n...").unwrap_or(text).to_string()
 }

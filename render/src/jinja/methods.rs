@@ -4,7 +4,6 @@ use minijinja::value::{Value, ValueKind};
 use minijinja::{Error, ErrorKind, State};
 
 use super::objects::{map_entries, seq_items, split_kwargs, Dict, List};
-use super::pyfmt;
 
 fn bad(msg: impl Into<String>) -> Error {
     Error::new(ErrorKind::InvalidOperation, msg.into())
@@ -304,31 +303,10 @@ fn format(s: &str, positional: &[Value], kwargs: &[(Value, Value)]) -> Result<St
                         .map(|(_, v)| v.clone())
                 }
                 .ok_or_else(|| bad(format!("format field {name:?} is missing")))?;
-                let rendered = pyfmt::str(&value);
-                out.push_str(&apply_spec(&rendered, spec));
+                out.push_str(&super::printf::format_spec(&value, spec).map_err(bad)?);
             }
             c => out.push(c),
         }
     }
     Ok(out)
-}
-
-fn apply_spec(rendered: &str, spec: &str) -> String {
-    let (align, width) = match spec.chars().next() {
-        Some(c @ ('<' | '>' | '^')) => (c, &spec[1..]),
-        _ => ('<', spec),
-    };
-    let Ok(width) = width.parse::<usize>() else {
-        return rendered.to_string();
-    };
-    let pad = width.saturating_sub(rendered.chars().count());
-    match align {
-        '>' => format!("{}{rendered}", " ".repeat(pad)),
-        '^' => format!(
-            "{}{rendered}{}",
-            " ".repeat(pad / 2),
-            " ".repeat(pad - pad / 2)
-        ),
-        _ => format!("{rendered}{}", " ".repeat(pad)),
-    }
 }

@@ -6,6 +6,7 @@ mod filters;
 mod methods;
 mod objects;
 mod preprocess;
+mod printf;
 pub(crate) mod pyfmt;
 mod salt_fns;
 
@@ -71,6 +72,13 @@ pub(crate) fn render(
     });
     filters::register(&mut env);
     env.add_function(preprocess::MUT_FN, |v: Value| objects::shallow_mut(&v));
+    env.add_function(
+        preprocess::PERCENT_FN,
+        |fmt: Value, args: Value| -> Result<String, Error> {
+            printf::percent(&pyfmt::str(&fmt), &args)
+                .map_err(|e| Error::new(ErrorKind::InvalidOperation, e))
+        },
+    );
     env.add_function(
         "dict",
         |args: minijinja::value::Rest<Value>| -> Result<Value, Error> {

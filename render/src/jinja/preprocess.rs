@@ -1,12 +1,15 @@
 //! Salt's Jinja dialect rewritten into plain MiniJinja before compiling, keeping line numbers:
 //! `{% import_yaml 'x' as y %}` (and `import_json`, `import_text`) becomes a `set` through a
-//! loader function, `{% load_yaml as y %}…{% endload %}` a `set` block and a filter, and every
-//! `{…}`/`[…]` literal is wrapped so it builds a mutable Python `dict`/`list`.
+//! loader function, `{% load_yaml as y %}…{% endload %}` a `set` block and a filter, every
+//! `{…}`/`[…]` literal is wrapped so it builds a mutable Python `dict`/`list`, and a string
+//! literal's `%` operator (`"%s:%d" % (host, port)`) becomes a call of Python's formatting.
 
 /// The function a rewritten `import_*` tag calls: `(kind, path)`.
 pub(crate) const IMPORT_FN: &str = "__brine_import";
 /// The function wrapping literals.
 pub(crate) const MUT_FN: &str = "__brine_mut";
+/// The function a string literal's `%` operator becomes: `(format, args)`.
+pub(crate) const PERCENT_FN: &str = "__brine_percent";
 
 const KEYWORDS: &[&str] = &[
     "in", "and", "or", "not", "if", "else", "elif", "for", "set", "do", "is", "with", "import",
@@ -190,7 +193,24 @@ fn expression(body: &str) -> String {
                 k += 1;
             }
             k = (k + 1).min(chars.len());
-            out.extend(&chars[start..k]);
+            let literal: String = chars[start..k].iter().collect();
+            let op = skip_ws(&chars, k);
+            let operand = if chars.get(op) == Some(&'%') {
+                Some((op + 1, operand_end(&chars, op + 1)))
+            } else {
+                None
+            };
+            match operand {
+                Some((from, end)) if end > from => {
+                    let operand: String = chars[from..end].iter().collect();
+                    out.push_str(&format!(
+                        "{PERCENT_FN}({literal}, {})",
+                        expression(operand.trim())
+                    ));
+                    k = end;
+                }
+                _ => out.push_str(&literal),
+            }
             last = Last::Operand;
             continue;
         }
@@ -252,6 +272,100 @@ fn expression(body: &str) -> String {
     out
 }
 
+fn skip_ws(chars: &[char], mut i: usize) -> usize {
+    while chars.get(i).is_some_and(|c| c.is_whitespace()) {
+        i += 1;
+    }
+    i
+}
+
+/// The end of a string literal starting at `i` (a quote).
+fn string_end(chars: &[char], mut i: usize) -> usize {
+    let quote = chars[i];
+    i += 1;
+    while i < chars.len() && chars[i] != quote {
+        if chars[i] == '\\' {
+            i += 1;
+        }
+        i += 1;
+    }
+    (i + 1).min(chars.len())
+}
+
+/// The end of the bracketed group opening at `i`.
+fn group_end(chars: &[char], mut i: usize) -> usize {
+    let mut depth = 0usize;
+    while i < chars.len() {
+        match chars[i] {
+            '\'' | '"' => {
+                i = string_end(chars, i);
+                continue;
+            }
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    i
+}
+
+fn word_end(chars: &[char], mut i: usize) -> usize {
+    while chars
+        .get(i)
+        .is_some_and(|c| c.is_alphanumeric() || *c == '_' || *c == '.')
+    {
+        i += 1;
+    }
+    i
+}
+
+/// The end of the right operand of `%` starting at `from`: what Python binds tighter than
+/// `%` (a unary minus, an atom with its attributes, subscripts and calls) and Jinja's filters.
+/// `from` itself when there is none.
+fn operand_end(chars: &[char], from: usize) -> usize {
+    let mut i = skip_ws(chars, from);
+    if chars.get(i) == Some(&'-') {
+        i = skip_ws(chars, i + 1);
+    }
+    let start = i;
+    i = match chars.get(i) {
+        Some('(' | '[' | '{') => group_end(chars, i),
+        Some('\'' | '"') => string_end(chars, i),
+        Some(c) if c.is_alphanumeric() || *c == '_' => word_end(chars, i),
+        _ => return from,
+    };
+    if i == start {
+        return from;
+    }
+    loop {
+        match chars.get(i) {
+            Some('(' | '[') => i = group_end(chars, i),
+            _ => {
+                let bar = skip_ws(chars, i);
+                if chars.get(bar) == Some(&'|') && chars.get(bar + 1) != Some(&'|') {
+                    let name = skip_ws(chars, bar + 1);
+                    let end = word_end(chars, name);
+                    if end == name {
+                        return i;
+                    }
+                    i = end;
+                    if chars.get(i) == Some(&'(') {
+                        i = group_end(chars, i);
+                    }
+                } else {
+                    return i;
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,6 +377,18 @@ mod tests {
         assert_eq!(
             got,
             "{% set d = __brine_mut({'a': __brine_mut([1, x[0]])}) %}{{ d['a'] }}{% for i in __brine_mut([1]) %}{% endfor %}"
+        );
+    }
+
+    #[test]
+    fn percent_of_a_string_literal_becomes_a_call() {
+        assert_eq!(
+            rewrite("{{ 'a' ~ \"%s:%d\" % (h.name, p|int) ~ 'b' }}{{ '%s' % x.y[0]|upper }}"),
+            "{{ 'a' ~ __brine_percent(\"%s:%d\", (h.name, p|int)) ~ 'b' }}{{ __brine_percent('%s', x.y[0]|upper) }}"
+        );
+        assert_eq!(
+            rewrite("{% set s = '%(a)s' % {'a': 1} %}{{ n % 2 }}"),
+            "{% set s = __brine_percent('%(a)s', __brine_mut({'a': 1})) %}{{ n % 2 }}"
         );
     }
 

@@ -45,24 +45,27 @@ fn write_repr(value: &Value, out: &mut String, depth: usize) {
             out.push('}');
         }
         ValueKind::Seq | ValueKind::Iterable => {
-            out.push('[');
-            for (i, v) in seq_items(value).unwrap_or_default().iter().enumerate() {
+            let tuple = value.is_tuple();
+            let items = seq_items(value).unwrap_or_default();
+            out.push(if tuple { '(' } else { '[' });
+            for (i, v) in items.iter().enumerate() {
                 if i > 0 {
                     out.push_str(", ");
                 }
                 write_repr(v, out, depth + 1);
             }
-            out.push(']');
+            if tuple && items.len() == 1 {
+                out.push(',');
+            }
+            out.push(if tuple { ')' } else { ']' });
         }
         _ => out.push_str(&value.to_string()),
     }
 }
 
 fn number(value: &Value) -> String {
-    if let Ok(i) = i64::try_from(value.clone()) {
-        if value.as_i64().is_some() {
-            return i.to_string();
-        }
+    if value.is_integer() {
+        return value.to_string();
     }
     match f64::try_from(value.clone()) {
         Ok(f) => float(f),
@@ -158,18 +161,17 @@ pub(crate) fn to_json(value: &Value) -> Json {
         ValueKind::Undefined | ValueKind::None => Json::Null,
         ValueKind::Bool => Json::Bool(value.is_true()),
         ValueKind::String => Json::String(value.as_str().unwrap_or_default().to_string()),
-        ValueKind::Number => {
-            if let Some(i) = value.as_i64() {
-                Json::Number(i.into())
-            } else if let Ok(u) = u64::try_from(value.clone()) {
-                Json::Number(u.into())
-            } else {
-                f64::try_from(value.clone())
-                    .ok()
-                    .and_then(Number::from_f64)
-                    .map_or(Json::Null, Json::Number)
-            }
-        }
+        ValueKind::Number if value.is_integer() => match value.as_i64() {
+            Some(i) => Json::Number(i.into()),
+            None => u64::try_from(value.clone()).map_or_else(
+                |_| Json::String(value.to_string()),
+                |u| Json::Number(u.into()),
+            ),
+        },
+        ValueKind::Number => f64::try_from(value.clone())
+            .ok()
+            .and_then(Number::from_f64)
+            .map_or(Json::Null, Json::Number),
         ValueKind::Map => {
             let mut map = Map::new();
             for (k, v) in map_entries(value).unwrap_or_default() {

@@ -118,8 +118,40 @@ impl Salt {
             }
             "pillar.get" => {
                 let key = a.text(0, "key", "");
-                traverse(&self.data.pillar, &key, &a.text(3, "delimiter", ":"))
-                    .unwrap_or_else(|| a.get(1, "default").unwrap_or_else(empty))
+                let delimiter = a.text(4, "delimiter", ":");
+                let default = a.get(1, "default");
+                let found = traverse(&self.data.pillar, &key, &delimiter);
+                let merge = a.get(2, "merge").is_some_and(|v| v.is_true());
+                match (merge, default, found) {
+                    (true, Some(default), Some(found))
+                        if default.kind() == ValueKind::Map && found.kind() == ValueKind::Map =>
+                    {
+                        let merge_lists = a.get(3, "merge_nested_lists").map_or_else(
+                            || {
+                                self.data
+                                    .opts
+                                    .get_item(&Value::from("pillar_merge_lists"))
+                                    .is_ok_and(|v| v.is_true())
+                            },
+                            |v| v.is_true(),
+                        );
+                        update(&deep_copy(&default), &found, true, merge_lists)?
+                    }
+                    (true, Some(default), Some(found))
+                        if default.kind() == ValueKind::Seq && found.kind() == ValueKind::Seq =>
+                    {
+                        let mut items = seq_items(&deep_copy(&default)).unwrap_or_default();
+                        let original = items.clone();
+                        items.extend(
+                            seq_items(&found)
+                                .unwrap_or_default()
+                                .into_iter()
+                                .filter(|x| !original.contains(x)),
+                        );
+                        super::objects::List::value(items)
+                    }
+                    (_, default, found) => found.unwrap_or_else(|| default.unwrap_or_else(empty)),
+                }
             }
             "config.get" => {
                 let key = a.text(0, "key", "");
@@ -225,39 +257,6 @@ pub(crate) fn traverse(data: &Value, key: &str, delimiter: &str) -> Option<Value
     Some(ptr)
 }
 
-/// Salt's `fnmatch.fnmatchcase` on one pattern.
-fn fnmatch(text: &str, pattern: &str) -> bool {
-    let mut re = String::from("^");
-    let chars: Vec<char> = pattern.chars().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        match chars[i] {
-            '*' => re.push_str(".*"),
-            '?' => re.push('.'),
-            '[' => match chars[i + 1..]
-                .iter()
-                .position(|c| *c == ']')
-                .map(|p| p + i + 1)
-            {
-                Some(end) if end > i + 1 => {
-                    let body: String = chars[i + 1..end].iter().collect();
-                    let body = body.replace('\\', "\\\\");
-                    let body = body
-                        .strip_prefix('!')
-                        .map_or(body.clone(), |b| format!("^{b}"));
-                    re.push_str(&format!("[{body}]"));
-                    i = end;
-                }
-                _ => re.push_str("\\["),
-            },
-            c => re.push_str(&regex::escape(&c.to_string())),
-        }
-        i += 1;
-    }
-    re.push('$');
-    regex::Regex::new(&re).is_ok_and(|r| r.is_match(text))
-}
-
 /// Salt's `filter_by`.
 fn filter_by(
     lookup: &Value,
@@ -278,7 +277,7 @@ fn filter_by(
         let each = pyfmt::str(each);
         for (key, value) in &entries {
             let key = pyfmt::str(key);
-            if each == key || fnmatch(&each, &key) {
+            if each == key || brine_protocol::target::fnmatch(&key, &each) {
                 ret = Some(value.clone());
                 break 'outer;
             }
