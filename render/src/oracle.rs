@@ -16,6 +16,11 @@ pub fn salt_python() -> Option<PathBuf> {
 /// is missing and the caller should skip; under `CI=true` a missing venv panics instead, and
 /// a script that fails always does.
 pub fn run(script: &Path, arg: &Path) -> Option<Vec<u8>> {
+    run_with(script, &[arg])
+}
+
+/// [`run`] with several arguments.
+pub fn run_with(script: &Path, args: &[&Path]) -> Option<Vec<u8>> {
     let Some(python) = salt_python() else {
         assert!(
             std::env::var("CI").as_deref() != Ok("true"),
@@ -26,7 +31,7 @@ pub fn run(script: &Path, arg: &Path) -> Option<Vec<u8>> {
     };
     let output = Command::new(python)
         .arg(script)
-        .arg(arg)
+        .args(args)
         .output()
         .unwrap_or_else(|e| panic!("run {}: {e}", script.display()));
     assert!(

@@ -6,11 +6,19 @@
 //!
 //! - [`high`]: rendering and merging.
 //! - [`verify`]: the checks and their error texts.
+//! - [`low`]: high data prepared and compiled into ordered low chunks.
+//! - [`engine`]: the chunks run with their requisites, as Salt's `State.call_high` runs them.
+//! - [`states`]: the state modules, one file each.
 
+pub mod engine;
 pub mod high;
+pub mod low;
+pub mod states;
 pub mod verify;
 
+pub use engine::{call_high, Options};
 pub use high::{Compiler, Tree};
+pub use states::Host;
 pub use verify::verify_high;
 
 /// High data: state IDs (and `__extend__`/`__exclude__`) in order.

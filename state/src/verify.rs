@@ -182,3 +182,16 @@ pub(crate) fn py_repr(v: &Value) -> String {
         ),
     }
 }
+
+/// Python's `type(v).__name__`.
+pub(crate) fn py_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "NoneType",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float",
+        Value::Number(_) => "int",
+        Value::String(_) => "str",
+        Value::Array(_) => "list",
+        Value::Object(_) => "dict",
+    }
+}

@@ -590,68 +590,9 @@ pub(crate) fn py_float_of(v: &Value) -> Result<f64, String> {
     }
 }
 
-// ---------------------------------------------------------------------------
-// shlex
-
-/// Python `shlex.split(s)` (POSIX mode, no comments). Errors carry Python's message.
+/// Python `shlex.split(s)` (Brine's one implementation, in protocol).
 pub(crate) fn shlex_split(s: &str) -> Result<Vec<String>, String> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            '\\' => {
-                in_word = true;
-                match chars.next() {
-                    Some(n) => cur.push(n),
-                    None => return Err("No escaped character".into()),
-                }
-            }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(n) => cur.push(n),
-                        None => return Err("No closing quotation".into()),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.peek() {
-                            Some(&n) if n == '"' || n == '\\' => {
-                                cur.push(n);
-                                chars.next();
-                            }
-                            Some(_) => cur.push('\\'),
-                            None => return Err("No closing quotation".into()),
-                        },
-                        Some(n) => cur.push(n),
-                        None => return Err("No closing quotation".into()),
-                    }
-                }
-            }
-            c => {
-                in_word = true;
-                cur.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(cur);
-    }
-    Ok(words)
+    brine_protocol::pyrepr::shlex_split(s)
 }
 
 #[cfg(test)]

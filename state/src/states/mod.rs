@@ -1,0 +1,119 @@
+//! State modules: each file is one Salt state module (`test`, `cmd`), its functions
+//! listed in a `FUNCTIONS` table; registering a module is one line in [`MODULES`].
+
+use std::path::PathBuf;
+
+use serde_json::{Map, Value};
+
+use crate::low::Low;
+
+pub mod checks;
+pub mod cmd;
+pub mod test;
+
+/// What a state run acts through: execution functions, the file server, the templates.
+pub trait Host {
+    /// An execution function (`cmd.run_all`, `cmd.retcode`, ...) with positional and keyword
+    /// arguments; its error text when it fails.
+    fn call(&self, fun: &str, args: &[Value], kwargs: &Map<String, Value>)
+        -> Result<Value, String>;
+    /// The minion's grains.
+    fn grains(&self) -> &Value;
+    /// The minion's pillar.
+    fn pillar(&self) -> &Value;
+    /// The bytes of a state's `source` (`salt://path`, `/abs/path`, `file:///path`) in
+    /// `saltenv`; `None` when there is no such file.
+    fn fetch(&self, source: &str, saltenv: &str) -> Result<Option<Vec<u8>>, String>;
+    /// A Jinja template rendered with the minion's context and `vars` (a state's
+    /// `defaults` and `context`).
+    fn render_template(
+        &self,
+        text: &str,
+        source: &str,
+        saltenv: &str,
+        vars: Map<String, Value>,
+    ) -> Result<String, String>;
+    /// The minion's cache directory (backups, cached files).
+    fn cachedir(&self) -> PathBuf;
+}
+
+/// One state function being called.
+pub struct Call<'a> {
+    /// The chunk: `name` and the function's arguments.
+    pub low: &'a Low,
+    /// `test=True` (or a `prereq` check).
+    pub test: bool,
+    pub host: &'a dyn Host,
+    /// The results so far (for `mod_watch`).
+    pub running: &'a Map<String, Value>,
+    pub saltenv: &'a str,
+}
+
+impl Call<'_> {
+    /// An argument of the state, `None` when absent or null.
+    pub fn arg(&self, key: &str) -> Option<&Value> {
+        self.low.get(key).filter(|v| !v.is_null())
+    }
+
+    /// An argument as text (Python's `str()`).
+    pub fn text(&self, key: &str) -> Option<String> {
+        self.arg(key).map(crate::verify::py_text)
+    }
+
+    /// A boolean argument with Salt's truthiness.
+    pub fn flag(&self, key: &str, default: bool) -> bool {
+        self.arg(key)
+            .map_or(default, brine_protocol::payload::json_truthy)
+    }
+
+    /// `name` as text.
+    pub fn name(&self) -> String {
+        self.text("name").unwrap_or_default()
+    }
+}
+
+/// A state function's return: `name`, `changes`, `result`, `comment`.
+pub fn ret(
+    name: &str,
+    result: Value,
+    comment: impl Into<String>,
+    changes: Value,
+) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("name".into(), Value::String(name.to_string()));
+    m.insert("changes".into(), changes);
+    m.insert("result".into(), result);
+    m.insert("comment".into(), Value::String(comment.into()));
+    m
+}
+
+/// A state function: the chunk's arguments it must have, and what it does.
+pub struct Spec {
+    pub name: &'static str,
+    pub required: &'static [&'static str],
+    pub run: fn(&Call) -> Result<Map<String, Value>, String>,
+}
+
+/// Every state module: its name and its functions.
+const MODULES: &[(&str, &[Spec])] = &[("test", test::FUNCTIONS), ("cmd", cmd::FUNCTIONS)];
+
+/// The state function `module.function`.
+pub fn lookup(full: &str) -> Option<&'static Spec> {
+    let (module, fun) = full.split_once('.')?;
+    MODULES
+        .iter()
+        .find(|(m, _)| *m == module)?
+        .1
+        .iter()
+        .find(|s| s.name == fun)
+}
+
+/// Every state function's name (`module.function`), sorted.
+pub fn list() -> Vec<String> {
+    let mut names: Vec<String> = MODULES
+        .iter()
+        .flat_map(|(m, funs)| funs.iter().map(move |f| format!("{m}.{}", f.name)))
+        .collect();
+    names.sort();
+    names
+}

@@ -1,0 +1,215 @@
+//! Differential: every case of `tests/run_cases/` (a state tree and how to apply it) run by
+//! Brine's engine and by Salt 3007's own (`HighState.render_highstate` + `State.call_high` in
+//! the real-Salt venv) on this machine must give the same results: per state `result`,
+//! `changes` (a command's `pid` aside), `comment`, `name`, `__run_num__`, `__sls__`, `__id__`,
+//! `__state_ran__` and `skip_watch`, and the same errors.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use brine_render::Context;
+use brine_state::{call_high, verify_high, Compiler, Host, Options};
+use common::Dir;
+use serde_json::{json, Map, Value};
+
+fn tests_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests")
+}
+
+/// The minion's own execution functions on this machine, files from the case's tree.
+struct LocalHost {
+    functions: brine_minion::functions::TemplateFunctions,
+    grains: Value,
+    pillar: Value,
+    tree: PathBuf,
+    cache: PathBuf,
+}
+
+impl Host for LocalHost {
+    fn call(
+        &self,
+        fun: &str,
+        args: &[Value],
+        kwargs: &Map<String, Value>,
+    ) -> Result<Value, String> {
+        let kwargs = kwargs.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        brine_render::Functions::call(&self.functions, fun, args, &kwargs)
+            .unwrap_or_else(|| Err(format!("'{fun}' is not available.")))
+    }
+
+    fn grains(&self) -> &Value {
+        &self.grains
+    }
+
+    fn pillar(&self) -> &Value {
+        &self.pillar
+    }
+
+    fn fetch(&self, source: &str, saltenv: &str) -> Result<Option<Vec<u8>>, String> {
+        let path = match source.strip_prefix("salt://") {
+            Some(rel) => self.tree.join(saltenv).join(rel),
+            None => PathBuf::from(source.strip_prefix("file://").unwrap_or(source)),
+        };
+        match std::fs::read(path) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    fn render_template(
+        &self,
+        text: &str,
+        source: &str,
+        saltenv: &str,
+        vars: Map<String, Value>,
+    ) -> Result<String, String> {
+        let ctx = Context {
+            grains: self.grains.clone(),
+            pillar: self.pillar.clone(),
+            opts: json!({"id": "m1"}),
+            saltenv: saltenv.into(),
+            vars,
+            ..Context::default()
+        };
+        brine_render::render_template(
+            text,
+            source.strip_prefix("salt://").unwrap_or(source),
+            &ctx,
+            Arc::new(Dir(self.tree.clone())),
+            Arc::new(brine_render::NoFunctions),
+        )
+        .map_err(|e| e.to_string())
+    }
+
+    fn cachedir(&self) -> PathBuf {
+        self.cache.clone()
+    }
+}
+
+fn brine(case: &Path, work: &Path, meta: &Value) -> Value {
+    let grains = json!({"id": "m1", "os_family": "Debian", "shell": "/bin/sh", "work": work.display().to_string()});
+    let tree = Arc::new(Dir(case.join("")));
+    let ctx = Context {
+        grains: grains.clone(),
+        pillar: json!({}),
+        opts: json!({"id": "m1"}),
+        ..Context::default()
+    };
+    let mods: Vec<String> = serde_json::from_value(meta["mods"].clone()).unwrap();
+    let mut compiler = Compiler::new(
+        tree,
+        &["base".to_string()],
+        Arc::new(brine_render::NoFunctions),
+        ctx,
+    );
+    let (high, mut errors) = compiler.render_highstate(&[("base".to_string(), mods)]);
+    errors.extend(verify_high(&high));
+    if !errors.is_empty() {
+        return json!({"errors": errors});
+    }
+    let minion = brine_minion::functions::Context {
+        id: "m1".into(),
+        grains: Arc::new(brine_protocol::payload::from_json(&grains)),
+        running: Arc::default(),
+        pub_load: brine_protocol::payload::Value::Map(Vec::new()),
+        pillar: Arc::new(brine_protocol::payload::Value::Map(Vec::new())),
+        services: Arc::new(brine_minion::functions::Services::detached()),
+    };
+    let host = LocalHost {
+        functions: brine_minion::functions::TemplateFunctions::new(minion, |_| true),
+        grains,
+        pillar: json!({}),
+        tree: case.to_path_buf(),
+        cache: work.join(".cache"),
+    };
+    let opts = Options {
+        test: meta["test"].as_bool().unwrap_or(false),
+        failhard: meta["failhard"].as_bool().unwrap_or(false),
+    };
+    match call_high(&high, &host, opts) {
+        Ok(ret) => json!({"ret": ret}),
+        Err(errors) => json!({"errors": errors}),
+    }
+}
+
+/// What is compared of one state's result.
+fn comparable(ret: &Value) -> Value {
+    let mut out = Map::new();
+    for key in [
+        "result",
+        "changes",
+        "comment",
+        "name",
+        "__run_num__",
+        "__sls__",
+        "__id__",
+        "__state_ran__",
+        "skip_watch",
+        "warnings",
+    ] {
+        if let Some(v) = ret.get(key) {
+            out.insert(key.into(), v.clone());
+        }
+    }
+    if let Some(Value::Object(ch)) = out.get_mut("changes") {
+        ch.remove("pid");
+    }
+    Value::Object(out)
+}
+
+#[test]
+fn cases_run_as_salt_runs_them() {
+    let work = tempfile::tempdir().unwrap();
+    let cases = tests_dir().join("run_cases");
+    let Some(out) =
+        brine_render::oracle::run_with(&tests_dir().join("salt_run.py"), &[&cases, work.path()])
+    else {
+        return;
+    };
+    let salt: Map<String, Value> = serde_json::from_slice(&out).expect("salt's json");
+    let mut failures = Vec::new();
+    for (name, expected) in &salt {
+        let case = cases.join(name);
+        let meta: Value =
+            serde_json::from_str(&std::fs::read_to_string(case.join("case.json")).unwrap())
+                .unwrap();
+        let case_work = work.path().join(name);
+        let _ = std::fs::remove_dir_all(&case_work);
+        std::fs::create_dir_all(&case_work).unwrap();
+        let got = brine(&case, &case_work, &meta);
+        let _ = std::fs::remove_dir_all(&case_work);
+        if expected.get("errors") != got.get("errors") {
+            failures.push(format!(
+                "{name}: errors\n  salt:  {}\n  brine: {}",
+                expected["errors"], got["errors"]
+            ));
+            continue;
+        }
+        let (Some(want), Some(have)) = (expected["ret"].as_object(), got["ret"].as_object()) else {
+            continue;
+        };
+        for (tag, w) in want {
+            match have.get(tag) {
+                None => failures.push(format!("{name}: {tag} missing in Brine's run")),
+                Some(h) if comparable(h) != comparable(w) => failures.push(format!(
+                    "{name}: {tag}\n  salt:  {}\n  brine: {}",
+                    comparable(w),
+                    comparable(h)
+                )),
+                Some(_) => {}
+            }
+        }
+        for tag in have.keys().filter(|t| !want.contains_key(*t)) {
+            failures.push(format!("{name}: {tag} only in Brine's run"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} differences:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

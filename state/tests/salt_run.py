@@ -1,0 +1,49 @@
+"""Run every case of run_cases/ with Salt 3007's own state engine (HighState.render_highstate
+then State.call_high, what state.sls runs) on this machine, and print JSON:
+{case: {"ret": {tag: result}} | {"errors": [...]}}. Each case runs in WORK_DIR/<case>, which
+its states see as the grain `work`, removed afterwards. Usage: salt_run.py CASES_DIR WORK_DIR"""
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import salt.config
+import salt.state
+
+
+def main():
+    cases, work_root = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    out = {}
+    for case in sorted(os.listdir(cases)):
+        meta = json.load(open(os.path.join(cases, case, "case.json")))
+        work = os.path.join(work_root, case)
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+        root = tempfile.mkdtemp()
+        opts = salt.config.minion_config(None)
+        opts.update(
+            file_client="local",
+            root_dir=root,
+            cachedir=os.path.join(root, "cache"),
+            file_roots={"base": [os.path.join(cases, case, "base")]},
+            pillar_roots={"base": [os.path.join(root, "no-pillar")]},
+            id="m1",
+            grains={"id": "m1", "os_family": "Debian", "shell": "/bin/sh", "work": work},
+            test=meta.get("test", False),
+            failhard=meta.get("failhard", False),
+        )
+        st = salt.state.HighState(opts)
+        high, errors = st.render_highstate({"base": meta["mods"]})
+        if errors:
+            out[case] = {"errors": errors}
+        else:
+            ret = st.state.call_high(high)
+            out[case] = {"errors": ret} if isinstance(ret, list) else {"ret": ret}
+        st.destroy()
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
+    json.dump(out, sys.stdout, default=str)
+
+
+main()
