@@ -10,6 +10,7 @@
 //! - [`engine`]: the chunks run with their requisites, as Salt's `State.call_high` runs them.
 //! - [`states`]: the state modules, one file each.
 
+pub mod diff;
 pub mod engine;
 pub mod high;
 pub mod low;

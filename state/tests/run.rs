@@ -129,10 +129,14 @@ fn brine(case: &Path, work: &Path, meta: &Value) -> Value {
         test: meta["test"].as_bool().unwrap_or(false),
         failhard: meta["failhard"].as_bool().unwrap_or(false),
     };
-    match call_high(&high, &host, opts) {
-        Ok(ret) => json!({"ret": ret}),
-        Err(errors) => json!({"errors": errors}),
+    let mut last = json!(null);
+    for _ in 0..meta["runs"].as_u64().unwrap_or(1) {
+        last = match call_high(&high, &host, opts.clone()) {
+            Ok(ret) => json!({"ret": ret}),
+            Err(errors) => json!({"errors": errors}),
+        };
     }
+    last
 }
 
 /// What is compared of one state's result.
@@ -179,6 +183,15 @@ fn cases_run_as_salt_runs_them() {
         let case_work = work.path().join(name);
         let _ = std::fs::remove_dir_all(&case_work);
         std::fs::create_dir_all(&case_work).unwrap();
+        if case.join("setup.sh").exists() {
+            let ok = std::process::Command::new("sh")
+                .arg(case.join("setup.sh"))
+                .arg(&case_work)
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "{name}: setup.sh failed");
+        }
         let got = brine(&case, &case_work, &meta);
         let _ = std::fs::remove_dir_all(&case_work);
         if expected.get("errors") != got.get("errors") {

@@ -1,10 +1,12 @@
 """Run every case of run_cases/ with Salt 3007's own state engine (HighState.render_highstate
 then State.call_high, what state.sls runs) on this machine, and print JSON:
 {case: {"ret": {tag: result}} | {"errors": [...]}}. Each case runs in WORK_DIR/<case>, which
-its states see as the grain `work`, removed afterwards. Usage: salt_run.py CASES_DIR WORK_DIR"""
+its states see as the grain `work`, made by the case's setup.sh if any, removed afterwards;
+with "runs": 2 the states are applied twice and the second run is printed. Usage: salt_run.py CASES_DIR WORK_DIR"""
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -20,6 +22,9 @@ def main():
         work = os.path.join(work_root, case)
         shutil.rmtree(work, ignore_errors=True)
         os.makedirs(work)
+        setup = os.path.join(cases, case, "setup.sh")
+        if os.path.exists(setup):
+            subprocess.run(["sh", setup, work], check=True)
         root = tempfile.mkdtemp()
         opts = salt.config.minion_config(None)
         opts.update(
@@ -38,7 +43,9 @@ def main():
         if errors:
             out[case] = {"errors": errors}
         else:
-            ret = st.state.call_high(high)
+            for _ in range(meta.get("runs", 1)):
+                ret = st.state.call_high(high)
+                st.state.reset_run_num()
             out[case] = {"errors": ret} if isinstance(ret, list) else {"ret": ret}
         st.destroy()
         shutil.rmtree(work, ignore_errors=True)

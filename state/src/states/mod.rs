@@ -1,4 +1,4 @@
-//! State modules: each file is one Salt state module (`test`, `cmd`), its functions
+//! State modules: each file is one Salt state module (`test`, `cmd`, `file`), its functions
 //! listed in a `FUNCTIONS` table; registering a module is one line in [`MODULES`].
 
 use std::path::PathBuf;
@@ -9,6 +9,7 @@ use crate::low::Low;
 
 pub mod checks;
 pub mod cmd;
+pub mod file;
 pub mod test;
 
 /// What a state run acts through: execution functions, the file server, the templates.
@@ -95,7 +96,12 @@ pub struct Spec {
 }
 
 /// Every state module: its name and its functions.
-const MODULES: &[(&str, &[Spec])] = &[("test", test::FUNCTIONS), ("cmd", cmd::FUNCTIONS)];
+#[rustfmt::skip]
+const MODULES: &[(&str, &[Spec])] = &[
+    ("test", test::FUNCTIONS),
+    ("cmd", cmd::FUNCTIONS),
+    ("file", file::FUNCTIONS),
+];
 
 /// The state function `module.function`.
 pub fn lookup(full: &str) -> Option<&'static Spec> {

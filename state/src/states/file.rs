@@ -1,0 +1,872 @@
+//! The `file` state module: `file.managed` (contents, `contents_pillar`/`contents_grains`,
+//! `source` from the file server or the local disk, Jinja `template` with `context` and
+//! `defaults`, `mode`/`user`/`group`, `makedirs`, `replace`, `show_changes`, a unified diff of
+//! what changed), `file.directory` and `file.absent`, with Salt's comments and changes.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+
+use serde_json::{json, Map, Value};
+
+use super::{ret, Call, Spec};
+use crate::diff;
+use crate::verify::py_text;
+
+pub const FUNCTIONS: &[Spec] = &[
+    Spec {
+        name: "managed",
+        required: &["name"],
+        run: managed,
+    },
+    Spec {
+        name: "directory",
+        required: &["name"],
+        run: directory,
+    },
+    Spec {
+        name: "absent",
+        required: &["name"],
+        run: absent,
+    },
+];
+
+type Ret = Map<String, Value>;
+
+fn error(mut r: Ret, msg: impl Into<String>) -> Result<Ret, String> {
+    r.insert("result".into(), json!(false));
+    r.insert("comment".into(), json!(msg.into()));
+    Ok(r)
+}
+
+fn set(r: &mut Ret, key: &str, v: Value) {
+    r.insert(key.into(), v);
+}
+
+fn changes(r: &mut Ret) -> &mut Map<String, Value> {
+    if !r.get("changes").is_some_and(Value::is_object) {
+        r.insert("changes".into(), json!({}));
+    }
+    r.get_mut("changes")
+        .and_then(Value::as_object_mut)
+        .expect("changes is a map")
+}
+
+/// `~` expanded as Python's `os.path.expanduser`.
+fn expanduser(name: &str) -> String {
+    match name.strip_prefix('~') {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => std::env::var("HOME")
+            .map(|h| format!("{h}{rest}"))
+            .unwrap_or_else(|_| name.to_string()),
+        _ => name.to_string(),
+    }
+}
+
+/// Salt's `normalize_mode`: `644`, `0644`, `"0o644"` → `"0644"`.
+pub fn normalize_mode(mode: &Value) -> Option<String> {
+    if mode.is_null() {
+        return None;
+    }
+    let text = py_text(mode).replace("0o", "0");
+    let text = text
+        .trim_matches('"')
+        .trim_matches('\'')
+        .trim_start_matches('0');
+    Some(format!("{text:0>4}"))
+}
+
+fn file_mode(path: &Path) -> Option<String> {
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| format!("{:04o}", m.permissions().mode() & 0o7777))
+}
+
+fn set_mode(path: &Path, mode: &str) -> std::io::Result<()> {
+    let bits = u32::from_str_radix(mode, 8).map_err(|e| std::io::Error::other(e.to_string()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(bits))
+}
+
+fn uid_of(user: &str) -> Option<u32> {
+    if let Ok(n) = user.parse() {
+        return Some(n);
+    }
+    nix::unistd::User::from_name(user)
+        .ok()
+        .flatten()
+        .map(|u| u.uid.as_raw())
+}
+
+fn gid_of(group: &str) -> Option<u32> {
+    if let Ok(n) = group.parse() {
+        return Some(n);
+    }
+    nix::unistd::Group::from_name(group)
+        .ok()
+        .flatten()
+        .map(|g| g.gid.as_raw())
+}
+
+/// Salt's `_check_user`: the owner and group must exist (only a warning under test).
+fn check_user(user: Option<&str>, group: Option<&str>, test: bool) -> Option<String> {
+    let mut err = String::new();
+    if let Some(u) = user.filter(|u| !u.is_empty()) {
+        if uid_of(u).is_none() {
+            err.push_str(&format!("User {u} is not available "));
+        }
+    }
+    if let Some(g) = group.filter(|g| !g.is_empty()) {
+        if gid_of(g).is_none() {
+            err.push_str(&format!("Group {g} is not available"));
+        }
+    }
+    (!err.is_empty() && !test).then_some(err)
+}
+
+/// Salt's `check_perms` for owner, group and mode: what it set goes into `changes`.
+fn check_perms(
+    r: &mut Ret,
+    path: &Path,
+    user: Option<&str>,
+    group: Option<&str>,
+    mode: Option<&str>,
+    test: bool,
+) {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return;
+    };
+    let want_uid = user.and_then(uid_of);
+    let want_gid = group.and_then(gid_of);
+    let chown_user = want_uid.filter(|u| *u != meta.uid());
+    let chown_group = want_gid.filter(|g| *g != meta.gid());
+    let mut failures = Vec::new();
+    if chown_user.is_some() || chown_group.is_some() {
+        if test {
+            if let Some(u) = user.filter(|_| chown_user.is_some()) {
+                changes(r).insert("user".into(), json!(u));
+            }
+            if let Some(g) = group.filter(|_| chown_group.is_some()) {
+                changes(r).insert("group".into(), json!(g));
+            }
+        } else {
+            let ok = std::os::unix::fs::lchown(path, chown_user, chown_group).is_ok();
+            if let (Some(u), Some(_)) = (user, chown_user) {
+                if ok {
+                    changes(r).insert("user".into(), json!(u));
+                } else {
+                    failures.push(format!("Failed to change user to {u}"));
+                }
+            }
+            if let (Some(g), Some(_)) = (group, chown_group) {
+                if ok {
+                    changes(r).insert("group".into(), json!(g));
+                } else {
+                    failures.push(format!("Failed to change group to {g}"));
+                }
+            }
+        }
+    }
+    let is_link = meta.file_type().is_symlink();
+    if let Some(mode) = mode.filter(|_| !is_link) {
+        if file_mode(path).as_deref() != Some(mode) {
+            if test || (set_mode(path, mode).is_ok() && file_mode(path).as_deref() == Some(mode)) {
+                changes(r).insert("mode".into(), json!(mode));
+            } else {
+                failures.push(format!("Failed to change mode to {mode}"));
+            }
+        }
+    }
+    if !failures.is_empty() {
+        set(r, "result", json!(false));
+        set(r, "comment", json!(failures.join("\n")));
+    }
+}
+
+/// Salt's `_binary_replace`/`is_text`: NUL bytes or invalid UTF-8 make a file binary.
+fn is_binary(bytes: &[u8]) -> bool {
+    bytes.contains(&0) || std::str::from_utf8(bytes).is_err()
+}
+
+/// Salt's `get_diff(old, new)` without file names.
+fn get_diff(old: &[u8], new: &[u8], show_changes: bool) -> String {
+    if old == new {
+        return String::new();
+    }
+    if !show_changes {
+        return "<show_changes=False>".into();
+    }
+    match (is_binary(old), is_binary(new)) {
+        (true, true) => return "Replace binary file".into(),
+        (true, false) => return "Replace binary file with text file".into(),
+        (false, true) => return "Replace text file with binary file".into(),
+        _ => {}
+    }
+    let (a, b) = (String::from_utf8_lossy(old), String::from_utf8_lossy(new));
+    diff::unified(&diff::lines(&a), &diff::lines(&b))
+}
+
+fn traverse<'v>(data: &'v Value, key: &str, delimiter: &str) -> Option<&'v Value> {
+    key.split(delimiter).try_fold(data, |v, k| match v {
+        Value::Object(m) => m.get(k),
+        Value::Array(l) => k.parse::<usize>().ok().and_then(|i| l.get(i)),
+        _ => None,
+    })
+}
+
+/// `contents` as Salt writes it: each line ended by a newline (then the last one dropped
+/// when `contents_newline` is false).
+fn normalize_contents(value: &Value, newline: bool) -> Option<String> {
+    let parts: Vec<String> = match value {
+        Value::Array(items) => items.iter().map(py_text).collect(),
+        Value::Object(_) => return None,
+        other => vec![py_text(other)],
+    };
+    let mut out = String::new();
+    for part in parts {
+        for line in part.lines() {
+            out.push_str(line.trim_end_matches('\r'));
+            out.push('\n');
+        }
+    }
+    if !newline {
+        out = out
+            .trim_end_matches('\n')
+            .trim_end_matches('\r')
+            .to_string();
+    }
+    Some(out)
+}
+
+/// The template variables a managed file's template sees.
+fn template_vars(
+    c: &Call,
+    name: &str,
+    source: &str,
+    mode: Option<&str>,
+) -> Result<Map<String, Value>, String> {
+    let mut vars = Map::new();
+    if let Some(defaults) = c.arg("defaults") {
+        vars.extend(defaults.as_object().cloned().unwrap_or_default());
+    }
+    if let Some(context) = c.arg("context") {
+        vars.extend(context.as_object().cloned().unwrap_or_default());
+    }
+    vars.insert("name".into(), json!(name));
+    vars.insert("source".into(), json!(source));
+    vars.insert("user".into(), c.arg("user").cloned().unwrap_or(Value::Null));
+    vars.insert(
+        "group".into(),
+        c.arg("group").cloned().unwrap_or(Value::Null),
+    );
+    vars.insert("mode".into(), mode.map_or(Value::Null, |m| json!(m)));
+    vars.insert("attrs".into(), Value::Null);
+    vars.insert("saltenv".into(), json!(c.saltenv));
+    Ok(vars)
+}
+
+/// The bytes of the first source that exists (`source` may be a list), rendered when a
+/// template is asked for; the source used. `Err` carries Salt's comment.
+fn source_bytes(c: &Call, name: &str, mode: Option<&str>) -> Result<(Vec<u8>, String), String> {
+    let sources: Vec<String> = match c.arg("source") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| match i {
+                Value::Object(m) => m.keys().next().cloned().unwrap_or_default(),
+                other => py_text(other),
+            })
+            .collect(),
+        Some(other) => vec![py_text(other)],
+        None => Vec::new(),
+    };
+    let single = sources.len() == 1;
+    for source in &sources {
+        let fetched = c.host.fetch(source, c.saltenv)?;
+        let Some(bytes) = fetched else {
+            if !single {
+                continue;
+            }
+            return Err(if source.starts_with("salt://") {
+                format!("Source file {source} not found in saltenv '{}'", c.saltenv)
+            } else {
+                format!(
+                    "Local file source {} does not exist",
+                    source.strip_prefix("file://").unwrap_or(source)
+                )
+            });
+        };
+        let Some(template) = c.text("template") else {
+            return Ok((bytes, source.clone()));
+        };
+        if template != "jinja" {
+            return Err(format!(
+                "Specified template format {template} is not supported"
+            ));
+        }
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let vars = template_vars(c, name, source, mode)?;
+        let rendered = c.host.render_template(&text, source, c.saltenv, vars)?;
+        return Ok((rendered.into_bytes(), source.clone()));
+    }
+    Err("none of the specified sources were found".into())
+}
+
+fn managed(c: &Call) -> Result<Ret, String> {
+    let name = expanduser(&c.name());
+    let mut r = ret(&name, json!(true), "", json!({}));
+    // Salt's key order: changes, comment, name, result.
+    let mut ordered = Map::new();
+    for k in ["changes", "comment", "name", "result"] {
+        ordered.insert(k.into(), r[k].clone());
+    }
+    r = ordered;
+    if name.is_empty() {
+        return error(r, "Destination file name is required");
+    }
+    let keep_mode = c
+        .text("mode")
+        .is_some_and(|m| m.eq_ignore_ascii_case("keep"));
+    let mode = if keep_mode {
+        None
+    } else {
+        c.arg("mode").and_then(normalize_mode)
+    };
+    let contents_count = ["contents", "contents_pillar", "contents_grains"]
+        .iter()
+        .filter(|k| c.low.get(**k).is_some_and(|v| !v.is_null()))
+        .count();
+    let has_source = c
+        .arg("source")
+        .is_some_and(brine_protocol::payload::json_truthy);
+    if has_source && contents_count > 0 {
+        return error(r, "'source' cannot be used in combination with 'contents', 'contents_pillar', or 'contents_grains'");
+    } else if keep_mode && contents_count > 0 {
+        return error(r, "Mode preservation cannot be used in combination with 'contents', 'contents_pillar', or 'contents_grains'");
+    } else if contents_count > 1 {
+        return error(
+            r,
+            "Only one of 'contents', 'contents_pillar', and 'contents_grains' is permitted",
+        );
+    }
+    let mut replace = c.flag("replace", true);
+    if !has_source && contents_count == 0 {
+        replace = false;
+    }
+    let delimiter = c.text("contents_delimiter").unwrap_or_else(|| ":".into());
+    let use_contents: Option<Value> = if let Some(key) = c.arg("contents_pillar") {
+        let keys: Vec<String> = match key {
+            Value::Array(l) => l.iter().map(py_text).collect(),
+            other => vec![py_text(other)],
+        };
+        let mut parts = Vec::new();
+        for k in &keys {
+            match traverse(c.host.pillar(), k, &delimiter) {
+                Some(v) => parts.push(py_text(v)),
+                None => return error(r, format!("Pillar {k} does not exist")),
+            }
+        }
+        Some(json!(parts.join("\n")))
+    } else if let Some(key) = c.arg("contents_grains") {
+        let keys: Vec<String> = match key {
+            Value::Array(l) => l.iter().map(py_text).collect(),
+            other => vec![py_text(other)],
+        };
+        let mut parts = Vec::new();
+        for k in &keys {
+            match traverse(c.host.grains(), k, &delimiter) {
+                Some(v) => parts.push(py_text(v)),
+                None => return error(r, format!("Grain {k} does not exist")),
+            }
+        }
+        Some(json!(parts.join("\n")))
+    } else {
+        c.arg("contents").cloned()
+    };
+    let mut contents: Option<String> = None;
+    if let Some(use_contents) = &use_contents {
+        if !c.flag("allow_empty", true) && !brine_protocol::payload::json_truthy(use_contents) {
+            let id = if let Some(p) = c.text("contents_pillar") {
+                format!("contents_pillar {p}")
+            } else if let Some(g) = c.text("contents_grains") {
+                format!("contents_grains {g}")
+            } else {
+                "'contents'".into()
+            };
+            return error(r, format!("{id} value would result in empty contents. Set allow_empty to True to allow the managed file to be empty."));
+        }
+        let Some(mut text) = normalize_contents(use_contents, c.flag("contents_newline", true))
+        else {
+            return error(r, "Contents specified by contents/contents_pillar/contents_grains is not a string or list of strings, and is not binary data. SLS is likely malformed.");
+        };
+        if let Some(template) = c.text("template") {
+            if template != "jinja" {
+                return error(
+                    r,
+                    format!("Specified template format {template} is not supported"),
+                );
+            }
+            let vars = template_vars(c, &name, "", mode.as_deref())?;
+            match c.host.render_template(&text, &name, c.saltenv, vars) {
+                Ok(t) => text = t,
+                Err(e) => return error(r, e),
+            }
+        }
+        contents = Some(text);
+    }
+    let user = c.text("user");
+    let group = c.text("group");
+    let path = Path::new(&name);
+    if !c.flag("create", true) && !path.is_file() {
+        set(
+            &mut r,
+            "comment",
+            json!(format!(
+                "File {name} is not present and is not set for creation"
+            )),
+        );
+        return Ok(r);
+    }
+    if let Some(err) = check_user(user.as_deref(), group.as_deref(), c.test) {
+        return error(r, err);
+    }
+    if !path.is_absolute() {
+        return error(r, format!("Specified file {name} is not an absolute path"));
+    }
+    if path.is_dir() {
+        set(
+            &mut r,
+            "comment",
+            json!(format!("Specified target {name} is a directory")),
+        );
+        set(&mut r, "result", json!(false));
+        return Ok(r);
+    }
+    if c.arg("context").is_some_and(|v| !v.is_object()) {
+        return error(r, "Context must be formed as a dict");
+    }
+    if c.arg("defaults")
+        .is_some_and(|v| brine_protocol::payload::json_truthy(v) && !v.is_object())
+    {
+        return error(r, "Defaults must be formed as a dict");
+    }
+    let exists = path.exists();
+    if !replace && exists {
+        check_perms(
+            &mut r,
+            path,
+            user.as_deref(),
+            group.as_deref(),
+            mode.as_deref(),
+            c.test,
+        );
+        if c.test {
+            let lmode = file_mode(path);
+            match (&mode, &lmode) {
+                (Some(m), Some(l)) if m != l => set(
+                    &mut r,
+                    "comment",
+                    json!(format!("File {name} will be updated with permissions {m} from its current state of {l}")),
+                ),
+                _ => set(&mut r, "comment", json!(format!("File {name} not updated"))),
+            }
+        } else if !brine_protocol::payload::json_truthy(&r["changes"]) && r["result"] == json!(true)
+        {
+            set(
+                &mut r,
+                "comment",
+                json!(format!(
+                    "File {name} exists with proper permissions. No changes made."
+                )),
+            );
+        }
+        return Ok(r);
+    }
+    let show_changes = c.flag("show_changes", true);
+    // What the file should hold.
+    let wanted: Option<Vec<u8>> = match &contents {
+        Some(text) => Some(text.clone().into_bytes()),
+        None if has_source => match source_bytes(c, &name, mode.as_deref()) {
+            Ok((bytes, _)) => Some(bytes),
+            Err(comment) => {
+                if c.test {
+                    set(&mut r, "result", json!(false));
+                    set(&mut r, "comment", json!(comment));
+                    set(&mut r, "changes", json!({}));
+                    return Ok(r);
+                }
+                return error(r, format!("Unable to manage file: {comment}"));
+            }
+        },
+        None => None,
+    };
+    if c.test {
+        let mut ch = Map::new();
+        if !exists {
+            ch.insert("newfile".into(), json!(name));
+        } else {
+            let current = std::fs::read(path).unwrap_or_default();
+            if let Some(w) = &wanted {
+                let d = get_diff(&current, w, true);
+                if !d.is_empty() {
+                    ch.insert("diff".into(), json!(d));
+                }
+            }
+            if let Ok(meta) = std::fs::metadata(path) {
+                if let (Some(u), Some(uid)) = (&user, user.as_deref().and_then(uid_of)) {
+                    if uid != meta.uid() {
+                        ch.insert("user".into(), json!(u));
+                    }
+                }
+                if let (Some(g), Some(gid)) = (&group, group.as_deref().and_then(gid_of)) {
+                    if gid != meta.gid() {
+                        ch.insert("group".into(), json!(g));
+                    }
+                }
+            }
+            if let Some(m) = &mode {
+                if file_mode(path).as_deref() != Some(m.as_str()) {
+                    ch.insert("mode".into(), json!(m));
+                }
+            }
+        }
+        if !ch.is_empty() {
+            if ch.contains_key("diff") && !show_changes {
+                ch.insert("diff".into(), json!("<show_changes=False>"));
+            }
+            set(&mut r, "changes", Value::Object(ch));
+            set(&mut r, "result", Value::Null);
+            set(
+                &mut r,
+                "comment",
+                json!(format!("The file {name} is set to be changed\nNote: No changes made, actual changes may\nbe different due to other states.")),
+            );
+        } else {
+            set(&mut r, "result", json!(true));
+            set(
+                &mut r,
+                "comment",
+                json!(format!("The file {name} is in the correct state")),
+            );
+        }
+        return Ok(r);
+    }
+    if exists {
+        let current = std::fs::read(path).unwrap_or_default();
+        if let Some(w) = &wanted {
+            if &current != w {
+                let d = get_diff(&current, w, show_changes);
+                changes(&mut r).insert("diff".into(), json!(d));
+                if let Err(e) = std::fs::write(path, w) {
+                    return error(r, format!("Failed to commit change: {e}"));
+                }
+            }
+        }
+        check_perms(
+            &mut r,
+            path,
+            user.as_deref(),
+            group.as_deref(),
+            mode.as_deref(),
+            false,
+        );
+        if brine_protocol::payload::json_truthy(&r["changes"]) {
+            set(&mut r, "comment", json!(format!("File {name} updated")));
+        } else if r["result"] == json!(true) {
+            set(
+                &mut r,
+                "comment",
+                json!(format!("File {name} is in the correct state")),
+            );
+        }
+        return Ok(r);
+    }
+    // A new file.
+    let parent = path.parent().unwrap_or(Path::new("/"));
+    if !parent.is_dir() {
+        if c.flag("makedirs", false) {
+            let dir_mode = c.arg("dir_mode").and_then(normalize_mode).or_else(|| {
+                mode.as_ref().map(|m| {
+                    m.chars()
+                        .rev()
+                        .take(3)
+                        .collect::<Vec<_>>()
+                        .into_iter()
+                        .rev()
+                        .map(|d| {
+                            if d == '0' {
+                                '0'
+                            } else {
+                                char::from_digit(d.to_digit(8).unwrap_or(0) | 1, 8).unwrap_or(d)
+                            }
+                        })
+                        .collect()
+                })
+            });
+            if let Err(e) = make_dirs(
+                parent,
+                dir_mode.as_deref(),
+                user.as_deref(),
+                group.as_deref(),
+            ) {
+                return error(r, format!("Failed to create parent directories: {e}"));
+            }
+        } else {
+            return error(r, "Parent directory not present");
+        }
+    }
+    let bytes = wanted.unwrap_or_default();
+    if !has_source && contents.is_none() {
+        changes(&mut r).insert("new".into(), json!(format!("file {name} created")));
+        set(&mut r, "comment", json!("Empty file"));
+    } else {
+        changes(&mut r).insert("diff".into(), json!("New file"));
+    }
+    // As Salt: a file from a source is a copy of the (private) cached file, a file from
+    // contents is created under umask 077 when a mode is asked for; then the mode is set to
+    // the one asked for or the umask's default.
+    let default_mode = format!("{:04o}", 0o666 & !process_umask());
+    let written = {
+        use std::os::unix::fs::OpenOptionsExt;
+        let create_mode = if has_source || mode.is_some() {
+            0o600
+        } else {
+            0o666
+        };
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(create_mode)
+            .open(path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, &bytes))
+    };
+    if let Err(e) = written {
+        return error(r, format!("File {name} not created: {e}"));
+    }
+    let mode = mode.unwrap_or(default_mode);
+    check_perms(
+        &mut r,
+        path,
+        user.as_deref(),
+        group.as_deref(),
+        Some(&mode),
+        false,
+    );
+    if r["comment"] == json!("") {
+        set(&mut r, "comment", json!(format!("File {name} updated")));
+    }
+    Ok(r)
+}
+
+/// This process's umask, read from `/proc` (setting it to read it would race with other
+/// threads creating files).
+fn process_umask() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Umask:"))
+                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        })
+        .unwrap_or(0o022)
+}
+
+/// Missing directories of `dir` created with `mode` and owner, top down.
+fn make_dirs(
+    dir: &Path,
+    mode: Option<&str>,
+    user: Option<&str>,
+    group: Option<&str>,
+) -> std::io::Result<()> {
+    let mut missing = Vec::new();
+    let mut cur = Some(dir);
+    while let Some(d) = cur {
+        if d.is_dir() {
+            break;
+        }
+        missing.push(d.to_path_buf());
+        cur = d.parent();
+    }
+    for d in missing.into_iter().rev() {
+        std::fs::create_dir(&d)?;
+        if let Some(m) = mode {
+            set_mode(&d, m)?;
+        }
+        let (uid, gid) = (user.and_then(uid_of), group.and_then(gid_of));
+        if uid.is_some() || gid.is_some() {
+            std::os::unix::fs::chown(&d, uid, gid)?;
+        }
+    }
+    Ok(())
+}
+
+fn directory(c: &Call) -> Result<Ret, String> {
+    let mut name = expanduser(&c.name());
+    let mut r = ret(&name, json!(true), "", json!({}));
+    if name.is_empty() {
+        return error(r, "Must provide name to file.directory");
+    }
+    if name.ends_with('/') && name != "/" {
+        name.pop();
+    }
+    let dir_mode = c
+        .arg("dir_mode")
+        .filter(|v| brine_protocol::payload::json_truthy(v))
+        .or_else(|| c.arg("mode"))
+        .and_then(normalize_mode);
+    let user = c.text("user");
+    let group = c.text("group");
+    if let Some(err) = check_user(user.as_deref(), group.as_deref(), c.test) {
+        return error(r, err);
+    }
+    let path = Path::new(&name);
+    if !path.is_absolute() {
+        return error(r, format!("Specified file {name} is not an absolute path"));
+    }
+    if path.is_file() {
+        return error(r, format!("Specified location {name} exists and is a file"));
+    }
+    if path.is_symlink() && !c.flag("allow_symlink", true) {
+        return error(
+            r,
+            format!("Specified location {name} exists and is a symlink"),
+        );
+    }
+    // Salt's `_check_directory` without recursion.
+    let mut pending = Map::new();
+    match std::fs::metadata(path) {
+        Err(_) => {
+            pending.insert(name.clone(), json!({"directory": "new"}));
+        }
+        Ok(meta) => {
+            let mut ch = Map::new();
+            if let (Some(u), Some(uid)) = (&user, user.as_deref().and_then(uid_of)) {
+                if uid != meta.uid() {
+                    ch.insert("user".into(), json!(u));
+                }
+            }
+            if let (Some(g), Some(gid)) = (&group, group.as_deref().and_then(gid_of)) {
+                if gid != meta.gid() {
+                    ch.insert("group".into(), json!(g));
+                }
+            }
+            if let Some(m) = &dir_mode {
+                if file_mode(path).as_deref() != Some(m.as_str()) {
+                    ch.insert("mode".into(), json!(m));
+                }
+            }
+            if !ch.is_empty() {
+                pending.insert(name.clone(), Value::Object(ch));
+            }
+        }
+    }
+    let (tresult, tcomment) = if pending.is_empty() {
+        (
+            json!(true),
+            format!("The directory {name} is in the correct state"),
+        )
+    } else {
+        let mut comment = String::from("The following files will be changed:\n");
+        for (f, ch) in &pending {
+            for (k, v) in ch.as_object().into_iter().flatten() {
+                comment.push_str(&format!("{f}: {k} - {}\n", py_text(v)));
+            }
+        }
+        (Value::Null, comment)
+    };
+    changes(&mut r).extend(pending.clone());
+    if c.test || pending.is_empty() {
+        set(&mut r, "result", tresult);
+        set(&mut r, "comment", json!(tcomment));
+        return Ok(r);
+    }
+    if !path.is_dir() {
+        let parent = path.parent().unwrap_or(Path::new("/"));
+        if !parent.is_dir() && !c.flag("makedirs", false) {
+            return error(r, format!("No directory to create {name} in"));
+        }
+        if make_dirs(path, dir_mode.as_deref(), user.as_deref(), group.as_deref()).is_err()
+            || !path.is_dir()
+        {
+            return error(r, format!("Failed to create directory {name}"));
+        }
+        changes(&mut r).insert(name.clone(), json!({"directory": "new"}));
+        return Ok(r);
+    }
+    // Only the permissions differ: `check_perms` sets them and adds what it changed.
+    check_perms(
+        &mut r,
+        path,
+        user.as_deref(),
+        group.as_deref(),
+        dir_mode.as_deref(),
+        false,
+    );
+    if r["comment"] == json!("") && brine_protocol::payload::json_truthy(&r["changes"]) {
+        set(
+            &mut r,
+            "comment",
+            json!(format!("Directory {name} updated")),
+        );
+    } else if !brine_protocol::payload::json_truthy(&r["changes"]) && r["result"] == json!(true) {
+        set(
+            &mut r,
+            "comment",
+            json!(format!("Directory {name} is in the correct state")),
+        );
+    }
+    Ok(r)
+}
+
+fn absent(c: &Call) -> Result<Ret, String> {
+    let name = expanduser(&c.name());
+    let mut r = ret(&name, json!(true), "", json!({}));
+    if name.is_empty() {
+        return error(r, "Must provide name to file.absent");
+    }
+    let path = Path::new(&name);
+    if !path.is_absolute() {
+        return error(r, format!("Specified file {name} is not an absolute path"));
+    }
+    if name == "/" {
+        return error(r, "Refusing to make \"/\" absent");
+    }
+    let meta = std::fs::symlink_metadata(path);
+    let (is_file, is_dir) = match &meta {
+        Ok(m) => (m.is_file() || m.file_type().is_symlink(), m.is_dir()),
+        Err(_) => (false, false),
+    };
+    if is_file || is_dir {
+        let what = if is_file { "File" } else { "Directory" };
+        if c.test {
+            set(&mut r, "result", Value::Null);
+            changes(&mut r).insert("removed".into(), json!(name));
+            set(
+                &mut r,
+                "comment",
+                json!(format!("{what} {name} is set for removal")),
+            );
+            return Ok(r);
+        }
+        let removed = if is_file {
+            std::fs::remove_file(path)
+        } else {
+            std::fs::remove_dir_all(path)
+        };
+        return match removed {
+            Ok(()) => {
+                set(
+                    &mut r,
+                    "comment",
+                    json!(format!("Removed {} {name}", what.to_lowercase())),
+                );
+                changes(&mut r).insert("removed".into(), json!(name));
+                Ok(r)
+            }
+            Err(e) if is_file => error(r, e.to_string()),
+            Err(_) => error(r, format!("Failed to remove directory {name}")),
+        };
+    }
+    set(
+        &mut r,
+        "comment",
+        json!(format!("File {name} is not present")),
+    );
+    Ok(r)
+}
