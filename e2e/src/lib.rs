@@ -415,6 +415,28 @@ pub fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> Option<()> {
     f().then_some(())
 }
 
+/// A state or job return with machine-specific text replaced (`(from, to)` pairs, in keys
+/// too) and what differs from run to run (`duration`, `start_time`, `pid`) left out.
+pub fn normalize(v: &serde_json::Value, replace: &[(String, String)]) -> serde_json::Value {
+    use serde_json::Value;
+    let text = |s: &str| {
+        replace.iter().fold(s.to_string(), |acc, (from, to)| {
+            acc.replace(from.as_str(), to)
+        })
+    };
+    match v {
+        Value::String(s) => Value::String(text(s)),
+        Value::Array(a) => Value::Array(a.iter().map(|x| normalize(x, replace)).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "duration" | "start_time" | "pid"))
+                .map(|(k, x)| (text(k), normalize(x, replace)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }

@@ -84,6 +84,19 @@ impl Proc {
 }
 
 /// Send a signal to a process group (the kill tool: this crate has no unsafe code).
+/// Real minions started next to a Brine `Stack`, stopped when dropped (a failing test too;
+/// declare it after the stack so they stop first).
+#[derive(Default)]
+pub struct Fleet(pub Vec<Proc>);
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        for p in std::mem::take(&mut self.0) {
+            p.stop();
+        }
+    }
+}
+
 pub fn kill_group(pgid: i32, signal: &str) {
     let _ = Command::new("kill")
         .arg(format!("-{signal}"))

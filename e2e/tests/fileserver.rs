@@ -11,23 +11,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use brine_e2e::real::{self, Proc, RealMaster};
+use brine_e2e::real::{self, Fleet, RealMaster};
 use brine_e2e::{stderr, stdout, Stack};
 use serde_json::{json, Value};
 
 const MINIONS: [&str; 2] = ["fs3007", "fs3006"];
-
-/// Real minions started next to a Brine `Stack`, stopped when dropped (a failing test too).
-#[derive(Default)]
-struct Fleet(Vec<Proc>);
-
-impl Drop for Fleet {
-    fn drop(&mut self) {
-        for p in std::mem::take(&mut self.0) {
-            p.stop();
-        }
-    }
-}
 
 fn write(path: &Path, text: &str) {
     fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -201,24 +189,11 @@ fn highstate_text(out: &std::process::Output, root: &Path) -> (Vec<String>, Opti
 }
 
 fn normalize(v: &Value, roots: &[(PathBuf, &str)]) -> Value {
-    let text = |s: &str| {
-        let mut s = s.to_string();
-        for (p, name) in roots {
-            s = s.replace(&p.display().to_string(), name);
-        }
-        s
-    };
-    match v {
-        Value::String(s) => Value::String(text(s)),
-        Value::Array(a) => Value::Array(a.iter().map(|x| normalize(x, roots)).collect()),
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .filter(|(k, _)| !matches!(k.as_str(), "duration" | "start_time" | "pid"))
-                .map(|(k, x)| (text(k), normalize(x, roots)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
+    let replace: Vec<(String, String)> = roots
+        .iter()
+        .map(|(p, name)| (p.display().to_string(), name.to_string()))
+        .collect();
+    brine_e2e::normalize(v, &replace)
 }
 
 /// A state comment made of `#### path ####` sections (file.recurse) with its sections

@@ -14,21 +14,9 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use brine_e2e::real::{self, parse_json, Proc, RealMaster};
+use brine_e2e::real::{self, parse_json, Fleet, RealMaster};
 use brine_e2e::{free_port, stderr, stdout, wait_until, Stack};
 use serde_json::{json, Value};
-
-/// Real minions started next to a Brine `Stack`, stopped before it (declare after the stack).
-#[derive(Default)]
-struct Fleet(Vec<Proc>);
-
-impl Drop for Fleet {
-    fn drop(&mut self) {
-        for p in std::mem::take(&mut self.0) {
-            p.stop();
-        }
-    }
-}
 
 fn kind(v: &Value) -> &'static str {
     match v {

@@ -284,10 +284,13 @@ impl Minion {
     /// Run one job and send its return.
     async fn run_job(self: Arc<Self>, load: PublishLoad) {
         let jid = load.jid.clone();
-        // Salt compiles a fresh pillar for pillar.* functions: ask the master again first.
+        // Salt compiles a fresh pillar for pillar.* and state.* functions: ask the master
+        // again first.
         let wants_pillar = match &load.fun {
-            Fun::One(f) => f.starts_with("pillar."),
-            Fun::Many(funs) => funs.iter().any(|f| f.starts_with("pillar.")),
+            Fun::One(f) => f.starts_with("pillar.") || f.starts_with("state."),
+            Fun::Many(funs) => funs
+                .iter()
+                .any(|f| f.starts_with("pillar.") || f.starts_with("state.")),
         };
         if wants_pillar {
             self.fetch_pillar().await;

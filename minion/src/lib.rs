@@ -4,6 +4,7 @@
 pub mod beacons;
 pub mod channel;
 pub mod daemon;
+pub mod fileclient;
 pub mod functions;
 pub mod grains_core;
 pub mod grains_host;

@@ -26,6 +26,28 @@ pub trait Tree: Loader {
     fn sls_file(&self, sls: &str, saltenv: &str) -> Option<SlsFile>;
 }
 
+/// The SLS names of a saltenv's file list (`a/b.sls` is `a.b`, `a/init.sls` is `a`).
+pub fn sls_names_of(files: &[String]) -> Vec<String> {
+    files
+        .iter()
+        .filter_map(|f| f.strip_suffix(".sls"))
+        .map(|f| f.strip_suffix("/init").unwrap_or(f).replace('/', "."))
+        .collect()
+}
+
+/// Salt's `get_state` over a saltenv: `a/b.sls` before `a/b/init.sls`, for the files
+/// `exists` says are there.
+pub fn sls_file_in(sls: &str, exists: impl Fn(&str) -> bool) -> Option<SlsFile> {
+    let base = sls.replace('.', "/");
+    [
+        (format!("{base}.sls"), false),
+        (format!("{base}/init.sls"), true),
+    ]
+    .into_iter()
+    .find(|(rel, _)| exists(rel))
+    .map(|(rel, init)| SlsFile { rel, init })
+}
+
 /// Include levels followed at most.
 const MAX_DEPTH: usize = 64;
 

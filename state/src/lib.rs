@@ -9,12 +9,14 @@
 //! - [`low`]: high data prepared and compiled into ordered low chunks.
 //! - [`engine`]: the chunks run with their requisites, as Salt's `State.call_high` runs them.
 //! - [`states`]: the state modules, one file each.
+//! - [`top`]: top files merged and matched against a minion (the state top and the pillar top).
 
 pub mod diff;
 pub mod engine;
 pub mod high;
 pub mod low;
 pub mod states;
+pub mod top;
 pub mod verify;
 
 pub use engine::{call_high, Options};

@@ -48,14 +48,11 @@ impl Host for LocalHost {
     }
 
     fn fetch(&self, source: &str, saltenv: &str) -> Result<Option<Vec<u8>>, String> {
-        let path = match source.strip_prefix("salt://") {
-            Some(rel) => self.tree.join(saltenv).join(rel),
-            None => PathBuf::from(source.strip_prefix("file://").unwrap_or(source)),
-        };
-        match std::fs::read(path) {
-            Ok(b) => Ok(Some(b)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e.to_string()),
+        match source.strip_prefix("salt://") {
+            Some(rel) => brine_state::states::read_local(
+                &self.tree.join(saltenv).join(rel).display().to_string(),
+            ),
+            None => brine_state::states::read_local(source),
         }
     }
 

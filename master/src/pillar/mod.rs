@@ -11,7 +11,6 @@
 
 pub mod file_tree;
 pub mod merge;
-pub mod top;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -22,8 +21,8 @@ use brine_protocol::payload::{from_json, to_json, Value};
 use brine_protocol::target::fnmatch;
 
 use crate::fileserver::FileServer;
+use brine_state::top::{self, Matcher, Top};
 use merge::{merge, Strategy};
-use top::{Matcher, Top};
 
 /// An external pillar: the pillar of the minion in `cx` from the configuration `conf`.
 pub type ExtPillarFn = fn(cx: &ExtContext, conf: &serde_json::Value) -> Result<Value, String>;

@@ -121,6 +121,8 @@ pub struct Services {
     pub master: Option<Arc<crate::channel::Channel>>,
     /// `mine_functions` from the minion's options.
     pub mine_functions: serde_json::Value,
+    /// `cachedir`: where the file client keeps the master's files.
+    pub cachedir: std::path::PathBuf,
 }
 
 impl std::fmt::Debug for Services {
@@ -153,6 +155,7 @@ impl Services {
             )),
             master,
             mine_functions: cfg.mine_functions.clone(),
+            cachedir: cfg.cachedir.clone(),
         }
     }
 
@@ -163,6 +166,7 @@ impl Services {
             beacons: Arc::new(crate::beacons::Beacons::new(None, None)),
             master: None,
             mine_functions: serde_json::Value::Null,
+            cachedir: std::env::temp_dir().join("brine-minion-cache"),
         }
     }
 }
@@ -279,6 +283,7 @@ modules! {
     Sys => sys,
     Saltutil => saltutil,
     Status => status,
+    State => state,
 }
 
 impl Function {

@@ -290,8 +290,8 @@ mod tests {
             r.ret,
             Value::Array(
                 [
-                    "beacons", "cmd", "grains", "mine", "pillar", "saltutil", "schedule", "status",
-                    "sys", "test"
+                    "beacons", "cmd", "grains", "mine", "pillar", "saltutil", "schedule", "state",
+                    "status", "sys", "test"
                 ]
                 .map(Value::from)
                 .to_vec()
@@ -301,7 +301,7 @@ mod tests {
         assert_eq!(
             r.ret,
             Value::Array(
-                ["saltutil", "schedule", "status", "sys"]
+                ["saltutil", "schedule", "state", "status", "sys"]
                     .map(Value::from)
                     .to_vec()
             )

@@ -38,6 +38,17 @@ pub trait Host {
     fn cachedir(&self) -> PathBuf;
 }
 
+/// A source on this machine's disk (`/abs/path` or `file:///abs/path`): its bytes, `None`
+/// when there is no such file.
+pub fn read_local(source: &str) -> Result<Option<Vec<u8>>, String> {
+    let path = source.strip_prefix("file://").unwrap_or(source);
+    match std::fs::read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// One state function being called.
 pub struct Call<'a> {
     /// The chunk: `name` and the function's arguments.

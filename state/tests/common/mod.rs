@@ -45,23 +45,10 @@ impl Tree for Dir {
         }
         let mut files = Vec::new();
         walk(&root, "", &mut files);
-        Some(
-            files
-                .iter()
-                .filter_map(|f| f.strip_suffix(".sls"))
-                .map(|f| f.strip_suffix("/init").unwrap_or(f).replace('/', "."))
-                .collect(),
-        )
+        Some(brine_state::high::sls_names_of(&files))
     }
 
     fn sls_file(&self, sls: &str, saltenv: &str) -> Option<SlsFile> {
-        let base = sls.replace('.', "/");
-        [
-            (format!("{base}.sls"), false),
-            (format!("{base}/init.sls"), true),
-        ]
-        .into_iter()
-        .find(|(rel, _)| self.0.join(saltenv).join(rel).is_file())
-        .map(|(rel, init)| SlsFile { rel, init })
+        brine_state::high::sls_file_in(sls, |rel| self.0.join(saltenv).join(rel).is_file())
     }
 }

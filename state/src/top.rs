@@ -1,5 +1,6 @@
-//! The pillar top: the `top.sls` of every pillar environment (and the top files they
-//! `include`), merged as Salt's `Pillar.merge_tops` does, then matched against one minion.
+//! Top files: the pillar top (the `top.sls` of every pillar environment and the top files
+//! they `include`, merged as Salt's `Pillar.merge_tops` does) and the state top (merged as
+//! `HighState` does with `top_file_merging_strategy: merge`), matched against one minion.
 
 use brine_protocol::payload::Value;
 use brine_protocol::target::{self, MinionData};
@@ -131,6 +132,35 @@ impl Top {
                 .collect(),
             ignore_missing,
         })
+    }
+
+    /// The state top: each saltenv's rendered top files, `base` first. Salt's `merge`
+    /// strategy: `base`'s top files may name any saltenv; another saltenv's top file only
+    /// counts for its own saltenv, and only when `base` did not name it.
+    pub fn merge_states(tops: &[(String, Vec<Value>)]) -> Result<Top, Malformed> {
+        let mut picked: Vec<Value> = Vec::new();
+        let mut named_by_base: Vec<String> = Vec::new();
+        for (_, files) in tops.iter().filter(|(e, _)| e == "base") {
+            for top in files {
+                let top = entries(top).ok_or(Malformed)?;
+                named_by_base.extend(top.iter().map(|(k, _)| text_of(k)));
+                picked.push(Value::Map(top.to_vec()));
+            }
+        }
+        for (env, files) in tops.iter().filter(|(e, _)| e != "base") {
+            for top in files {
+                let top = entries(top).ok_or(Malformed)?;
+                let own: Vec<(Value, Value)> = top
+                    .iter()
+                    .filter(|(k, _)| text_of(k) == *env && !named_by_base.contains(env))
+                    .cloned()
+                    .collect();
+                if !own.is_empty() {
+                    picked.push(Value::Map(own));
+                }
+            }
+        }
+        Top::merge(&picked)
     }
 
     /// The SLS names this minion gets, by saltenv (Salt's `top_matches`).

@@ -1,0 +1,175 @@
+//! The minion's file client: the master's file server (`_file_envs`, `_file_list`,
+//! `_file_hash`, `_serve_file`) with a cache under `cachedir/files/<saltenv>/`, checked against
+//! the master's hash before a file is used again, as Salt's `RemoteClient` does. It is the
+//! state tree `brine-state` renders and the source of `file.managed`.
+
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use brine_protocol::payload::{get, get_str, map, Value};
+use brine_state::high::SlsFile;
+use sha2::Digest;
+
+use crate::channel::Channel;
+
+/// Files larger than this are refused (a runaway master cannot fill the disk through us).
+const MAX_FILE: u64 = 4 << 30;
+
+/// The master's file server seen from one minion.
+pub struct FileClient {
+    channel: Arc<Channel>,
+    cache: PathBuf,
+    lists: Mutex<HashMap<String, Vec<String>>>,
+}
+
+impl FileClient {
+    pub fn new(channel: Arc<Channel>, cachedir: &Path) -> FileClient {
+        FileClient {
+            channel,
+            cache: cachedir.join("files"),
+            lists: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn request(&self, load: Vec<(&str, Value)>) -> Result<Value, String> {
+        self.channel
+            .request(&map(load))
+            .map_err(|e| format!("the master did not answer: {e}"))
+    }
+
+    /// The saltenvs of the master's file server, `base` first.
+    pub fn envs(&self) -> Result<Vec<String>, String> {
+        let reply = self.request(vec![("cmd", Value::from("_file_envs"))])?;
+        let mut envs: Vec<String> = match reply {
+            Value::Array(items) => items
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect(),
+            _ => Vec::new(),
+        };
+        envs.sort_by_key(|e| (e != "base", e.clone()));
+        Ok(envs)
+    }
+
+    /// The files of `saltenv` (asked once per client).
+    pub fn list(&self, saltenv: &str) -> Result<Vec<String>, String> {
+        if let Some(l) = self.lists.lock().expect("list lock").get(saltenv) {
+            return Ok(l.clone());
+        }
+        let reply = self.request(vec![
+            ("cmd", Value::from("_file_list")),
+            ("saltenv", Value::from(saltenv)),
+            ("prefix", Value::from("")),
+        ])?;
+        let files: Vec<String> = match reply {
+            Value::Array(items) => items
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect(),
+            _ => Vec::new(),
+        };
+        self.lists
+            .lock()
+            .expect("list lock")
+            .insert(saltenv.to_string(), files.clone());
+        Ok(files)
+    }
+
+    /// Where `path` of `saltenv` is cached; `None` for a path that would leave the cache.
+    fn cache_path(&self, path: &str, saltenv: &str) -> Option<PathBuf> {
+        let rel = Path::new(path);
+        let safe = |p: &Path| p.components().all(|c| matches!(c, Component::Normal(_)));
+        (!path.is_empty() && safe(rel) && safe(Path::new(saltenv)))
+            .then(|| self.cache.join(saltenv).join(rel))
+    }
+
+    /// `salt://path` (or `path`) of `saltenv` in the local cache, fetched when missing or
+    /// when its hash differs from the master's; `None` when the master has no such file.
+    pub fn cache_file(&self, source: &str, saltenv: &str) -> Result<Option<PathBuf>, String> {
+        let (path, saltenv) = split_url(source, saltenv);
+        let Some(local) = self.cache_path(&path, &saltenv) else {
+            return Err(format!("Invalid path {path:?}"));
+        };
+        let hash = self.request(vec![
+            ("cmd", Value::from("_file_hash")),
+            ("path", Value::from(path.as_str())),
+            ("saltenv", Value::from(saltenv.as_str())),
+        ])?;
+        let Some(hsum) = get_str(&hash, "hsum") else {
+            return Ok(None);
+        };
+        if let Ok(bytes) = std::fs::read(&local) {
+            if hex::encode(sha2::Sha256::digest(&bytes)) == hsum {
+                return Ok(Some(local));
+            }
+        }
+        let mut data = Vec::new();
+        loop {
+            let reply = self.request(vec![
+                ("cmd", Value::from("_serve_file")),
+                ("path", Value::from(path.as_str())),
+                ("loc", Value::from(data.len() as u64)),
+                ("saltenv", Value::from(saltenv.as_str())),
+            ])?;
+            let chunk: &[u8] = match get(&reply, "data") {
+                Some(Value::String(s)) => s.as_bytes(),
+                Some(Value::Binary(b)) => b,
+                _ => &[],
+            };
+            if chunk.is_empty() {
+                if data.is_empty() && get_str(&reply, "dest").unwrap_or("").is_empty() {
+                    return Ok(None);
+                }
+                break;
+            }
+            if data.len() as u64 + chunk.len() as u64 > MAX_FILE {
+                return Err(format!("{path} is larger than {MAX_FILE} bytes"));
+            }
+            data.extend_from_slice(chunk);
+        }
+        if let Some(dir) = local.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        }
+        let tmp = local.with_extension(format!("partial.{}", std::process::id()));
+        std::fs::write(&tmp, &data).map_err(|e| e.to_string())?;
+        std::fs::rename(&tmp, &local).map_err(|e| e.to_string())?;
+        Ok(Some(local))
+    }
+
+    /// The text of `path` in `saltenv`, `None` when the master has no such file.
+    pub fn read_text(&self, path: &str, saltenv: &str) -> Result<Option<String>, String> {
+        match self.cache_file(path, saltenv)? {
+            Some(local) => std::fs::read_to_string(local)
+                .map(Some)
+                .map_err(|e| e.to_string()),
+            None => Ok(None),
+        }
+    }
+}
+
+/// `salt://path?saltenv=env` split into the path and its saltenv.
+pub fn split_url(source: &str, saltenv: &str) -> (String, String) {
+    let rest = source.strip_prefix("salt://").unwrap_or(source);
+    match rest.split_once("?saltenv=") {
+        Some((p, env)) => (p.to_string(), env.to_string()),
+        None => (rest.to_string(), saltenv.to_string()),
+    }
+}
+
+impl brine_render::Loader for FileClient {
+    fn load(&self, saltenv: &str, path: &str) -> Result<Option<String>, String> {
+        self.read_text(path, saltenv)
+    }
+}
+
+impl brine_state::Tree for FileClient {
+    fn sls_names(&self, saltenv: &str) -> Option<Vec<String>> {
+        Some(brine_state::high::sls_names_of(&self.list(saltenv).ok()?))
+    }
+
+    fn sls_file(&self, sls: &str, saltenv: &str) -> Option<SlsFile> {
+        let files = self.list(saltenv).ok()?;
+        brine_state::high::sls_file_in(sls, |rel| files.iter().any(|f| f == rel))
+    }
+}
