@@ -206,7 +206,72 @@ fn brines_minion_applies_states_as_salt_minion_does() {
         v
     };
     let same = |v: &Value| v.clone();
-    compare("show_top", &["state.show_top"], same);
+    compare("list_master", &["cp.list_master"], same);
+    compare("list_master dev", &["cp.list_master", "saltenv=dev"], same);
+    compare(
+        "list_master prefix",
+        &["cp.list_master", "prefix=app/files"],
+        same,
+    );
+    compare("list_master_dirs", &["cp.list_master_dirs"], same);
+    compare("list_states", &["cp.list_states"], same);
+    compare(
+        "hash_file",
+        &["cp.hash_file", "salt://app/files/static.txt"],
+        same,
+    );
+    compare(
+        "hash_file missing",
+        &["cp.hash_file", "salt://nope.txt"],
+        same,
+    );
+    compare(
+        "is_cached before",
+        &["cp.is_cached", "salt://app/files/static.txt"],
+        same,
+    );
+    compare(
+        "cache_file",
+        &["cp.cache_file", "salt://app/files/static.txt"],
+        same,
+    );
+    compare(
+        "cache_file missing",
+        &["cp.cache_file", "salt://nope.txt"],
+        same,
+    );
+    compare(
+        "is_cached after",
+        &["cp.is_cached", "salt://app/files/static.txt"],
+        same,
+    );
+    for id in [REAL, BRINE] {
+        let got = dest(&root_of(id)).join("got");
+        let (v, _) = st.salt_json(&[
+            "-t",
+            "60",
+            id,
+            "cp.get_file",
+            "salt://app/files/static.txt",
+            &got.join("static.txt").display().to_string(),
+            "makedirs=True",
+        ]);
+        assert_eq!(
+            fs::read_to_string(got.join("static.txt")).unwrap_or_default(),
+            "static\n",
+            "{v}"
+        );
+        let (v, _) = st.salt_json(&[
+            "-t",
+            "60",
+            id,
+            "cp.get_template",
+            "salt://app/files/settings.ini.j2",
+            &got.join("settings.ini").display().to_string(),
+            "app={'port': 1, 'user': 'u', 'service': 's', 'role': 'r', 'features': ['f']}",
+        ]);
+        assert!(got.join("settings.ini").exists(), "{v}");
+    }
     compare("show_sls", &["state.show_sls", "checks"], same);
     compare("apply test", &["state.apply", "test=True"], states);
     let applied = compare("apply", &["state.apply"], states);
@@ -247,6 +312,7 @@ fn brines_minion_applies_states_as_salt_minion_does() {
     );
     // The files on disk are the same.
     for file in [
+        "got/settings.ini",
         "app/settings.ini",
         "app/motd",
         "app/static.txt",

@@ -76,6 +76,39 @@ impl FileClient {
         Ok(files)
     }
 
+    /// Salt's `dir_list`: the directories of `saltenv` under `prefix`.
+    pub fn dir_list(&self, saltenv: &str, prefix: &str) -> Result<Vec<String>, String> {
+        let reply = self.request(vec![
+            ("cmd", Value::from("_dir_list")),
+            ("saltenv", Value::from(saltenv)),
+            ("prefix", Value::from(prefix)),
+        ])?;
+        Ok(match reply {
+            Value::Array(items) => items
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect(),
+            _ => Vec::new(),
+        })
+    }
+
+    /// The master's hash of `path` (`{hsum, hash_type}`), an empty map when it has no such
+    /// file.
+    pub fn hash(&self, source: &str, saltenv: &str) -> Result<Value, String> {
+        let (path, saltenv) = split_url(source, saltenv);
+        self.request(vec![
+            ("cmd", Value::from("_file_hash")),
+            ("path", Value::from(path.as_str())),
+            ("saltenv", Value::from(saltenv.as_str())),
+        ])
+    }
+
+    /// Where `source` would be cached, if it is there.
+    pub fn is_cached(&self, source: &str, saltenv: &str) -> Option<PathBuf> {
+        let (path, saltenv) = split_url(source, saltenv);
+        self.cache_path(&path, &saltenv).filter(|p| p.is_file())
+    }
+
     /// Where `path` of `saltenv` is cached; `None` for a path that would leave the cache.
     fn cache_path(&self, path: &str, saltenv: &str) -> Option<PathBuf> {
         let rel = Path::new(path);
@@ -91,11 +124,7 @@ impl FileClient {
         let Some(local) = self.cache_path(&path, &saltenv) else {
             return Err(format!("Invalid path {path:?}"));
         };
-        let hash = self.request(vec![
-            ("cmd", Value::from("_file_hash")),
-            ("path", Value::from(path.as_str())),
-            ("saltenv", Value::from(saltenv.as_str())),
-        ])?;
+        let hash = self.hash(&path, &saltenv)?;
         let Some(hsum) = get_str(&hash, "hsum") else {
             return Ok(None);
         };

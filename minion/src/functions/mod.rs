@@ -284,6 +284,7 @@ modules! {
     Saltutil => saltutil,
     Status => status,
     State => state,
+    Cp => cp,
 }
 
 impl Function {

@@ -290,8 +290,8 @@ mod tests {
             r.ret,
             Value::Array(
                 [
-                    "beacons", "cmd", "grains", "mine", "pillar", "saltutil", "schedule", "state",
-                    "status", "sys", "test"
+                    "beacons", "cmd", "cp", "grains", "mine", "pillar", "saltutil", "schedule",
+                    "state", "status", "sys", "test"
                 ]
                 .map(Value::from)
                 .to_vec()
