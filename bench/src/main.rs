@@ -8,6 +8,7 @@ mod baseline;
 mod cm;
 mod jobs;
 mod load;
+mod minions;
 mod procs;
 mod report;
 mod stack;
@@ -71,6 +72,9 @@ struct Cli {
     /// Swarm minions making a highstate's requests at once (W9; 0: none).
     #[arg(long, default_value_t = 100)]
     highstate_swarm: usize,
+    /// Minions of each kind applying W11's 200-state tree at once (after one of each alone).
+    #[arg(long, default_value_t = 20)]
+    state_minions: usize,
     /// Swarm minions refreshing their pillar at once (W10).
     #[arg(long, default_value_t = 1000)]
     pillar_minions: usize,
@@ -696,7 +700,7 @@ fn swarm_opts(cli: &Cli) -> Option<swarm::SwarmOpts> {
     })
 }
 
-/// W8, W9 and W10: the file server, highstate and pillar.
+/// W8, W9, W10 and W11: the file server, highstate, pillar and the minions' state runs.
 fn config_management(cli: &Cli, kind: Kind, st: &mut Stack, rep: &mut Report) {
     let opts = swarm_opts(cli);
     if cli.wants("W8") {
@@ -738,6 +742,21 @@ fn config_management(cli: &Cli, kind: Kind, st: &mut Stack, rep: &mut Report) {
                 let name = format!("{n} swarm minions, a highstate's requests at once: wall time");
                 failed(rep, "W9", &name, "s", Better::Lower, kind, &e);
             }
+        }
+    }
+    if cli.wants("W11") && kind == Kind::Brine {
+        match &cli.salt_venv {
+            Some(venv) => {
+                log(format!(
+                    "W11 state runs: Brine's and Salt's minions, then {} of each",
+                    cli.state_minions
+                ));
+                if let Err(e) = minions::measure(st, venv, cli.state_minions, rep) {
+                    let name = "one minion, first run (everything changes): wall time";
+                    failed(rep, "W11", name, "s", Better::Lower, kind, &e);
+                }
+            }
+            None => rep.note("W11", "not measured: salt-minion comes from --salt-venv."),
         }
     }
     if cli.wants("W10") {

@@ -130,6 +130,17 @@ pub(crate) const SECTIONS: &[(&str, &str, &str)] = &[
          Each exchange is timed by the swarm (p50, p99); the wall time is until every minion answered; \
          master CPU per compiled pillar.",
     ),
+    (
+        "W11",
+        "W11: the minion's state runs",
+        "Brine's salt-minion and Salt's, on the same (Brine) master, apply a 200-state tree through \
+         `POST /` (`state.sls w11`): 50 `file.directory`, 50 `file.managed` from 10 Jinja templates \
+         with context and mode, 50 `cmd.run` with `unless`, 50 `test.succeed_without_changes`. A \
+         first run changes everything (the minion's output directory and file cache are removed \
+         first), a second changes nothing (checked). Wall time until the return is in; the minion's \
+         CPU (its process tree, reaped job processes included) and peak RSS (sampled every 20 ms). \
+         Then N minions of each kind at once.",
+    ),
 ];
 
 /// The report's whole content.
@@ -509,7 +520,7 @@ impl Report {
 
     /// A few one-line comparisons of the most telling figures.
     pub(crate) fn headline(&self) -> Vec<String> {
-        let picks: [(&str, &str, &str); 12] = [
+        let picks: [(&str, &str, &str); 13] = [
             ("W1", "p50", "W1 test.ping p50 latency, 1 client"),
             ("W2", "requests", "W2 test.ping throughput, 16 clients"),
             ("W3", "local_async", "W3 local_async submissions"),
@@ -545,6 +556,11 @@ impl Report {
                 "W10",
                 "pillar p50",
                 "W10 pillar for a swarm refreshing at once, p50",
+            ),
+            (
+                "W11",
+                "one minion, first run",
+                "W11 a 200-state run on one minion, wall time",
             ),
         ];
         let mut out = vec![];

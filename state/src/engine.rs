@@ -188,6 +188,15 @@ impl Runner<'_> {
         let Some(val) = val.as_str() else {
             return out;
         };
+        // Most references are plain names: compare them without building a glob.
+        let is_glob = val.contains(['*', '?', '[']);
+        let fnmatch = |pattern: &str, text: &str| {
+            if is_glob {
+                fnmatch(pattern, text)
+            } else {
+                pattern == text
+            }
+        };
         for (i, chunk) in self.chunks.iter().enumerate() {
             if key == "sls" {
                 let included = chunk

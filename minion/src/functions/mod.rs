@@ -391,11 +391,31 @@ async fn invoke(ctx: &Context, function: Function, arg: &[Value]) -> Result<(Val
 pub struct TemplateFunctions {
     ctx: Context,
     allow: fn(&str) -> bool,
+    /// The runtime to run calls on, when every call comes from a blocking thread of it.
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl TemplateFunctions {
     pub fn new(ctx: Context, allow: fn(&str) -> bool) -> TemplateFunctions {
-        TemplateFunctions { ctx, allow }
+        TemplateFunctions {
+            ctx,
+            allow,
+            runtime: None,
+        }
+    }
+
+    /// Functions called only from blocking threads of `runtime` (`spawn_blocking`): each call
+    /// runs there directly.
+    pub fn on_blocking_thread_of(
+        ctx: Context,
+        allow: fn(&str) -> bool,
+        runtime: tokio::runtime::Handle,
+    ) -> TemplateFunctions {
+        TemplateFunctions {
+            ctx,
+            allow,
+            runtime: Some(runtime),
+        }
     }
 }
 
@@ -427,25 +447,31 @@ impl brine_render::Functions for TemplateFunctions {
             }));
             arg.push(Value::Map(map));
         }
-        // Templates render on plain threads and inside async tasks alike: run the call on a
-        // thread of its own with its own small runtime.
-        let outcome = std::thread::scope(|scope| {
-            scope
-                .spawn(|| {
-                    let runtime = tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                        .map_err(|e| e.to_string())?;
-                    runtime
-                        .block_on(invoke(&self.ctx, function, &arg))
-                        .map_err(|e| {
-                            let ret = error_result(name, function.spec().doc, e).ret;
-                            ret.as_str().map_or_else(|| ret.to_string(), str::to_string)
-                        })
-                })
-                .join()
-                .unwrap_or_else(|_| Err(format!("{name} panicked")))
-        });
+        let failed = |e: FnError| {
+            let ret = error_result(name, function.spec().doc, e).ret;
+            ret.as_str().map_or_else(|| ret.to_string(), str::to_string)
+        };
+        let outcome = match &self.runtime {
+            Some(handle) => handle
+                .block_on(invoke(&self.ctx, function, &arg))
+                .map_err(failed),
+            // Templates render on plain threads and inside async tasks alike: run the call
+            // on a thread of its own with its own small runtime.
+            None => std::thread::scope(|scope| {
+                scope
+                    .spawn(|| {
+                        let runtime = tokio::runtime::Builder::new_current_thread()
+                            .enable_all()
+                            .build()
+                            .map_err(|e| e.to_string())?;
+                        runtime
+                            .block_on(invoke(&self.ctx, function, &arg))
+                            .map_err(failed)
+                    })
+                    .join()
+                    .unwrap_or_else(|_| Err(format!("{name} panicked")))
+            }),
+        };
         Some(outcome.map(|(ret, _)| brine_protocol::payload::to_json(&ret)))
     }
 }

@@ -367,7 +367,12 @@ impl Run {
         };
         Ok(Run {
             files: Arc::new(FileClient::new(master, &ctx.services.cachedir)),
-            functions: Arc::new(super::TemplateFunctions::new(ctx.clone(), |_| true)),
+            // Run on a blocking thread of the minion's runtime (see `Fun::run`).
+            functions: Arc::new(super::TemplateFunctions::on_blocking_thread_of(
+                ctx.clone(),
+                |_| true,
+                tokio::runtime::Handle::current(),
+            )),
             grains: to_json(&ctx.grains),
             pillar,
             id: ctx.id.clone(),

@@ -1,0 +1,272 @@
+//! W11: the minion side of configuration management. Brine's salt-minion and Salt's apply
+//! the same 200-state tree (`file.managed` from templates, `file.directory`, `cmd.run` with
+//! `unless`, `test.*`), from the same (Brine) master, through salt-api: wall time, the
+//! minion's CPU (its whole process tree, reaped job processes included) and its peak
+//! resident memory, for a first run (everything changes) and a second (nothing does); then
+//! `n` minions of each kind at once.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::procs::{cpu_seconds, sibling, spawn, Proc, RssSampler};
+use crate::report::{Better, Report};
+use crate::stack::{minion_config, Kind, Stack};
+use crate::swarm::{forget_swarm_keys, local_call};
+
+const PREFIX: &str = "w11-";
+/// States in the tree: four kinds of 50.
+const PER_KIND: usize = 50;
+
+/// The tree: `salt/w11/init.sls` and its templates, under the master's `srv`.
+pub(crate) fn write_tree(srv: &Path) -> anyhow::Result<()> {
+    let dir = srv.join("salt/w11");
+    fs::create_dir_all(dir.join("files"))?;
+    for t in 0..10 {
+        fs::write(
+            dir.join(format!("files/conf{t}.j2")),
+            format!(
+                "# template {t} for {{{{ grains['id'] }}}}\n\
+                 {{% for k, v in settings | dictsort %}}{{{{ k }}}} = {{{{ v }}}}\n{{% endfor %}}\
+                 workers = {{{{ workers * {t} }}}}\n"
+            ),
+        )?;
+    }
+    let mut sls = String::from("{% set dest = grains['benchdest'] %}\n");
+    for i in 0..PER_KIND {
+        sls.push_str(&format!(
+            "w11-dir-{i}:\n  file.directory:\n    - name: {{{{ dest }}}}/d{i}\n    - makedirs: True\n\n\
+             w11-conf-{i}:\n  file.managed:\n    - name: {{{{ dest }}}}/d{i}/app.conf\n\
+             \x20   - source: salt://w11/files/conf{t}.j2\n    - template: jinja\n    - mode: '0644'\n\
+             \x20   - context:\n        workers: {i}\n        settings: {{listen: {port}, name: app{i}}}\n\
+             \x20   - require:\n      - file: w11-dir-{i}\n\n\
+             w11-cmd-{i}:\n  cmd.run:\n    - name: touch {{{{ dest }}}}/d{i}/done\n\
+             \x20   - unless: test -e {{{{ dest }}}}/d{i}/done\n    - require:\n      - file: w11-dir-{i}\n\n\
+             w11-test-{i}:\n  test.succeed_without_changes:\n    - name: check {i}\n\n",
+            t = i % 10,
+            port = 8000 + i,
+        ));
+    }
+    fs::write(dir.join("init.sls"), sls)?;
+    Ok(())
+}
+
+struct Minion {
+    id: String,
+    dir: PathBuf,
+    proc: Proc,
+}
+
+fn start(st: &Stack, venv: &Path, kind: Kind, i: usize) -> anyhow::Result<Minion> {
+    let id = format!("{PREFIX}{}-{i}", kind.slug());
+    let dir = st.dir.join(&id);
+    fs::create_dir_all(dir.join("etc"))?;
+    fs::write(
+        dir.join("etc/minion"),
+        format!(
+            "{}grains:\n  benchdest: {}/out\n",
+            minion_config(&dir, &id, st.ret_port),
+            dir.display()
+        ),
+    )?;
+    let program = match kind {
+        Kind::Brine => sibling("salt-minion").ok_or_else(|| {
+            anyhow::anyhow!("Brine's salt-minion is not built next to brine-bench")
+        })?,
+        Kind::Salt => venv.join("bin/salt-minion"),
+    };
+    let conf = dir.join("etc").display().to_string();
+    let proc = spawn(
+        &id,
+        &program,
+        &["-c", &conf, "-l", "warning"],
+        &dir.join("stderr"),
+    )?;
+    Ok(Minion { id, dir, proc })
+}
+
+fn reset(m: &Minion) -> anyhow::Result<()> {
+    for sub in ["out", "cache/files"] {
+        let p = m.dir.join(sub);
+        if p.exists() {
+            fs::remove_dir_all(&p)?;
+        }
+    }
+    Ok(())
+}
+
+/// Accept the pending keys of these minions and wait until they answer.
+fn sign_in(
+    http: &reqwest::blocking::Client,
+    st: &Stack,
+    tok: &str,
+    ids: &[String],
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(240);
+    loop {
+        let pending = st.master_root().join("pki/minions_pre");
+        if let Ok(rd) = fs::read_dir(&pending) {
+            for e in rd.flatten() {
+                if ids.iter().any(|i| *i == e.file_name().to_string_lossy()) {
+                    fs::rename(e.path(), st.accepted_dir().join(e.file_name()))?;
+                }
+            }
+        }
+        let ping = local_call(
+            http,
+            st,
+            tok,
+            &json!({"client": "local", "tgt": ids.join(","), "tgt_type": "list", "fun": "test.ping", "timeout": 3}),
+        )?;
+        if ping.count(&json!(true)) >= ids.len() {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "only {} of {} minions answered; logs under {}",
+            ping.count(&json!(true)),
+            ids.len(),
+            st.dir.display()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// (states, failed, changed) of one minion's return.
+fn counts(ret: &Value) -> anyhow::Result<(usize, usize, usize)> {
+    let m = ret
+        .as_object()
+        .ok_or_else(|| anyhow::anyhow!("not a state return: {ret}"))?;
+    let failed = m.values().filter(|s| s["result"] == json!(false)).count();
+    let changed = m
+        .values()
+        .filter(|s| s["changes"].as_object().is_some_and(|c| !c.is_empty()))
+        .count();
+    Ok((m.len(), failed, changed))
+}
+
+/// One kind's minions applying the tree at once, twice.
+fn apply_twice(
+    http: &reqwest::blocking::Client,
+    st: &Stack,
+    tok: &str,
+    minions: &[Minion],
+    rep: &mut Report,
+    kind: Kind,
+) -> anyhow::Result<()> {
+    let n = minions.len();
+    let ids: Vec<String> = minions.iter().map(|m| m.id.clone()).collect();
+    for m in minions {
+        reset(m)?;
+    }
+    let apply = json!({"client": "local", "tgt": ids.join(","), "tgt_type": "list",
+        "fun": "state.sls", "arg": ["w11"], "timeout": 900});
+    for (pass, label) in [
+        (0, "first run (everything changes)"),
+        (1, "second run (nothing changes)"),
+    ] {
+        let pids: Vec<u32> = minions.iter().map(|m| m.proc.pid()).collect();
+        let cpu0: f64 = pids.iter().map(|p| cpu_seconds(*p)).sum();
+        let samplers: Vec<RssSampler> = pids
+            .iter()
+            .map(|p| RssSampler::start(*p, Duration::from_millis(20)))
+            .collect();
+        let call = local_call(http, st, tok, &apply)?;
+        let peaks: Vec<f64> = samplers.into_iter().map(|s| s.stop().0).collect();
+        let cpu = pids.iter().map(|p| cpu_seconds(*p)).sum::<f64>() - cpu0;
+        anyhow::ensure!(
+            call.returns.len() == n,
+            "{} of {n} minions returned",
+            call.returns.len()
+        );
+        for (id, ret) in &call.returns {
+            let (s, f, c) = counts(ret).map_err(|e| anyhow::anyhow!("{id}: {e}"))?;
+            anyhow::ensure!(
+                s == 4 * PER_KIND && f == 0,
+                "{id}: {f} of {s} states failed: {ret}"
+            );
+            anyhow::ensure!(
+                (pass == 0) == (c > 0),
+                "{id}: the {label} changed {c} states"
+            );
+        }
+        let peak = peaks.iter().cloned().fold(0.0, f64::max);
+        crate::log(format!(
+            "  W11 {} x{n} {label}: {:.2} s, minion CPU {:.2} s per minion, peak RSS {peak:.0} MiB",
+            kind.name(),
+            call.seconds,
+            cpu / n as f64
+        ));
+        let who = if n == 1 {
+            "one minion".to_string()
+        } else {
+            format!("{n} minions at once")
+        };
+        rep.add(
+            "W11",
+            &format!("{who}, {label}: wall time"),
+            "s",
+            Better::Lower,
+            kind,
+            call.seconds,
+        );
+        rep.add(
+            "W11",
+            &format!("{who}, {label}: minion CPU per minion"),
+            "CPU s",
+            Better::Lower,
+            kind,
+            cpu / n as f64,
+        );
+        if pass == 0 {
+            rep.add(
+                "W11",
+                &format!("{who}: peak RSS per minion"),
+                "MiB",
+                Better::Lower,
+                kind,
+                peak,
+            );
+        }
+    }
+    Ok(())
+}
+
+/// W11 on a running Brine stack: one minion of each kind, then `n` of each kind at once.
+pub(crate) fn measure(
+    st: &mut Stack,
+    venv: &Path,
+    n: usize,
+    rep: &mut Report,
+) -> anyhow::Result<()> {
+    write_tree(&st.master_root().join("srv"))?;
+    if !st.running() {
+        st.start()?;
+    }
+    let http = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(1800))
+        .build()?;
+    let tok = crate::stack::login_blocking(&http, &st.url("/login"))
+        .map_err(|e| anyhow::anyhow!("login: {e}"))?;
+    for count in [1, n].into_iter().filter(|c| *c > 0) {
+        for kind in [Kind::Brine, Kind::Salt] {
+            let minions: Vec<Minion> = (0..count)
+                .map(|i| start(st, venv, kind, i))
+                .collect::<anyhow::Result<_>>()?;
+            let ids: Vec<String> = minions.iter().map(|m| m.id.clone()).collect();
+            let r = sign_in(&http, st, &tok, &ids)
+                .and_then(|()| apply_twice(&http, st, &tok, &minions, rep, kind));
+            for m in minions {
+                m.proc.stop();
+            }
+            forget_swarm_keys(&st.accepted_dir(), PREFIX)?;
+            r?;
+        }
+        if count == n {
+            break;
+        }
+    }
+    Ok(())
+}
