@@ -1,7 +1,8 @@
 //! The `file` state module: `file.managed` (contents, `contents_pillar`/`contents_grains`,
 //! `source` from the file server or the local disk, Jinja `template` with `context` and
 //! `defaults`, `mode`/`user`/`group`, `makedirs`, `replace`, `show_changes`, a unified diff of
-//! what changed), `file.directory` and `file.absent`, with Salt's comments and changes.
+//! what changed), `file.directory`, `file.absent`, `file.exists`, `file.missing` and
+//! `file.touch`, with Salt's comments and changes.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
@@ -27,6 +28,21 @@ pub const FUNCTIONS: &[Spec] = &[
         name: "absent",
         required: &["name"],
         run: absent,
+    },
+    Spec {
+        name: "exists",
+        required: &["name"],
+        run: exists,
+    },
+    Spec {
+        name: "missing",
+        required: &["name"],
+        run: missing,
+    },
+    Spec {
+        name: "touch",
+        required: &["name"],
+        run: touch,
     },
 ];
 
@@ -868,5 +884,126 @@ fn absent(c: &Call) -> Result<Ret, String> {
         "comment",
         json!(format!("File {name} is not present")),
     );
+    Ok(r)
+}
+
+fn exists(c: &Call) -> Result<Ret, String> {
+    let name = expanduser(&c.name());
+    let mut r = ret(&name, json!(true), "", json!({}));
+    if name.is_empty() {
+        return error(r, "Must provide name to file.exists");
+    }
+    if !Path::new(&name).exists() {
+        return error(r, format!("Specified path {name} does not exist"));
+    }
+    set(&mut r, "comment", json!(format!("Path {name} exists")));
+    Ok(r)
+}
+
+fn missing(c: &Call) -> Result<Ret, String> {
+    let name = expanduser(&c.name());
+    let mut r = ret(&name, json!(true), "", json!({}));
+    if name.is_empty() {
+        return error(r, "Must provide name to file.missing");
+    }
+    if Path::new(&name).exists() {
+        return error(r, format!("Specified path {name} exists"));
+    }
+    set(&mut r, "comment", json!(format!("Path {name} is missing")));
+    Ok(r)
+}
+
+/// A time argument of `file.touch`: seconds since the epoch.
+fn epoch_arg(c: &Call, key: &str) -> Option<std::time::SystemTime> {
+    let secs: f64 = py_text(c.arg(key)?).parse().ok()?;
+    std::time::UNIX_EPOCH.checked_add(std::time::Duration::from_secs_f64(secs.max(0.0)))
+}
+
+fn touch(c: &Call) -> Result<Ret, String> {
+    let name = expanduser(&c.name());
+    let mut r = Map::new();
+    r.insert("name".into(), json!(name));
+    r.insert("changes".into(), json!({}));
+    if name.is_empty() {
+        return error(r, "Must provide name to file.touch");
+    }
+    let path = Path::new(&name);
+    if !path.is_absolute() {
+        return error(r, format!("Specified file {name} is not an absolute path"));
+    }
+    let (atime, mtime) = (c.arg("atime"), c.arg("mtime"));
+    if c.test {
+        set(&mut r, "result", Value::Null);
+        set(&mut r, "changes", json!({"new": name}));
+        if !path.exists() {
+            set(
+                &mut r,
+                "comment",
+                json!(format!("File {name} is set to be created")),
+            );
+        } else {
+            let meta = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
+            let differs = |want: Option<&Value>, have: i64| {
+                want.is_some_and(|w| py_text(w) != have.to_string())
+            };
+            if differs(atime, meta.atime()) || differs(mtime, meta.mtime()) {
+                set(
+                    &mut r,
+                    "comment",
+                    json!(format!("Times set to be updated on file {name}")),
+                );
+                set(&mut r, "changes", json!({"touched": name}));
+            } else {
+                set(&mut r, "result", json!(true));
+                set(
+                    &mut r,
+                    "comment",
+                    json!(format!("File {name} exists and has the correct times")),
+                );
+            }
+        }
+        return Ok(r);
+    }
+    let parent = path.parent().unwrap_or(Path::new("/"));
+    if c.flag("makedirs", false) && !parent.is_dir() {
+        if let Err(e) = make_dirs(parent, None, None, None) {
+            return error(r, format!("Failed to create parent directories: {e}"));
+        }
+    }
+    if !parent.is_dir() {
+        return error(r, format!("Directory not present to touch file {name}"));
+    }
+    let extant = path.exists();
+    let touched = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .and_then(|f| {
+            let now = std::time::SystemTime::now();
+            let times = std::fs::FileTimes::new()
+                .set_accessed(epoch_arg(c, "atime").unwrap_or(now))
+                .set_modified(epoch_arg(c, "mtime").unwrap_or(now));
+            f.set_times(times)
+        });
+    if let Err(e) = touched {
+        return error(r, e.to_string());
+    }
+    set(&mut r, "result", json!(true));
+    if extant {
+        let what = if path.is_dir() { "directory" } else { "file" };
+        set(
+            &mut r,
+            "comment",
+            json!(format!("Updated times on {what} {name}")),
+        );
+        changes(&mut r).insert("touched".into(), json!(name));
+    } else {
+        set(
+            &mut r,
+            "comment",
+            json!(format!("Created empty file {name}")),
+        );
+        changes(&mut r).insert("new".into(), json!(name));
+    }
     Ok(r)
 }
