@@ -16,13 +16,13 @@ use crate::swarm::{forget_swarm_keys, local_call, Launched, NotReady, SwarmOpts}
 /// Ids of the real minions of W9 (`hs0`, `hs1`, ...).
 const HS_PREFIX: &str = "hs";
 
-fn http(timeout: Duration) -> anyhow::Result<reqwest::blocking::Client> {
+pub(crate) fn http(timeout: Duration) -> anyhow::Result<reqwest::blocking::Client> {
     Ok(reqwest::blocking::Client::builder()
         .timeout(timeout)
         .build()?)
 }
 
-fn token(http: &reqwest::blocking::Client, st: &Stack) -> anyhow::Result<String> {
+pub(crate) fn token(http: &reqwest::blocking::Client, st: &Stack) -> anyhow::Result<String> {
     login_blocking(http, &st.url("/login")).map_err(|e| anyhow::anyhow!("login: {e}"))
 }
 
@@ -297,7 +297,7 @@ pub(crate) fn swarm_highstate(
 
 /// The states of one minion's highstate return: (states, failed, changed), or why the
 /// return is not a highstate (a render error comes back as a list of strings).
-fn highstate_counts(ret: &Value) -> Result<(usize, usize, usize), String> {
+pub(crate) fn highstate_counts(ret: &Value) -> Result<(usize, usize, usize), String> {
     let states = ret
         .as_object()
         .ok_or_else(|| format!("not a highstate return: {ret}"))?;

@@ -9,7 +9,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::procs::{cpu_seconds, sibling, spawn, Proc, RssSampler};
 use crate::report::{Better, Report};
@@ -134,19 +134,6 @@ fn sign_in(
     }
 }
 
-/// (states, failed, changed) of one minion's return.
-fn counts(ret: &Value) -> anyhow::Result<(usize, usize, usize)> {
-    let m = ret
-        .as_object()
-        .ok_or_else(|| anyhow::anyhow!("not a state return: {ret}"))?;
-    let failed = m.values().filter(|s| s["result"] == json!(false)).count();
-    let changed = m
-        .values()
-        .filter(|s| s["changes"].as_object().is_some_and(|c| !c.is_empty()))
-        .count();
-    Ok((m.len(), failed, changed))
-}
-
 /// One kind's minions applying the tree at once, twice.
 fn apply_twice(
     http: &reqwest::blocking::Client,
@@ -182,7 +169,8 @@ fn apply_twice(
             call.returns.len()
         );
         for (id, ret) in &call.returns {
-            let (s, f, c) = counts(ret).map_err(|e| anyhow::anyhow!("{id}: {e}"))?;
+            let (s, f, c) =
+                crate::cm::highstate_counts(ret).map_err(|e| anyhow::anyhow!("{id}: {e}"))?;
             anyhow::ensure!(
                 s == 4 * PER_KIND && f == 0,
                 "{id}: {f} of {s} states failed: {ret}"
@@ -245,11 +233,8 @@ pub(crate) fn measure(
     if !st.running() {
         st.start()?;
     }
-    let http = reqwest::blocking::Client::builder()
-        .timeout(Duration::from_secs(1800))
-        .build()?;
-    let tok = crate::stack::login_blocking(&http, &st.url("/login"))
-        .map_err(|e| anyhow::anyhow!("login: {e}"))?;
+    let http = crate::cm::http(Duration::from_secs(1800))?;
+    let tok = crate::cm::token(&http, st)?;
     for count in [1, n].into_iter().filter(|c| *c > 0) {
         for kind in [Kind::Brine, Kind::Salt] {
             let minions: Vec<Minion> = (0..count)

@@ -287,7 +287,12 @@ fn brines_minion_applies_states_as_salt_minion_does() {
         }
         assert_eq!(s["changes"], json!({}), "a second apply changed {k}: {s}");
     }
-    compare("sls dev", &["state.sls", "devtools", "saltenv=dev"], states);
+    // Options after the function and its arguments, as users type them.
+    compare(
+        "sls dev",
+        &["state.sls", "devtools", "saltenv=dev", "--timeout", "120"],
+        states,
+    );
     compare("sls bad", &["state.sls", "bad"], states);
     compare("sls broken", &["state.sls", "broken"], |v| {
         // The render error's wording is the template library's: compare its shape.

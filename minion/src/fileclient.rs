@@ -133,13 +133,34 @@ impl FileClient {
                 return Ok(Some(local));
             }
         }
-        let mut data = Vec::new();
+        if let Some(dir) = local.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        }
+        // Chunks go straight to a private temp file, renamed into place once whole.
+        let tmp = local.with_extension(format!("partial.{}", uuid::Uuid::new_v4().simple()));
+        let fetched = self.fetch_into(&path, &saltenv, &tmp);
+        match fetched {
+            Ok(true) => std::fs::rename(&tmp, &local).map_err(|e| e.to_string())?,
+            other => {
+                let _ = std::fs::remove_file(&tmp);
+                other?;
+                return Ok(None);
+            }
+        }
+        Ok(Some(local))
+    }
+
+    /// `_serve_file` chunk by chunk into `dest`; false when the master has no such file.
+    fn fetch_into(&self, path: &str, saltenv: &str, dest: &Path) -> Result<bool, String> {
+        use std::io::Write;
+        let mut out = std::fs::File::create(dest).map_err(|e| e.to_string())?;
+        let mut loc: u64 = 0;
         loop {
             let reply = self.request(vec![
                 ("cmd", Value::from("_serve_file")),
-                ("path", Value::from(path.as_str())),
-                ("loc", Value::from(data.len() as u64)),
-                ("saltenv", Value::from(saltenv.as_str())),
+                ("path", Value::from(path)),
+                ("loc", Value::from(loc)),
+                ("saltenv", Value::from(saltenv)),
             ])?;
             let chunk: &[u8] = match get(&reply, "data") {
                 Some(Value::String(s)) => s.as_bytes(),
@@ -147,23 +168,14 @@ impl FileClient {
                 _ => &[],
             };
             if chunk.is_empty() {
-                if data.is_empty() && get_str(&reply, "dest").unwrap_or("").is_empty() {
-                    return Ok(None);
-                }
-                break;
+                return Ok(loc > 0 || !get_str(&reply, "dest").unwrap_or("").is_empty());
             }
-            if data.len() as u64 + chunk.len() as u64 > MAX_FILE {
+            loc += chunk.len() as u64;
+            if loc > MAX_FILE {
                 return Err(format!("{path} is larger than {MAX_FILE} bytes"));
             }
-            data.extend_from_slice(chunk);
+            out.write_all(chunk).map_err(|e| e.to_string())?;
         }
-        if let Some(dir) = local.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-        }
-        let tmp = local.with_extension(format!("partial.{}", std::process::id()));
-        std::fs::write(&tmp, &data).map_err(|e| e.to_string())?;
-        std::fs::rename(&tmp, &local).map_err(|e| e.to_string())?;
-        Ok(Some(local))
     }
 
     /// The text of `path` in `saltenv`, `None` when the master has no such file.

@@ -152,6 +152,31 @@ impl Runner<'_> {
         ret
     }
 
+    /// Salt's result for a chunk whose requisites loop back to it.
+    fn recursive(&mut self, idx: usize, tag: &str) {
+        let mut ret = Map::new();
+        ret.insert("changes".into(), json!({}));
+        ret.insert("result".into(), Value::Bool(false));
+        ret.insert("comment".into(), json!("Recursive requisite found"));
+        let low = self.chunks[idx].clone();
+        self.stamp(tag, &low, ret, false);
+    }
+
+    /// A failed state's return, `{result: False, name, changes: {}}`, with a comment if given.
+    fn failed(low: &Low, comment: Option<String>) -> Map<String, Value> {
+        let mut ret = Map::new();
+        ret.insert("result".into(), Value::Bool(false));
+        ret.insert(
+            "name".into(),
+            low.get("name").cloned().unwrap_or(Value::Null),
+        );
+        ret.insert("changes".into(), json!({}));
+        if let Some(c) = comment {
+            ret.insert("comment".into(), Value::String(c));
+        }
+        ret
+    }
+
     fn call_chunks(&mut self) {
         for idx in 0..self.chunks.len() {
             if self.failhard_hit {
@@ -461,12 +486,7 @@ impl Runner<'_> {
                             }
                             return;
                         }
-                        let mut ret = Map::new();
-                        ret.insert("changes".into(), json!({}));
-                        ret.insert("result".into(), Value::Bool(false));
-                        ret.insert("comment".into(), json!("Recursive requisite found"));
-                        let low = self.chunks[idx].clone();
-                        self.stamp(&t, &low, ret, false);
+                        self.recursive(idx, &t);
                         return;
                     }
                     self.call_chunk(c, 0);
@@ -484,12 +504,7 @@ impl Runner<'_> {
                     }
                     self.pre.insert(t.clone(), Value::Object(ret));
                 } else if depth + 1 >= 20 {
-                    let mut ret = Map::new();
-                    ret.insert("changes".into(), json!({}));
-                    ret.insert("result".into(), Value::Bool(false));
-                    ret.insert("comment".into(), json!("Recursive requisite found"));
-                    let low = self.chunks[idx].clone();
-                    self.stamp(&t, &low, ret, false);
+                    self.recursive(idx, &t);
                 } else {
                     self.call_chunk(idx, depth + 1);
                 }
@@ -703,17 +718,8 @@ impl Runner<'_> {
         let start = start_time();
         let errors = Self::verify_data(low);
         if !errors.is_empty() {
-            let mut ret = Map::new();
-            ret.insert("result".into(), Value::Bool(false));
-            ret.insert(
-                "name".into(),
-                low.get("name").cloned().unwrap_or(Value::Null),
-            );
-            ret.insert("changes".into(), json!({}));
-            ret.insert(
-                "comment".into(),
-                Value::String(errors.iter().map(|e| format!("{e}\n")).collect()),
-            );
+            let mut ret =
+                Self::failed(low, Some(errors.iter().map(|e| format!("{e}\n")).collect()));
             ret.insert("__run_num__".into(), json!(self.run_num));
             self.run_num += 1;
             return ret;
@@ -722,13 +728,7 @@ impl Runner<'_> {
         let spec = states::lookup(&full).expect("verified above");
         let prereq = truthy(low.get("__prereq__"));
         let test = self.opts.test || prereq;
-        let mut ret = Map::new();
-        ret.insert("result".into(), Value::Bool(false));
-        ret.insert(
-            "name".into(),
-            low.get("name").cloned().unwrap_or(Value::Null),
-        );
-        ret.insert("changes".into(), json!({}));
+        let mut ret = Self::failed(low, None);
         let has_checks = ["unless", "onlyif", "creates"]
             .iter()
             .any(|k| low.contains_key(*k));
@@ -757,20 +757,10 @@ impl Runner<'_> {
             };
             ret = match (spec.run)(&call) {
                 Ok(r) => r,
-                Err(e) => {
-                    let mut r = Map::new();
-                    r.insert("result".into(), Value::Bool(false));
-                    r.insert(
-                        "name".into(),
-                        low.get("name").cloned().unwrap_or(Value::Null),
-                    );
-                    r.insert("changes".into(), json!({}));
-                    r.insert(
-                        "comment".into(),
-                        Value::String(format!("An exception occurred in this state: {e}")),
-                    );
-                    r
-                }
+                Err(e) => Self::failed(
+                    low,
+                    Some(format!("An exception occurred in this state: {e}")),
+                ),
             };
         }
         if low.contains_key("check_cmd") {

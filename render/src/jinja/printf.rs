@@ -96,7 +96,7 @@ pub(crate) fn percent(fmt: &str, args: &Value) -> Result<String, String> {
             let w = take("string")?;
             let w = w.as_i64().ok_or("* wants int")?;
             spec.left |= w < 0;
-            spec.width = w.unsigned_abs() as usize;
+            spec.width = bounded(w.unsigned_abs())?;
         } else {
             spec.width = digits(&chars, &mut i)?.unwrap_or(0);
         }
@@ -105,7 +105,9 @@ pub(crate) fn percent(fmt: &str, args: &Value) -> Result<String, String> {
             if chars.get(i) == Some(&'*') {
                 i += 1;
                 let p = take("string")?;
-                spec.precision = Some(p.as_i64().ok_or("* wants int")?.max(0) as usize);
+                spec.precision = Some(bounded(
+                    p.as_i64().ok_or("* wants int")?.max(0).unsigned_abs(),
+                )?);
             } else {
                 spec.precision = Some(digits(&chars, &mut i)?.unwrap_or(0));
             }
@@ -202,6 +204,14 @@ pub(crate) fn format_spec(value: &Value, spec_text: &str) -> Result<String, Stri
             e
         }
     })
+}
+
+/// A width or precision given as an argument (`*`), within [`MAX_WIDTH`].
+fn bounded(n: u64) -> Result<usize, String> {
+    usize::try_from(n)
+        .ok()
+        .filter(|n| *n <= MAX_WIDTH)
+        .ok_or_else(|| "width too big".to_string())
 }
 
 fn digits(chars: &[char], i: &mut usize) -> Result<Option<usize>, String> {

@@ -196,6 +196,29 @@ fn check_perms(
     }
 }
 
+/// What would change of a path's owner, group and mode (Salt's `check_file_meta` and
+/// `_check_dir_meta`, without touching anything).
+fn meta_changes(
+    path: &Path,
+    user: Option<&str>,
+    group: Option<&str>,
+    mode: Option<&str>,
+) -> Map<String, Value> {
+    let mut ch = Map::new();
+    if let Ok(meta) = std::fs::metadata(path) {
+        if let Some(u) = user.filter(|u| uid_of(u).is_some_and(|uid| uid != meta.uid())) {
+            ch.insert("user".into(), json!(u));
+        }
+        if let Some(g) = group.filter(|g| gid_of(g).is_some_and(|gid| gid != meta.gid())) {
+            ch.insert("group".into(), json!(g));
+        }
+    }
+    if let Some(m) = mode.filter(|m| file_mode(path).as_deref() != Some(*m)) {
+        ch.insert("mode".into(), json!(m));
+    }
+    ch
+}
+
 /// Salt's `_binary_replace`/`is_text`: NUL bytes or invalid UTF-8 make a file binary.
 fn is_binary(bytes: &[u8]) -> bool {
     bytes.contains(&0) || std::str::from_utf8(bytes).is_err()
@@ -524,23 +547,12 @@ fn managed(c: &Call) -> Result<Ret, String> {
                     ch.insert("diff".into(), json!(d));
                 }
             }
-            if let Ok(meta) = std::fs::metadata(path) {
-                if let (Some(u), Some(uid)) = (&user, user.as_deref().and_then(uid_of)) {
-                    if uid != meta.uid() {
-                        ch.insert("user".into(), json!(u));
-                    }
-                }
-                if let (Some(g), Some(gid)) = (&group, group.as_deref().and_then(gid_of)) {
-                    if gid != meta.gid() {
-                        ch.insert("group".into(), json!(g));
-                    }
-                }
-            }
-            if let Some(m) = &mode {
-                if file_mode(path).as_deref() != Some(m.as_str()) {
-                    ch.insert("mode".into(), json!(m));
-                }
-            }
+            ch.extend(meta_changes(
+                path,
+                user.as_deref(),
+                group.as_deref(),
+                mode.as_deref(),
+            ));
         }
         if !ch.is_empty() {
             if ch.contains_key("diff") && !show_changes {
@@ -750,23 +762,8 @@ fn directory(c: &Call) -> Result<Ret, String> {
         Err(_) => {
             pending.insert(name.clone(), json!({"directory": "new"}));
         }
-        Ok(meta) => {
-            let mut ch = Map::new();
-            if let (Some(u), Some(uid)) = (&user, user.as_deref().and_then(uid_of)) {
-                if uid != meta.uid() {
-                    ch.insert("user".into(), json!(u));
-                }
-            }
-            if let (Some(g), Some(gid)) = (&group, group.as_deref().and_then(gid_of)) {
-                if gid != meta.gid() {
-                    ch.insert("group".into(), json!(g));
-                }
-            }
-            if let Some(m) = &dir_mode {
-                if file_mode(path).as_deref() != Some(m.as_str()) {
-                    ch.insert("mode".into(), json!(m));
-                }
-            }
+        Ok(_) => {
+            let ch = meta_changes(path, user.as_deref(), group.as_deref(), dir_mode.as_deref());
             if !ch.is_empty() {
                 pending.insert(name.clone(), Value::Object(ch));
             }
