@@ -7,6 +7,10 @@
 
 mod highstate;
 
+pub(crate) use brine_protocol::nested::{
+    nested, python_repr, python_repr_sorted, python_rstrip, python_str, splitlines, Colors, Nested,
+};
+
 use std::fmt::Write as _;
 
 use brine_protocol::pyrepr::{float_repr as python_float, str_repr as python_str_repr};
@@ -140,156 +144,6 @@ pub fn choose_outputter(cli: Option<Outputter>, returned: Option<&str>) -> Outpu
 }
 
 /// Python's `str.rstrip()`.
-fn python_rstrip(text: &str) -> &str {
-    text.trim_end_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c))
-}
-
-/// Python's `str.splitlines()`: no trailing empty line.
-fn splitlines(text: &str) -> Vec<&str> {
-    let mut lines = Vec::new();
-    let mut start = 0;
-    let mut chars = text.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        let is_break = matches!(
-            c,
-            '\n' | '\r'
-                | '\x0b'
-                | '\x0c'
-                | '\x1c'
-                | '\x1d'
-                | '\x1e'
-                | '\u{85}'
-                | '\u{2028}'
-                | '\u{2029}'
-        );
-        if is_break {
-            lines.push(&text[start..i]);
-            let mut end = i + c.len_utf8();
-            if c == '\r' {
-                if let Some(&(j, '\n')) = chars.peek() {
-                    chars.next();
-                    end = j + 1;
-                }
-            }
-            start = end;
-        }
-    }
-    if start < text.len() {
-        lines.push(&text[start..]);
-    }
-    lines
-}
-
-/// Salt's `get_colors`: every code starts with a reset.
-struct Colors {
-    red: &'static str,
-    light_red: &'static str,
-    green: &'static str,
-    light_green: &'static str,
-    light_yellow: &'static str,
-    blue: &'static str,
-    light_blue: &'static str,
-    magenta: &'static str,
-    light_magenta: &'static str,
-    cyan: &'static str,
-    endc: &'static str,
-}
-
-impl Colors {
-    fn new(on: bool) -> Self {
-        let pick = |code: &'static str| if on { code } else { "" };
-        Colors {
-            red: pick("\x1b[0;31m"),
-            light_red: pick("\x1b[0;1;31m"),
-            green: pick("\x1b[0;32m"),
-            light_green: pick("\x1b[0;1;32m"),
-            light_yellow: pick("\x1b[0;1;33m"),
-            blue: pick("\x1b[0;34m"),
-            light_blue: pick("\x1b[0;1;34m"),
-            magenta: pick("\x1b[0;35m"),
-            light_magenta: pick("\x1b[0;1;35m"),
-            cyan: pick("\x1b[0;36m"),
-            endc: pick("\x1b[0;0m"),
-        }
-    }
-}
-
-// ---------------------------------------------------------------- nested
-
-fn nested(data: &Value, colors: &Colors, retcode: i64) -> String {
-    let mut lines = Vec::new();
-    Nested { colors, retcode }.display(data, 0, "", &mut lines);
-    lines.join("\n")
-}
-
-struct Nested<'a> {
-    colors: &'a Colors,
-    retcode: i64,
-}
-
-impl Nested<'_> {
-    fn line(&self, indent: usize, color: &str, msg: &str, prefix: &str, suffix: &str) -> String {
-        format!(
-            "{:indent$}{color}{prefix}{msg}{}{suffix}",
-            "", self.colors.endc
-        )
-    }
-
-    fn container_color(&self, normal: &'static str) -> &'static str {
-        if self.retcode != 0 {
-            self.colors.red
-        } else {
-            normal
-        }
-    }
-
-    fn display(&self, ret: &Value, indent: usize, prefix: &str, out: &mut Vec<String>) {
-        match ret {
-            Value::Null | Value::Bool(_) | Value::Number(_) => {
-                out.push(self.line(
-                    indent,
-                    self.colors.light_yellow,
-                    &python_repr(ret),
-                    prefix,
-                    "",
-                ));
-            }
-            Value::String(s) => {
-                let blank = " ".repeat(prefix.len());
-                for (i, line) in splitlines(s).into_iter().enumerate() {
-                    // Salt's strip_colors: a string may not drive the terminal.
-                    let line = line.replace('\x1b', "?");
-                    let p = if i == 0 { prefix } else { blank.as_str() };
-                    out.push(self.line(indent, self.colors.green, &line, p, ""));
-                }
-            }
-            Value::Array(items) => {
-                let color = self.container_color(self.colors.green);
-                for item in items {
-                    match item {
-                        Value::Array(_) | Value::Object(_) => {
-                            out.push(self.line(indent, color, "|_", "", ""));
-                            let p = if item.is_object() { "" } else { "- " };
-                            self.display(item, indent + 2, p, out);
-                        }
-                        _ => self.display(item, indent, "- ", out),
-                    }
-                }
-            }
-            Value::Object(map) => {
-                let color = self.container_color(self.colors.cyan);
-                if indent > 0 {
-                    out.push(self.line(indent, color, "----------", "", ""));
-                }
-                for (key, val) in sorted(map) {
-                    out.push(self.line(indent, color, key, prefix, ":"));
-                    self.display(val, indent + 4, "", out);
-                }
-            }
-        }
-    }
-}
-
 // ---------------------------------------------------------------- no_return
 
 fn no_return(data: &Value, colors: &Colors) -> String {
@@ -453,58 +307,6 @@ fn pformat(value: &Value, indent: usize, allowance: usize) -> String {
 // ---------------------------------------------------------------- Python repr
 
 /// Python's `str()` of a value: strings as-is, everything else as `repr()`.
-fn python_str(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        other => python_repr(other),
-    }
-}
-
-/// Python's `repr()` of a value, dict keys in their original order.
-fn python_repr(value: &Value) -> String {
-    repr_inner(value, false)
-}
-
-fn python_repr_sorted(value: &Value) -> String {
-    repr_inner(value, true)
-}
-
-fn repr_inner(value: &Value, sort: bool) -> String {
-    match value {
-        Value::Null => "None".to_owned(),
-        Value::Bool(true) => "True".to_owned(),
-        Value::Bool(false) => "False".to_owned(),
-        Value::Number(n) => python_number(n),
-        Value::String(s) => python_str_repr(s),
-        Value::Array(items) => {
-            let parts: Vec<String> = items.iter().map(|v| repr_inner(v, sort)).collect();
-            format!("[{}]", parts.join(", "))
-        }
-        Value::Object(map) => {
-            let items = if sort {
-                sorted(map)
-            } else {
-                map.iter().collect()
-            };
-            let parts: Vec<String> = items
-                .into_iter()
-                .map(|(k, v)| format!("{}: {}", python_str_repr(k), repr_inner(v, sort)))
-                .collect();
-            format!("{{{}}}", parts.join(", "))
-        }
-    }
-}
-
-fn python_number(n: &serde_json::Number) -> String {
-    if let Some(i) = n.as_i64() {
-        i.to_string()
-    } else if let Some(u) = n.as_u64() {
-        u.to_string()
-    } else {
-        python_float(n.as_f64().unwrap_or(f64::NAN))
-    }
-}
-
 // ---------------------------------------------------------------- json
 
 /// Python's `json.dumps(data, indent=..., ensure_ascii=False)`.

@@ -9,6 +9,7 @@ pub mod crypt;
 pub mod event;
 pub mod jid;
 pub mod loads;
+pub mod nested;
 pub mod optparse;
 pub mod payload;
 pub mod pyrepr;

@@ -59,6 +59,8 @@ pub struct Runner<'a> {
     run_num: u64,
     processed_sls: HashSet<String>,
     failhard_hit: bool,
+    /// The state modules whose `mod_init` ran.
+    mod_inited: HashSet<String>,
 }
 
 /// Salt's `call_high`: the high data prepared (extend, requisite_in, exclude), compiled and
@@ -95,6 +97,7 @@ pub fn call_high(
         run_num: 0,
         processed_sls,
         failhard_hit: false,
+        mod_inited: HashSet::new(),
     };
     runner.call_chunks();
     runner.call_listen();
@@ -190,6 +193,30 @@ impl Runner<'_> {
                 }
             }
             self.active.clear();
+        }
+    }
+
+    /// Salt's `_mod_init`: a module's initialiser, once per run, before its first state.
+    fn mod_init(&mut self, idx: usize) {
+        let low = &self.chunks[idx];
+        let module = text(low, "state");
+        if self.mod_inited.contains(&module)
+            || states::lookup(&format!("{module}.{}", text(low, "fun"))).is_none()
+        {
+            return;
+        }
+        let Some(init) = states::mod_init(&module) else {
+            return;
+        };
+        let call = Call {
+            low,
+            test: self.opts.test,
+            host: self.host,
+            running: &self.running,
+            saltenv: "base",
+        };
+        if init(&call) {
+            self.mod_inited.insert(module);
         }
     }
 
@@ -398,6 +425,7 @@ impl Runner<'_> {
     }
 
     fn call_chunk(&mut self, idx: usize, depth: usize) {
+        self.mod_init(idx);
         let t = tag(&self.chunks[idx]);
         if !truthy(self.chunks[idx].get("prerequired")) {
             self.active.insert(t.clone());

@@ -15,6 +15,7 @@ pub mod diff;
 pub mod engine;
 pub mod high;
 pub mod low;
+pub mod pkgver;
 pub mod states;
 pub mod top;
 pub mod verify;

@@ -87,7 +87,7 @@ impl Host for LocalHost {
 }
 
 fn brine(case: &Path, work: &Path, meta: &Value) -> Value {
-    let grains = json!({"id": "m1", "os_family": "Debian", "shell": "/bin/sh", "work": work.display().to_string()});
+    let grains = json!({"id": "m1", "os_family": "Debian", "os": "Debian", "kernel": "Linux", "osarch": "amd64", "cpuarch": "x86_64", "shell": "/bin/sh", "work": work.display().to_string()});
     let tree = Arc::new(Dir(case.join("")));
     let ctx = Context {
         grains: grains.clone(),

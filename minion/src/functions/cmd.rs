@@ -327,7 +327,12 @@ impl Fun {
         }
     }
 
-    pub(crate) async fn run(self, _ctx: &Context, b: &Bound, st: &mut CallState) -> Result<Value, FnError> {
+    pub(crate) async fn run(
+        self,
+        _ctx: &Context,
+        b: &Bound,
+        st: &mut CallState,
+    ) -> Result<Value, FnError> {
         match self {
             Fun::Which => {
                 Ok(which(&py_str(b.get("cmd").unwrap_or(&Value::Nil)))
@@ -418,7 +423,11 @@ impl RunOpts {
         let python_shell = match b.opt("python_shell").or_else(|| b.kwarg("python_shell")) {
             Some(v) => is_true_v(v),
             // Salt: True when run from a published job (there is a jid), else False.
-            None => shell_default || b.kwarg("__pub_jid").is_some_and(brine_protocol::payload::py_truthy),
+            None => {
+                shell_default
+                    || b.kwarg("__pub_jid")
+                        .is_some_and(brine_protocol::payload::py_truthy)
+            }
         };
         let stdin = b.opt("stdin").map(|v| {
             let text = py_str(v);
@@ -548,6 +557,52 @@ impl RunOutput {
             ])
         }
     }
+}
+
+impl RunOutput {
+    /// The exit code.
+    pub(crate) fn retcode(&self) -> i64 {
+        self.retcode
+    }
+
+    /// Standard output, trailing whitespace removed.
+    pub(crate) fn stdout(&self) -> &str {
+        &self.stdout
+    }
+
+    /// Standard error, trailing whitespace removed.
+    pub(crate) fn stderr(&self) -> &str {
+        &self.stderr
+    }
+}
+
+/// Run `argv` without a shell as other modules do through `cmd.run_all` with
+/// `python_shell=False`: Salt's locale reset, `env` added to the environment.
+pub(crate) async fn run_argv(argv: &[String], env: &[(&str, &str)]) -> Result<RunOutput, FnError> {
+    let opts = RunOpts {
+        cmd: Value::Array(argv.iter().map(|a| Value::from(a.as_str())).collect()),
+        cwd: None,
+        stdin: None,
+        runas: None,
+        shell: None,
+        python_shell: false,
+        env: env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        clean_env: false,
+        rstrip: true,
+        timeout: None,
+        reset_system_locale: true,
+        ignore_retcode: true,
+        merge_stderr: false,
+        prepend_path: None,
+        success_retcodes: vec![0],
+        success_stdout: Vec::new(),
+        success_stderr: Vec::new(),
+        hide_output: false,
+    };
+    execute(&opts).await
 }
 
 /// `salt.utils.path.which`.

@@ -283,6 +283,7 @@ modules! {
     Sys => sys,
     Saltutil => saltutil,
     Status => status,
+    Pkg => pkg,
     State => state,
     Cp => cp,
 }

@@ -10,6 +10,7 @@ use crate::low::Low;
 pub mod checks;
 pub mod cmd;
 pub mod file;
+pub mod pkg;
 pub mod test;
 
 /// What a state run acts through: execution functions, the file server, the templates.
@@ -112,7 +113,23 @@ const MODULES: &[(&str, &[Spec])] = &[
     ("test", test::FUNCTIONS),
     ("cmd", cmd::FUNCTIONS),
     ("file", file::FUNCTIONS),
+    ("pkg", pkg::FUNCTIONS),
 ];
+
+/// A module's initialiser.
+pub type ModInit = fn(&Call) -> bool;
+
+/// Module initialisers (Salt's `mod_init`): run before a module's first state of a run; the
+/// module counts as initialised when one returns true.
+#[rustfmt::skip]
+const MOD_INIT: &[(&str, ModInit)] = &[
+    ("pkg", pkg::mod_init),
+];
+
+/// The `mod_init` of a state module, if it has one.
+pub fn mod_init(module: &str) -> Option<ModInit> {
+    MOD_INIT.iter().find(|(m, _)| *m == module).map(|(_, f)| *f)
+}
 
 /// The state function `module.function`.
 pub fn lookup(full: &str) -> Option<&'static Spec> {

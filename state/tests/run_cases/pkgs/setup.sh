@@ -1,0 +1,2 @@
+# Real packages: Debian's tiny `hello` and `sl`, absent before each run.
+DEBIAN_FRONTEND=noninteractive apt-get -q -y purge hello sl >/dev/null 2>&1 || true
