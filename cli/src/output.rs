@@ -143,7 +143,6 @@ pub fn choose_outputter(cli: Option<Outputter>, returned: Option<&str>) -> Outpu
         .unwrap_or(Outputter::Nested)
 }
 
-/// Python's `str.rstrip()`.
 // ---------------------------------------------------------------- no_return
 
 fn no_return(data: &Value, colors: &Colors) -> String {
@@ -306,7 +305,6 @@ fn pformat(value: &Value, indent: usize, allowance: usize) -> String {
 
 // ---------------------------------------------------------------- Python repr
 
-/// Python's `str()` of a value: strings as-is, everything else as `repr()`.
 // ---------------------------------------------------------------- json
 
 /// Python's `json.dumps(data, indent=..., ensure_ascii=False)`.

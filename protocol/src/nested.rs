@@ -7,6 +7,7 @@ use serde_json::Value;
 use crate::pyrepr::{float_repr as python_float, str_repr as python_str_repr};
 use crate::yaml::sorted;
 
+/// Python's `str.rstrip()`.
 pub fn python_rstrip(text: &str) -> &str {
     text.trim_end_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c))
 }
@@ -164,6 +165,7 @@ impl Nested<'_> {
     }
 }
 
+/// Python's `str()` of a value: strings as-is, everything else as `repr()`.
 pub fn python_str(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),

@@ -134,6 +134,21 @@ pub fn write_bytes_repr(out: &mut String, b: &[u8]) {
     out.push(quote as char);
 }
 
+/// Python's `shlex.quote`: the text as one shell word.
+pub fn shlex_quote(s: &str) -> String {
+    if s.is_empty() {
+        return "''".into();
+    }
+    let safe = s
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || "@%+=:,./-".contains(c));
+    if safe {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\"'\"'"))
+    }
+}
+
 /// Python `shlex.split(s)` (POSIX mode, no comments). Errors carry Python's message.
 pub fn shlex_split(s: &str) -> Result<Vec<String>, String> {
     let mut words = Vec::new();

@@ -14,6 +14,24 @@ import salt.config
 import salt.state
 
 
+def machine_allows(needs):
+    """Cases that install real packages (apt) or run real init scripts (sysv) run as root on a
+    Debian-family machine, the latter only where systemd is not running."""
+    if needs is None:
+        return True
+    root = os.geteuid() == 0
+    if needs == "apt":
+        return root and shutil.which("apt-get") is not None
+    if needs == "sysv":
+        return (
+            root
+            and os.path.exists("/usr/sbin/service")
+            and os.path.isdir("/etc/init.d")
+            and not os.path.isdir("/run/systemd/system")
+        )
+    raise SystemExit(f"unknown need {needs!r}")
+
+
 def main():
     cases, work_root = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     out = {}
@@ -22,8 +40,8 @@ def main():
         if only and case not in only:
             continue
         meta = json.load(open(os.path.join(cases, case, "case.json")))
-        if meta.get("needs") == "apt" and not (os.geteuid() == 0 and shutil.which("apt-get")):
-            continue  # real packages are installed: only as root on a Debian-family machine
+        if not machine_allows(meta.get("needs")):
+            continue
         work = os.path.join(work_root, case)
         shutil.rmtree(work, ignore_errors=True)
         os.makedirs(work)

@@ -233,6 +233,33 @@ pub(crate) struct CallState {
     pub retcode: i32,
 }
 
+/// Declares a module's `Fun` enum and its `spec()` from one line per function:
+/// `Variant => ("mod.fun", "pyname", [params], required, varargs, kwargs, "doc")`.
+macro_rules! spec_table {
+    ($(#[$meta:meta])* $($variant:ident => ($name:literal, $py:literal, [$($p:literal),*], $req:expr, $var:expr, $kw:expr, $doc:literal),)*) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Fun { $($variant,)* }
+
+        impl Fun {
+            pub(crate) const ALL: &'static [Fun] = &[$(Fun::$variant,)*];
+
+            pub(crate) fn spec(self) -> Spec {
+                match self {
+                    $(Fun::$variant => Spec {
+                        name: $name,
+                        pyname: $py,
+                        sig: Signature::new(&[$($p),*], $req, $var, $kw),
+                        doc: $doc,
+                        out: None,
+                    },)*
+                }
+            }
+        }
+    };
+}
+pub(crate) use spec_table;
+
 /// Declares the execution modules: each `Variant => module` line is the module's file
 /// (`functions/<module>.rs`, whose `Fun` enum lists its functions with `ALL`, `spec` and `run`)
 /// and its whole registration.
@@ -284,8 +311,10 @@ modules! {
     Saltutil => saltutil,
     Status => status,
     Pkg => pkg,
+    Service => service,
     State => state,
     Cp => cp,
+    File => file,
 }
 
 impl Function {

@@ -59,31 +59,8 @@ impl Backend {
     }
 }
 
-macro_rules! funs {
-    ($($variant:ident => ($name:literal, $py:literal, [$($p:literal),*], $req:expr, $var:expr, $kw:expr, $doc:literal),)*) => {
-        /// The functions of the `pkg` module.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub enum Fun { $($variant,)* }
-
-        impl Fun {
-            pub(crate) const ALL: &'static [Fun] = &[$(Fun::$variant,)*];
-
-            pub(crate) fn spec(self) -> Spec {
-                match self {
-                    $(Fun::$variant => Spec {
-                        name: $name,
-                        pyname: $py,
-                        sig: Signature::new(&[$($p),*], $req, $var, $kw),
-                        doc: $doc,
-                        out: None,
-                    },)*
-                }
-            }
-        }
-    };
-}
-
-funs! {
+super::spec_table! {
+    /// The functions of the `pkg` module.
     Install => ("pkg.install", "install",
         ["name", "refresh", "fromrepo", "skip_verify", "debconf", "pkgs", "sources", "reinstall",
          "downloadonly", "ignore_epoch", "normalize"], 0, false, true,

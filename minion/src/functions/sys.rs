@@ -3,8 +3,8 @@
 use brine_protocol::catalog::RUNNERS;
 use rmpv::Value;
 
-use super::{Context, CallState};
 use super::args::{py_str, Bound, Signature};
+use super::{CallState, Context};
 use super::{FnError, Function, Spec};
 use brine_protocol::payload::map;
 
@@ -104,7 +104,12 @@ impl Fun {
         }
     }
 
-    pub(crate) async fn run(self, _ctx: &Context, b: &Bound, _st: &mut CallState) -> Result<Value, FnError> {
+    pub(crate) async fn run(
+        self,
+        _ctx: &Context,
+        b: &Bound,
+        _st: &mut CallState,
+    ) -> Result<Value, FnError> {
         let patterns: Vec<String> = b.varargs.iter().map(py_str).collect();
         Ok(match self {
             Fun::Doc => docs(&patterns),
@@ -290,8 +295,8 @@ mod tests {
             r.ret,
             Value::Array(
                 [
-                    "beacons", "cmd", "cp", "grains", "mine", "pillar", "saltutil", "schedule",
-                    "state", "status", "sys", "test"
+                    "beacons", "cmd", "cp", "file", "grains", "mine", "pillar", "pkg", "saltutil",
+                    "schedule", "service", "state", "status", "sys", "test"
                 ]
                 .map(Value::from)
                 .to_vec()
@@ -301,7 +306,7 @@ mod tests {
         assert_eq!(
             r.ret,
             Value::Array(
-                ["saltutil", "schedule", "state", "status", "sys"]
+                ["saltutil", "schedule", "service", "state", "status", "sys"]
                     .map(Value::from)
                     .to_vec()
             )

@@ -11,6 +11,7 @@ pub mod checks;
 pub mod cmd;
 pub mod file;
 pub mod pkg;
+pub mod service;
 pub mod test;
 
 /// What a state run acts through: execution functions, the file server, the templates.
@@ -114,6 +115,7 @@ const MODULES: &[(&str, &[Spec])] = &[
     ("cmd", cmd::FUNCTIONS),
     ("file", file::FUNCTIONS),
     ("pkg", pkg::FUNCTIONS),
+    ("service", service::FUNCTIONS),
 ];
 
 /// A module's initialiser.

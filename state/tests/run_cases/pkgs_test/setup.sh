@@ -1,2 +1,2 @@
-# Real packages: Debian's tiny `hello` and `sl`, absent before each run.
-DEBIAN_FRONTEND=noninteractive apt-get -q -y purge hello sl >/dev/null 2>&1 || true
+# The same machine state as the pkgs case.
+exec sh "$(dirname "$0")/../pkgs/setup.sh" "$@"

@@ -1,0 +1,3431 @@
+//! The `file` execution module, its common functions: existence and stat queries, hashes,
+//! owner/group/mode, creating, copying, moving and removing files, directories and links,
+//! reading and writing lines, and regex search/replace with a unified diff.
+//!
+//! Return values and error texts are Salt 3007's (`salt/modules/file.py`); Python's `OSError`s
+//! are worded as Python words them (`FileNotFoundError: [Errno 2] ...`). Regexes are Python
+//! `re` patterns, translated to the `regex` crate (no look-around or back-references) and
+//! compiled with a size limit.
+
+use std::collections::VecDeque;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+
+use brine_protocol::payload::{map, py_truthy, Value};
+use brine_protocol::pyrepr::str_repr;
+
+use super::args::{py_int, py_str, py_type, Bound, Signature};
+use super::{CallState, Context, FnError, Spec};
+
+/// The functions of the `file` module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fun {
+    Access,
+    Append,
+    Basename,
+    CheckHash,
+    Chgrp,
+    Chown,
+    Contains,
+    ContainsRegex,
+    Copy,
+    DirectoryExists,
+    Dirname,
+    FileExists,
+    GetGid,
+    GetGroup,
+    GetHash,
+    GetMode,
+    GetSum,
+    GetUid,
+    GetUser,
+    IsLink,
+    Join,
+    Lstat,
+    Makedirs,
+    Mkdir,
+    Move,
+    Prepend,
+    Read,
+    Readlink,
+    Remove,
+    Rename,
+    Replace,
+    Rmdir,
+    Search,
+    SeekRead,
+    SetMode,
+    Stats,
+    Symlink,
+    Touch,
+    Truncate,
+    Write,
+}
+
+const PATH: &[&str] = &["path"];
+const PATH_FOLLOW: &[&str] = &["path", "follow_symlinks"];
+const REPLACE: &[&str] = &[
+    "path",
+    "pattern",
+    "repl",
+    "count",
+    "flags",
+    "bufsize",
+    "append_if_not_found",
+    "prepend_if_not_found",
+    "not_found_content",
+    "backup",
+    "dry_run",
+    "search_only",
+    "show_changes",
+    "ignore_if_missing",
+    "preserve_inode",
+    "backslash_literal",
+    "encoding",
+];
+
+impl Fun {
+    pub(crate) const ALL: &'static [Fun] = &[
+        Fun::Access,
+        Fun::Append,
+        Fun::Basename,
+        Fun::CheckHash,
+        Fun::Chgrp,
+        Fun::Chown,
+        Fun::Contains,
+        Fun::ContainsRegex,
+        Fun::Copy,
+        Fun::DirectoryExists,
+        Fun::Dirname,
+        Fun::FileExists,
+        Fun::GetGid,
+        Fun::GetGroup,
+        Fun::GetHash,
+        Fun::GetMode,
+        Fun::GetSum,
+        Fun::GetUid,
+        Fun::GetUser,
+        Fun::IsLink,
+        Fun::Join,
+        Fun::Lstat,
+        Fun::Makedirs,
+        Fun::Mkdir,
+        Fun::Move,
+        Fun::Prepend,
+        Fun::Read,
+        Fun::Readlink,
+        Fun::Remove,
+        Fun::Rename,
+        Fun::Replace,
+        Fun::Rmdir,
+        Fun::Search,
+        Fun::SeekRead,
+        Fun::SetMode,
+        Fun::Stats,
+        Fun::Symlink,
+        Fun::Touch,
+        Fun::Truncate,
+        Fun::Write,
+    ];
+
+    pub(crate) fn spec(self) -> Spec {
+        let s = Signature::new;
+        let (name, pyname, sig, doc) = match self {
+            Fun::Access => (
+                "file.access",
+                "access",
+                s(&["path", "mode"], 2, false, false),
+                "
+    Whether this process may access an absolute path: mode is f (exists),
+    r (read), w (write) or x (execute).
+
+    CLI Example:
+
+        salt '*' file.access /etc/hosts r
+    ",
+            ),
+            Fun::Append => (
+                "file.append",
+                "append",
+                s(PATH, 1, true, true),
+                "
+    Add lines at the end of an existing file (a missing final newline is
+    added first). Pass args=... for a line containing '='.
+
+    CLI Example:
+
+        salt '*' file.append /etc/motd 'first line' 'second line'
+    ",
+            ),
+            Fun::Basename => (
+                "file.basename",
+                "basename",
+                s(PATH, 1, false, false),
+                "
+    The last component of a path.
+
+    CLI Example:
+
+        salt '*' file.basename /var/log/syslog
+    ",
+            ),
+            Fun::CheckHash => (
+                "file.check_hash",
+                "check_hash",
+                s(&["path", "file_hash"], 2, false, false),
+                "
+    True when a file has the given hash: <type>=<hex>, <type>:<hex>, or a
+    bare hex digest whose length tells the type.
+
+    CLI Example:
+
+        salt '*' file.check_hash /etc/fstab md5=d41d8cd98f00b204e9800998ecf8427e
+    ",
+            ),
+            Fun::Chgrp => (
+                "file.chgrp",
+                "chgrp",
+                s(&["path", "group"], 2, false, false),
+                "
+    Change the group of a file, keeping its owner.
+
+    CLI Example:
+
+        salt '*' file.chgrp /srv/data staff
+    ",
+            ),
+            Fun::Chown => (
+                "file.chown",
+                "chown",
+                s(&["path", "user", "group"], 3, false, false),
+                "
+    Change the owner and group of a file (a broken symlink itself is
+    changed). Returns None, or the problems found as text.
+
+    CLI Example:
+
+        salt '*' file.chown /srv/data www-data www-data
+    ",
+            ),
+            Fun::Contains => (
+                "file.contains",
+                "contains",
+                s(&["path", "text"], 2, false, false),
+                "
+    True when the file contains the text (stripped of surrounding
+    whitespace). Deprecated in Salt: prefer file.search.
+
+    CLI Example:
+
+        salt '*' file.contains /etc/crontab backup.sh
+    ",
+            ),
+            Fun::ContainsRegex => (
+                "file.contains_regex",
+                "contains_regex",
+                s(&["path", "regex", "lchar"], 2, false, false),
+                "
+    True when a line of the file matches the regex; lchar characters are
+    stripped from the left of each line first.
+
+    CLI Example:
+
+        salt '*' file.contains_regex /etc/crontab '^MAILTO='
+    ",
+            ),
+            Fun::Copy => (
+                "file.copy",
+                "copy",
+                s(
+                    &["src", "dst", "recurse", "remove_existing"],
+                    2,
+                    false,
+                    false,
+                ),
+                "
+    Copy a file, or a directory with recurse=True (remove_existing=True
+    empties the destination first). The owner, group and mode of the source
+    are given to the destination.
+
+    CLI Example:
+
+        salt '*' file.copy /etc/hosts /tmp/hosts
+    ",
+            ),
+            Fun::DirectoryExists => (
+                "file.directory_exists",
+                "directory_exists",
+                s(PATH, 1, false, false),
+                "
+    True when the path is a directory.
+
+    CLI Example:
+
+        salt '*' file.directory_exists /etc
+    ",
+            ),
+            Fun::Dirname => (
+                "file.dirname",
+                "dirname",
+                s(PATH, 1, false, false),
+                "
+    The directory part of a path.
+
+    CLI Example:
+
+        salt '*' file.dirname /var/log/syslog
+    ",
+            ),
+            Fun::FileExists => (
+                "file.file_exists",
+                "file_exists",
+                s(PATH, 1, false, false),
+                "
+    True when the path is a regular file.
+
+    CLI Example:
+
+        salt '*' file.file_exists /etc/hosts
+    ",
+            ),
+            Fun::GetGid => (
+                "file.get_gid",
+                "get_gid",
+                s(PATH_FOLLOW, 1, false, false),
+                "
+    The group id owning a file.
+
+    CLI Example:
+
+        salt '*' file.get_gid /etc/passwd
+    ",
+            ),
+            Fun::GetGroup => (
+                "file.get_group",
+                "get_group",
+                s(PATH_FOLLOW, 1, false, false),
+                "
+    The group name owning a file (its id when the group has no name).
+
+    CLI Example:
+
+        salt '*' file.get_group /etc/passwd
+    ",
+            ),
+            Fun::GetHash => (
+                "file.get_hash",
+                "get_hash",
+                s(&["path", "form", "chunk_size"], 1, false, false),
+                "
+    The hex digest of a file: form is md5, sha1, sha224, sha256 (the
+    default), sha384 or sha512.
+
+    CLI Example:
+
+        salt '*' file.get_hash /etc/shadow sha512
+    ",
+            ),
+            Fun::GetMode => (
+                "file.get_mode",
+                "get_mode",
+                s(PATH_FOLLOW, 1, false, false),
+                "
+    The permission bits of a file as an octal string such as '0644'.
+
+    CLI Example:
+
+        salt '*' file.get_mode /etc/passwd
+    ",
+            ),
+            Fun::GetSum => (
+                "file.get_sum",
+                "get_sum",
+                s(&["path", "form"], 1, false, false),
+                "
+    Like file.get_hash, but 'File not found' when the path is not a file.
+
+    CLI Example:
+
+        salt '*' file.get_sum /etc/passwd sha512
+    ",
+            ),
+            Fun::GetUid => (
+                "file.get_uid",
+                "get_uid",
+                s(PATH_FOLLOW, 1, false, false),
+                "
+    The user id owning a file.
+
+    CLI Example:
+
+        salt '*' file.get_uid /etc/passwd
+    ",
+            ),
+            Fun::GetUser => (
+                "file.get_user",
+                "get_user",
+                s(PATH_FOLLOW, 1, false, false),
+                "
+    The user name owning a file (its id when the user has no name).
+
+    CLI Example:
+
+        salt '*' file.get_user /etc/passwd
+    ",
+            ),
+            Fun::IsLink => (
+                "file.is_link",
+                "is_link",
+                s(PATH, 1, false, false),
+                "
+    True when the path is a symbolic link.
+
+    CLI Example:
+
+        salt '*' file.is_link /usr/bin/python3
+    ",
+            ),
+            Fun::Join => (
+                "file.join",
+                "join",
+                s(&[], 0, true, false),
+                "
+    Join path components (an absolute component restarts the path).
+
+    CLI Example:
+
+        salt '*' file.join /srv app config.yaml
+    ",
+            ),
+            Fun::Lstat => (
+                "file.lstat",
+                "lstat",
+                s(PATH, 1, false, false),
+                "
+    The lstat fields (st_atime, st_ctime, st_gid, st_mode, st_mtime,
+    st_nlink, st_size, st_uid) of an absolute path; {} when it is missing.
+
+    CLI Example:
+
+        salt '*' file.lstat /etc/passwd
+    ",
+            ),
+            Fun::Makedirs => (
+                "file.makedirs",
+                "makedirs_",
+                s(&["path", "user", "group", "mode"], 1, false, false),
+                "
+    Create the missing parent directories of a path (end it with / to
+    create the path itself), with the given owner, group and mode.
+
+    CLI Example:
+
+        salt '*' file.makedirs /opt/app/data/
+    ",
+            ),
+            Fun::Mkdir => (
+                "file.mkdir",
+                "mkdir",
+                s(&["dir_path", "user", "group", "mode"], 1, false, false),
+                "
+    Make sure a directory exists, creating it and its parents with the
+    given owner, group and mode.
+
+    CLI Example:
+
+        salt '*' file.mkdir /opt/app user=app mode=750
+    ",
+            ),
+            Fun::Move => (
+                "file.move",
+                "move",
+                s(&["src", "dst", "disallow_copy_and_unlink"], 2, false, false),
+                "
+    Move a file or directory (across file systems by copying, unless
+    disallow_copy_and_unlink=True). Both paths must be absolute.
+
+    CLI Example:
+
+        salt '*' file.move /tmp/a /srv/a
+    ",
+            ),
+            Fun::Prepend => (
+                "file.prepend",
+                "prepend",
+                s(PATH, 1, true, true),
+                "
+    Insert lines at the start of a file (created when missing). Pass
+    args=... for a line containing '='.
+
+    CLI Example:
+
+        salt '*' file.prepend /etc/motd 'first line'
+    ",
+            ),
+            Fun::Read => (
+                "file.read",
+                "read",
+                s(&["path", "binary"], 1, false, false),
+                "
+    The contents of a file, as text or, with binary=True, as bytes.
+
+    CLI Example:
+
+        salt '*' file.read /etc/hostname
+    ",
+            ),
+            Fun::Readlink => (
+                "file.readlink",
+                "readlink",
+                s(&["path", "canonicalize"], 1, false, false),
+                "
+    Where a symbolic link points; with canonicalize=True the fully
+    resolved path.
+
+    CLI Example:
+
+        salt '*' file.readlink /usr/bin/python3
+    ",
+            ),
+            Fun::Remove => (
+                "file.remove",
+                "remove",
+                s(PATH, 1, false, true),
+                "
+    Remove a file, link or whole directory tree. False when nothing was
+    there.
+
+    CLI Example:
+
+        salt '*' file.remove /tmp/old
+    ",
+            ),
+            Fun::Rename => (
+                "file.rename",
+                "rename",
+                s(&["src", "dst"], 2, false, false),
+                "
+    Rename a file or directory on one file system.
+
+    CLI Example:
+
+        salt '*' file.rename /tmp/a /tmp/b
+    ",
+            ),
+            Fun::Replace => (
+                "file.replace",
+                "replace",
+                s(REPLACE, 3, false, false),
+                "
+    Replace the matches of a regex in a file (count=0: all of them), or
+    add not_found_content (default repl) when append_if_not_found or
+    prepend_if_not_found and nothing matches. A backup of the old file
+    gets the backup suffix. Returns the unified diff with show_changes,
+    else whether the file changed.
+
+    CLI Example:
+
+        salt '*' file.replace /etc/ssh/sshd_config '^PermitRootLogin .*' 'PermitRootLogin no'
+    ",
+            ),
+            Fun::Rmdir => (
+                "file.rmdir",
+                "rmdir",
+                s(
+                    &["path", "recurse", "verbose", "older_than"],
+                    1,
+                    false,
+                    false,
+                ),
+                "
+    Remove an empty directory; recurse=True first removes the empty
+    directories below it, older_than keeps those changed in fewer days,
+    verbose=True returns what was deleted and the errors.
+
+    CLI Example:
+
+        salt '*' file.rmdir /tmp/empty
+    ",
+            ),
+            Fun::Search => (
+                "file.search",
+                "search",
+                s(
+                    &[
+                        "path",
+                        "pattern",
+                        "flags",
+                        "bufsize",
+                        "ignore_if_missing",
+                        "multiline",
+                    ],
+                    2,
+                    false,
+                    false,
+                ),
+                "
+    True when the regex matches somewhere in the file (flags as for
+    file.replace).
+
+    CLI Example:
+
+        salt '*' file.search /etc/crontab 'backup\\.sh'
+    ",
+            ),
+            Fun::SeekRead => (
+                "file.seek_read",
+                "seek_read",
+                s(&["path", "size", "offset"], 3, false, false),
+                "
+    Read up to size bytes from offset.
+
+    CLI Example:
+
+        salt '*' file.seek_read /var/log/syslog 64 0
+    ",
+            ),
+            Fun::SetMode => (
+                "file.set_mode",
+                "set_mode",
+                s(&["path", "mode"], 2, false, false),
+                "
+    Set the permission bits of a file and return the new mode.
+
+    CLI Example:
+
+        salt '*' file.set_mode /etc/passwd 0644
+    ",
+            ),
+            Fun::Stats => (
+                "file.stats",
+                "stats",
+                s(&["path", "hash_type", "follow_symlinks"], 1, false, false),
+                "
+    inode, uid, gid, group, user, atime, mtime, ctime, size, mode, type
+    and target of a path, and its sum when hash_type is given.
+
+    CLI Example:
+
+        salt '*' file.stats /etc/passwd
+    ",
+            ),
+            Fun::Symlink => (
+                "file.symlink",
+                "symlink",
+                s(
+                    &["src", "path", "force", "atomic", "follow_symlinks"],
+                    2,
+                    false,
+                    false,
+                ),
+                "
+    Create the symbolic link path pointing at src; force=True replaces
+    what is there, atomic=True swaps it in with a rename.
+
+    CLI Example:
+
+        salt '*' file.symlink /srv/app/current /srv/app/latest
+    ",
+            ),
+            Fun::Touch => (
+                "file.touch",
+                "touch",
+                s(&["name", "atime", "mtime"], 1, false, false),
+                "
+    Create a file if missing and set its access and modification times
+    (epoch seconds, default now).
+
+    CLI Example:
+
+        salt '*' file.touch /var/log/empty
+    ",
+            ),
+            Fun::Truncate => (
+                "file.truncate",
+                "truncate",
+                s(&["path", "length"], 2, false, false),
+                "
+    Cut a file to length bytes.
+
+    CLI Example:
+
+        salt '*' file.truncate /var/log/big 0
+    ",
+            ),
+            Fun::Write => (
+                "file.write",
+                "write",
+                s(PATH, 1, true, true),
+                "
+    Replace the contents of a file by the given lines. Pass args=... for a
+    line containing '='.
+
+    CLI Example:
+
+        salt '*' file.write /etc/motd 'hello'
+    ",
+            ),
+        };
+        Spec {
+            name,
+            pyname,
+            sig,
+            doc,
+            out: None,
+        }
+    }
+
+    pub(crate) async fn run(
+        self,
+        _ctx: &Context,
+        b: &Bound,
+        _st: &mut CallState,
+    ) -> Result<Value, FnError> {
+        // File system work blocks: keep it off the runtime's worker threads.
+        let bound = b.clone();
+        tokio::task::spawn_blocking(move || self.run_blocking(&bound))
+            .await
+            .map_err(|e| FnError::Exception(format!("file function stopped: {e}")))?
+    }
+
+    fn run_blocking(self, b: &Bound) -> Result<Value, FnError> {
+        match self {
+            Fun::Access => access(b),
+            Fun::Append => append(b),
+            Fun::Basename => {
+                let p = str_arg(b, "path")?;
+                Ok(Value::from(&p[p.rfind('/').map_or(0, |i| i + 1)..]))
+            }
+            Fun::CheckHash => check_hash(b),
+            Fun::Chgrp => {
+                let path = expanduser(&str_arg(b, "path")?);
+                let user = stat_field(&path, true, "user")?;
+                chown_value(&path, &user, arg(b, "group"))
+            }
+            Fun::Chown => chown_value(
+                &expanduser(&str_arg(b, "path")?),
+                arg(b, "user"),
+                arg(b, "group"),
+            ),
+            Fun::Contains => contains(b),
+            Fun::ContainsRegex => contains_regex(b),
+            Fun::Copy => copy(b),
+            Fun::DirectoryExists => Ok(Value::Boolean(
+                Path::new(&expanduser(&str_arg(b, "path")?)).is_dir(),
+            )),
+            Fun::Dirname => Ok(Value::from(dirname(&str_arg(b, "path")?))),
+            Fun::FileExists => Ok(Value::Boolean(
+                Path::new(&expanduser(&str_arg(b, "path")?)).is_file(),
+            )),
+            Fun::GetGid => getter(b, "gid"),
+            Fun::GetGroup => getter(b, "group"),
+            Fun::GetHash => {
+                let path = expanduser(&str_arg(b, "path")?);
+                let form = b.get("form").map_or_else(|| "sha256".into(), py_str);
+                get_hash(&path, &form).map(Value::from)
+            }
+            Fun::GetMode => getter(b, "mode"),
+            Fun::GetSum => {
+                let path = expanduser(&str_arg(b, "path")?);
+                if !Path::new(&path).is_file() {
+                    return Ok(Value::from("File not found"));
+                }
+                let form = b.get("form").map_or_else(|| "sha256".into(), py_str);
+                get_hash(&path, &form).map(Value::from)
+            }
+            Fun::GetUid => getter(b, "uid"),
+            Fun::GetUser => getter(b, "user"),
+            Fun::IsLink => Ok(Value::Boolean(is_link(&expanduser(&str_arg(b, "path")?)))),
+            Fun::Join => join(b),
+            Fun::Lstat => lstat(b),
+            Fun::Makedirs => makedirs(b),
+            Fun::Mkdir => {
+                let dir = normpath(&expanduser(&str_arg(b, "dir_path")?));
+                mkdir(&dir, arg(b, "user"), arg(b, "group"), arg(b, "mode"))?;
+                Ok(Value::Boolean(true))
+            }
+            Fun::Move => move_(b),
+            Fun::Prepend => prepend(b),
+            Fun::Read => read(b),
+            Fun::Readlink => readlink(b),
+            Fun::Remove => remove(b),
+            Fun::Rename => rename(&str_arg(b, "src")?, &str_arg(b, "dst")?),
+            Fun::Replace => replace(b),
+            Fun::Rmdir => rmdir(b),
+            Fun::Search => search(b),
+            Fun::SeekRead => seek_read(b),
+            Fun::SetMode => {
+                let path = expanduser(&str_arg(b, "path")?);
+                set_mode(&path, &py_str(arg(b, "mode")))
+            }
+            Fun::Stats => {
+                let path = expanduser(&str_arg(b, "path")?);
+                let hash = b.get("hash_type").filter(|v| py_truthy(v)).map(py_str);
+                let follow = b.get("follow_symlinks").is_none_or(py_truthy);
+                Ok(map(stats(&path, hash.as_deref(), follow)?))
+            }
+            Fun::Symlink => symlink(b),
+            Fun::Touch => touch(b),
+            Fun::Truncate => truncate(b),
+            Fun::Write => write(b),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Arguments, Python's path functions and Python's OSError texts
+
+const NONE: Value = Value::Nil;
+
+/// A parameter's value; `None` when it was not given.
+fn arg<'b>(b: &'b Bound, name: &str) -> &'b Value {
+    b.get(name).unwrap_or(&NONE)
+}
+
+/// Python's type name of a value (`int`, `NoneType`, ...).
+fn type_name(v: &Value) -> &'static str {
+    py_type(v)
+        .trim_start_matches("<class '")
+        .trim_end_matches("'>")
+}
+
+/// A path parameter: Python's `os.path` functions take only strings.
+fn str_arg(b: &Bound, name: &str) -> Result<String, FnError> {
+    path_of(arg(b, name))
+}
+
+fn path_of(v: &Value) -> Result<String, FnError> {
+    match v.as_str() {
+        Some(s) => Ok(s.to_string()),
+        None => Err(FnError::InvalidArgs(format!(
+            "expected str, bytes or os.PathLike object, not {}",
+            type_name(v)
+        ))),
+    }
+}
+
+/// `os.path.expanduser`.
+fn expanduser(path: &str) -> String {
+    let Some(rest) = path.strip_prefix('~') else {
+        return path.to_string();
+    };
+    let (name, tail) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let home = if name.is_empty() {
+        std::env::var("HOME").ok().or_else(|| {
+            nix::unistd::User::from_uid(nix::unistd::geteuid())
+                .ok()
+                .flatten()
+                .map(|u| u.dir.to_string_lossy().into_owned())
+        })
+    } else {
+        nix::unistd::User::from_name(name)
+            .ok()
+            .flatten()
+            .map(|u| u.dir.to_string_lossy().into_owned())
+    };
+    match home {
+        Some(home) => {
+            let home = home.trim_end_matches('/');
+            let joined = format!("{home}{tail}");
+            if joined.is_empty() {
+                "/".into()
+            } else {
+                joined
+            }
+        }
+        None => path.to_string(),
+    }
+}
+
+/// `os.path.expandvars`: `$NAME` and `${NAME}` of set variables.
+fn expandvars(path: &str) -> String {
+    if !path.contains('$') {
+        return path.to_string();
+    }
+    let mut out = String::new();
+    let mut rest = path;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        let (name, consumed) = if let Some(braced) = after.strip_prefix('{') {
+            match braced.find('}') {
+                Some(end) => (&braced[..end], end + 2),
+                None => ("", 0),
+            }
+        } else {
+            let end = after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(after.len());
+            (&after[..end], end)
+        };
+        match std::env::var(name).ok().filter(|_| !name.is_empty()) {
+            Some(value) => {
+                out.push_str(&value);
+                rest = &after[consumed..];
+            }
+            None => {
+                out.push('$');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `os.path.normpath`.
+fn normpath(path: &str) -> String {
+    if path.is_empty() {
+        return ".".into();
+    }
+    let initial = if path.starts_with("//") && !path.starts_with("///") {
+        2
+    } else if path.starts_with('/') {
+        1
+    } else {
+        0
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    for comp in path.split('/') {
+        if comp.is_empty() || comp == "." {
+            continue;
+        }
+        if comp != ".." || (initial == 0 && parts.is_empty()) || parts.last() == Some(&"..") {
+            parts.push(comp);
+        } else if !parts.is_empty() {
+            parts.pop();
+        }
+    }
+    let joined = format!("{}{}", "/".repeat(initial), parts.join("/"));
+    if joined.is_empty() {
+        ".".into()
+    } else {
+        joined
+    }
+}
+
+/// `os.path.dirname`.
+fn dirname(path: &str) -> String {
+    let head = &path[..path.rfind('/').map_or(0, |i| i + 1)];
+    if !head.is_empty() && head.chars().any(|c| c != '/') {
+        head.trim_end_matches('/').to_string()
+    } else {
+        head.to_string()
+    }
+}
+
+/// `os.path.split`.
+fn split(path: &str) -> (String, String) {
+    let i = path.rfind('/').map_or(0, |i| i + 1);
+    (dirname(path), path[i..].to_string())
+}
+
+fn abspath(path: &str) -> String {
+    if path.starts_with('/') {
+        return normpath(path);
+    }
+    let cwd = std::env::current_dir()
+        .map(|d| d.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "/".into());
+    normpath(&format!("{cwd}/{path}"))
+}
+
+/// `os.path.realpath` (not strict: missing parts are kept as they are).
+fn realpath(path: &str) -> String {
+    let mut todo: VecDeque<String> = abspath(path)
+        .split('/')
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+        .collect();
+    let mut current = String::new();
+    let mut links = 0;
+    while let Some(comp) = todo.pop_front() {
+        if comp == "." {
+            continue;
+        }
+        if comp == ".." {
+            current.truncate(current.rfind('/').unwrap_or(0));
+            continue;
+        }
+        let next = format!("{current}/{comp}");
+        match std::fs::read_link(&next) {
+            Ok(target) if links < 40 => {
+                links += 1;
+                let target = target.to_string_lossy().into_owned();
+                if target.starts_with('/') {
+                    current.clear();
+                }
+                for part in target.split('/').rev().filter(|c| !c.is_empty()) {
+                    todo.push_front(part.to_string());
+                }
+            }
+            _ => current = next,
+        }
+    }
+    if current.is_empty() {
+        "/".into()
+    } else {
+        current
+    }
+}
+
+fn exists(path: &str) -> bool {
+    Path::new(path).exists()
+}
+
+fn lexists(path: &str) -> bool {
+    std::fs::symlink_metadata(path).is_ok()
+}
+
+fn is_link(path: &str) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// Python's exception class for an errno.
+fn os_error_class(code: i32) -> &'static str {
+    use nix::errno::Errno;
+    match Errno::from_raw(code) {
+        Errno::ENOENT => "FileNotFoundError",
+        Errno::EEXIST => "FileExistsError",
+        Errno::EISDIR => "IsADirectoryError",
+        Errno::ENOTDIR => "NotADirectoryError",
+        Errno::EACCES | Errno::EPERM => "PermissionError",
+        Errno::EINTR => "InterruptedError",
+        Errno::ETIMEDOUT => "TimeoutError",
+        Errno::EAGAIN | Errno::EALREADY | Errno::EINPROGRESS => "BlockingIOError",
+        _ => "OSError",
+    }
+}
+
+/// `str(OSError)`: `[Errno 2] No such file or directory: '/x'`.
+fn os_error_text(e: &std::io::Error, path: Option<&str>) -> String {
+    let Some(code) = e.raw_os_error() else {
+        return e.to_string();
+    };
+    let text = format!(
+        "[Errno {code}] {}",
+        nix::errno::Errno::from_raw(code).desc()
+    );
+    match path {
+        Some(p) => format!("{text}: {}", str_repr(p)),
+        None => text,
+    }
+}
+
+/// An uncaught `OSError` as the minion reports it (the traceback's last line).
+fn os_exception(e: &std::io::Error, path: &str) -> FnError {
+    let class = e.raw_os_error().map_or("OSError", os_error_class);
+    FnError::Exception(format!("{class}: {}", os_error_text(e, Some(path))))
+}
+
+/// `e.strerror`.
+fn strerror(e: &std::io::Error) -> String {
+    e.raw_os_error().map_or_else(
+        || e.to_string(),
+        |c| nix::errno::Errno::from_raw(c).desc().to_string(),
+    )
+}
+
+/// Python's `UnicodeDecodeError` text for bytes that are not UTF-8.
+fn decode_utf8(bytes: Vec<u8>) -> Result<String, FnError> {
+    String::from_utf8(bytes).map_err(|e| {
+        let err = e.utf8_error();
+        let pos = err.valid_up_to();
+        let data = e.as_bytes();
+        let byte = data.get(pos).copied().unwrap_or(0);
+        let reason = match err.error_len() {
+            None => {
+                let end = data.len() - 1;
+                let place = if end > pos {
+                    format!("bytes in position {pos}-{end}")
+                } else {
+                    format!("byte 0x{byte:02x} in position {pos}")
+                };
+                return FnError::Exception(format!(
+                    "UnicodeDecodeError: 'utf-8' codec can't decode {place}: unexpected end of data"
+                ));
+            }
+            Some(_) if (0x80..0xc2).contains(&byte) || byte > 0xf4 => "invalid start byte",
+            Some(_) => "invalid continuation byte",
+        };
+        FnError::Exception(format!(
+            "UnicodeDecodeError: 'utf-8' codec can't decode byte 0x{byte:02x} in position {pos}: {reason}"
+        ))
+    })
+}
+
+/// Python `int()` of an argument, its failure being an uncaught `ValueError`/`TypeError`.
+fn int_arg(v: &Value) -> Result<i64, FnError> {
+    py_int(v).map_err(|e| {
+        let class = if v.is_str() || v.is_f64() || v.is_f32() {
+            "ValueError"
+        } else {
+            "TypeError"
+        };
+        FnError::Exception(format!("{class}: {e}"))
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Owners, modes and stats
+
+fn uid_to_user(uid: u32) -> Value {
+    match nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)) {
+        Ok(Some(u)) => Value::from(u.name),
+        _ => Value::from(uid),
+    }
+}
+
+fn gid_to_group(gid: u32) -> Value {
+    match nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid)) {
+        Ok(Some(g)) => Value::from(g.name),
+        _ => Value::from(gid),
+    }
+}
+
+/// Salt's `user_to_uid`: `None` is this process's user; `Err` is Salt's `""` (no such user).
+fn user_to_uid(user: &Value) -> Result<i64, ()> {
+    match user {
+        Value::Nil => Ok(i64::from(nix::unistd::geteuid().as_raw())),
+        Value::Integer(i) => i.as_i64().ok_or(()),
+        Value::Boolean(b) => Ok(i64::from(*b)),
+        Value::String(s) => {
+            let name = s.as_str().ok_or(())?;
+            match nix::unistd::User::from_name(name) {
+                Ok(Some(u)) => Ok(i64::from(u.uid.as_raw())),
+                _ => Err(()),
+            }
+        }
+        _ => Err(()),
+    }
+}
+
+/// Salt's `group_to_gid`: `Err` is Salt's `""` (no group given, or no such group).
+fn group_to_gid(group: &Value) -> Result<i64, ()> {
+    match group {
+        Value::Integer(i) => i.as_i64().ok_or(()),
+        Value::Boolean(b) => Ok(i64::from(*b)),
+        Value::String(s) => {
+            let name = s.as_str().ok_or(())?;
+            match nix::unistd::Group::from_name(name) {
+                Ok(Some(g)) => Ok(i64::from(g.gid.as_raw())),
+                _ => Err(()),
+            }
+        }
+        _ => Err(()),
+    }
+}
+
+/// An id for `chown(2)`: -1 (or any id that does not fit) leaves it unchanged.
+fn id(n: i64) -> Option<u32> {
+    u32::try_from(n).ok()
+}
+
+/// Salt's `chown`: `Ok(None)` when done, `Ok(Some(text))` for the problems Salt returns as
+/// text. `follow=false` is Salt's `lchown`.
+fn chown(path: &str, user: &Value, group: &Value, follow: bool) -> Result<Option<String>, FnError> {
+    let mut err = String::new();
+    let uid = user_to_uid(user).unwrap_or_else(|()| {
+        if py_truthy(user) {
+            err.push_str("User does not exist\n");
+        }
+        -1
+    });
+    let gid = group_to_gid(group).unwrap_or_else(|()| {
+        if py_truthy(group) {
+            err.push_str("Group does not exist\n");
+        }
+        -1
+    });
+    if !follow {
+        std::os::unix::fs::lchown(path, id(uid), id(gid)).map_err(|e| os_exception(&e, path))?;
+        return Ok(None);
+    }
+    if !exists(path) {
+        // A broken symlink is changed itself.
+        if err.is_empty() && std::os::unix::fs::lchown(path, id(uid), id(gid)).is_ok() {
+            return Ok(None);
+        }
+        err.push_str("File not found");
+    }
+    if !err.is_empty() {
+        return Ok(Some(err));
+    }
+    std::os::unix::fs::chown(path, id(uid), id(gid)).map_err(|e| os_exception(&e, path))?;
+    Ok(None)
+}
+
+fn chown_value(path: &str, user: &Value, group: &Value) -> Result<Value, FnError> {
+    Ok(chown(path, user, group, true)?.map_or(Value::Nil, Value::from))
+}
+
+/// Salt's `normalize_mode` (Brine's one copy is in the state crate).
+fn normalize_mode(mode: &Value) -> Option<String> {
+    brine_state::states::file::normalize_mode(&brine_protocol::payload::to_json(mode))
+}
+
+/// Salt's `set_mode`: the new mode, or `Invalid Mode <mode>` text.
+fn set_mode(path: &str, mode: &str) -> Result<Value, FnError> {
+    let mut mode = mode.trim_start_matches(['0', 'O', 'o']).to_string();
+    if mode.is_empty() {
+        mode = "0".into();
+    }
+    if !exists(path) {
+        return Err(FnError::Execution(format!("{path}: File not found")));
+    }
+    let digits = mode.trim().replace('_', "");
+    let done = u32::from_str_radix(&digits, 8)
+        .ok()
+        .filter(|_| !digits.starts_with(['+', '-']))
+        .is_some_and(|bits| {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(bits)).is_ok()
+        });
+    if !done {
+        return Ok(Value::from(format!("Invalid Mode {mode}")));
+    }
+    stat_field(path, true, "mode")
+}
+
+/// `"0644"` from `st_mode`.
+fn mode_string(mode: u32) -> String {
+    format!("{:04o}", mode & 0o7777)
+}
+
+/// Python's float of a stat time.
+fn stat_time(sec: i64, nsec: i64) -> Value {
+    Value::F64(sec as f64 + nsec as f64 * 1e-9)
+}
+
+/// Salt's `stats`, as key/value pairs in Salt's order.
+fn stats(
+    path: &str,
+    hash: Option<&str>,
+    follow: bool,
+) -> Result<Vec<(&'static str, Value)>, FnError> {
+    let found = if follow { exists(path) } else { lexists(path) };
+    let meta = if !found || !follow {
+        std::fs::symlink_metadata(path)
+    } else {
+        std::fs::metadata(path)
+    }
+    .map_err(|_| FnError::Execution(format!("Path not found: {path}")))?;
+    let mut ret = vec![
+        ("inode", Value::from(meta.ino())),
+        ("uid", Value::from(meta.uid())),
+        ("gid", Value::from(meta.gid())),
+        ("group", gid_to_group(meta.gid())),
+        ("user", uid_to_user(meta.uid())),
+        ("atime", stat_time(meta.atime(), meta.atime_nsec())),
+        ("mtime", stat_time(meta.mtime(), meta.mtime_nsec())),
+        ("ctime", stat_time(meta.ctime(), meta.ctime_nsec())),
+        ("size", Value::from(meta.size())),
+        ("mode", Value::from(mode_string(meta.mode()))),
+    ];
+    if let Some(form) = hash {
+        ret.push(("sum", Value::from(get_hash(path, form)?)));
+    }
+    use std::os::unix::fs::FileTypeExt;
+    let ft = meta.file_type();
+    let kind = if ft.is_dir() {
+        "dir"
+    } else if ft.is_char_device() {
+        "char"
+    } else if ft.is_block_device() {
+        "block"
+    } else if ft.is_symlink() {
+        "link"
+    } else if ft.is_fifo() {
+        "pipe"
+    } else if ft.is_socket() {
+        "socket"
+    } else {
+        "file"
+    };
+    ret.push(("type", Value::from(kind)));
+    let target = if follow {
+        realpath(path)
+    } else {
+        abspath(path)
+    };
+    ret.push(("target", Value::from(target)));
+    Ok(ret)
+}
+
+fn stat_field(path: &str, follow: bool, key: &str) -> Result<Value, FnError> {
+    Ok(stats(path, None, follow)?
+        .into_iter()
+        .find(|(k, _)| *k == key)
+        .map_or(Value::Nil, |(_, v)| v))
+}
+
+/// `file.get_user` and the like: one field of `stats`.
+fn getter(b: &Bound, key: &str) -> Result<Value, FnError> {
+    let path = expanduser(&str_arg(b, "path")?);
+    let follow = b.get("follow_symlinks").is_none_or(py_truthy);
+    stat_field(&path, follow, key)
+}
+
+/// Salt's `check_perms` as the module's own functions use it: give `path` this owner, group
+/// and mode, ignoring what cannot be done (Salt only records it in a result nobody reads).
+fn apply_perms(path: &str, user: &Value, group: &Value, mode: Option<&str>) -> Result<(), FnError> {
+    let cur = stats(path, None, false)?;
+    let field = |k: &str| {
+        cur.iter()
+            .find(|(key, _)| *key == k)
+            .map_or(Value::Nil, |(_, v)| v.clone())
+    };
+    let (cur_user, cur_group, cur_mode) = (field("user"), field("group"), field("mode"));
+    let differs =
+        |want: &Value, name: &Value, num: &Value| py_truthy(want) && want != name && want != num;
+    let link = is_link(path);
+    if differs(user, &cur_user, &field("uid")) || differs(group, &cur_group, &field("gid")) {
+        let user = if user.is_nil() { &cur_user } else { user };
+        let group = if group.is_nil() { &cur_group } else { group };
+        if let Ok(None) = chown(path, user, group, !link) {
+            if !link {
+                set_mode(path, &py_str(&cur_mode))?;
+            }
+        }
+    }
+    if let Some(mode) = mode {
+        if !link && Value::from(mode) != cur_mode {
+            set_mode(path, mode)?;
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Hashes
+
+const HASH_LENGTHS: &[(usize, &str)] = &[
+    (32, "md5"),
+    (40, "sha1"),
+    (56, "sha224"),
+    (64, "sha256"),
+    (96, "sha384"),
+    (128, "sha512"),
+];
+
+/// Salt's `hashutils.get_hash`.
+fn get_hash(path: &str, form: &str) -> Result<String, FnError> {
+    let kind = HASH_LENGTHS
+        .iter()
+        .any(|(_, name)| *name == form)
+        .then(|| brine_protocol::crypt::HashType::parse(form))
+        .flatten()
+        .ok_or_else(|| FnError::Exception(format!("ValueError: Invalid hash type: {form}")))?;
+    let file = std::fs::File::open(path).map_err(|e| os_exception(&e, path))?;
+    brine_protocol::crypt::hash_reader(file, kind).map_err(|e| os_exception(&e, path))
+}
+
+fn check_hash(b: &Bound) -> Result<Value, FnError> {
+    let path = expanduser(&str_arg(b, "path")?);
+    let Some(file_hash) = arg(b, "file_hash").as_str() else {
+        return Err(FnError::Invocation("hash must be a string".into()));
+    };
+    let split = [':', '='].iter().find_map(|sep| file_hash.split_once(*sep));
+    let (form, want) = match split {
+        Some((form, want)) => (form.to_string(), want),
+        None => {
+            let len = file_hash.chars().count();
+            let Some((_, form)) = HASH_LENGTHS.iter().find(|(n, _)| *n == len) else {
+                let supported: Vec<String> = HASH_LENGTHS
+                    .iter()
+                    .map(|(n, name)| format!("{name} ({n})"))
+                    .collect();
+                return Err(FnError::Invocation(format!(
+                    "Hash {file_hash} (length: {len}) could not be matched to a supported hash \
+                     type. The supported hash types and lengths are: {}",
+                    supported.join(", ")
+                )));
+            };
+            (form.to_string(), file_hash)
+        }
+    };
+    Ok(Value::Boolean(get_hash(&path, &form)? == want))
+}
+
+// ---------------------------------------------------------------------------
+// Reading and writing
+
+fn read(b: &Bound) -> Result<Value, FnError> {
+    // Salt does not expand `~` here.
+    let path = str_arg(b, "path")?;
+    let bytes = std::fs::read(&path).map_err(|e| os_exception(&e, &path))?;
+    if b.get("binary") == Some(&Value::Boolean(true)) {
+        return Ok(Value::Binary(bytes));
+    }
+    Ok(Value::from(decode_utf8(bytes)?))
+}
+
+/// The lines of `write`/`append`/`prepend`: `*args`, or the `args` kwarg (a list or one value).
+fn line_args(b: &Bound) -> Vec<String> {
+    match b.kwarg("args") {
+        Some(Value::Array(items)) => items.iter().map(py_str).collect(),
+        Some(one) => vec![py_str(one)],
+        None => b.varargs.iter().map(py_str).collect(),
+    }
+}
+
+fn write(b: &Bound) -> Result<Value, FnError> {
+    let path = expanduser(&str_arg(b, "path")?);
+    let lines = line_args(b);
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, text).map_err(|e| os_exception(&e, &path))?;
+    Ok(Value::from(format!(
+        "Wrote {} lines to \"{path}\"",
+        lines.len()
+    )))
+}
+
+fn append(b: &Bound) -> Result<Value, FnError> {
+    let path = expanduser(&str_arg(b, "path")?);
+    let lines = line_args(b);
+    let fail = |e: std::io::Error| os_exception(&e, &path);
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(fail)?;
+    let len = file.metadata().map_err(fail)?.len();
+    let mut text = String::new();
+    if len > 0 {
+        let mut last = [0u8; 1];
+        file.seek(SeekFrom::End(-1)).map_err(fail)?;
+        file.read_exact(&mut last).map_err(fail)?;
+        if last[0] != b'\n' {
+            text.push('\n');
+        }
+    }
+    for line in &lines {
+        text.push_str(line);
+        text.push('\n');
+    }
+    file.seek(SeekFrom::End(0)).map_err(fail)?;
+    file.write_all(text.as_bytes()).map_err(fail)?;
+    Ok(Value::from(format!(
+        "Wrote {} lines to \"{path}\"",
+        lines.len()
+    )))
+}
+
+fn prepend(b: &Bound) -> Result<Value, FnError> {
+    let path = expanduser(&str_arg(b, "path")?);
+    let lines = line_args(b);
+    let old = match std::fs::read(&path) {
+        Ok(bytes) => decode_utf8(bytes)?,
+        Err(_) => String::new(),
+    };
+    let mut text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    text.push_str(&old);
+    std::fs::write(&path, text).map_err(|e| os_exception(&e, &path))?;
+    Ok(Value::from(format!(
+        "Prepended {} lines to \"{path}\"",
+        lines.len()
+    )))
+}
+
+fn seek_read(b: &Bound) -> Result<Value, FnError> {
+    let path = expanduser(&str_arg(b, "path")?);
+    let mut file = std::fs::File::open(&path).map_err(|e| os_exception(&e, &path))?;
+    let offset = int_arg(arg(b, "offset"))?;
+    let size = int_arg(arg(b, "size"))?;
+    let offset = u64::try_from(offset)
+        .map_err(|_| FnError::Exception("OSError: [Errno 22] Invalid argument".into()))?;
+    let size = u64::try_from(size).map_err(|_| {
+        FnError::Exception("ValueError: read length must be non-negative or -1".into())
+    })?;
+    file.seek(SeekFrom::Start(offset))
+        .map_err(|e| os_exception(&e, &path))?;
+    let mut data = Vec::new();
+    file.take(size)
+        .read_to_end(&mut data)
+        .map_err(|e| os_exception(&e, &path))?;
+    Ok(Value::Binary(data))
+}
+
+fn truncate(b: &Bound) -> Result<Value, FnError> {
+    let path = expanduser(&str_arg(b, "path")?);
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(|e| os_exception(&e, &path))?;
+    let length = int_arg(arg(b, "length"))?;
+    let length = u64::try_from(length)
+        .map_err(|_| FnError::Exception("OSError: [Errno 22] Invalid argument".into()))?;
+    file.set_len(length).map_err(|e| os_exception(&e, &path))?;
+    Ok(Value::Nil)
+}
+
+fn touch(b: &Bound) -> Result<Value, FnError> {
+    let name = expanduser(&str_arg(b, "name")?);
+    // Salt turns digit strings into ints; anything else but a number fails in `os.utime`.
+    let time_of = |v: &Value| -> Option<Result<f64, ()>> {
+        match v {
+            Value::Nil => None,
+            Value::Integer(i) => Some(Ok(i.as_f64().unwrap_or(0.0))),
+            Value::F32(f) => Some(Ok(f64::from(*f))),
+            Value::F64(f) => Some(Ok(*f)),
+            Value::Boolean(t) => Some(Ok(if *t { 1.0 } else { 0.0 })),
+            Value::String(s) => {
+                let s = s.as_str().unwrap_or_default();
+                let digits = !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
+                Some(if digits {
+                    s.parse::<f64>().map_err(|_| ())
+                } else {
+                    Err(())
+                })
+            }
+            _ => Some(Err(())),
+        }
+    };
+    let (atime, mtime) = (time_of(arg(b, "atime")), time_of(arg(b, "mtime")));
+    if !exists(&name) {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&name)
+            .map_err(|e| FnError::Execution(strerror(&e)))?;
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let invalid = || FnError::Invocation("atime and mtime must be integers".into());
+    let atime = atime.unwrap_or(Ok(now)).map_err(|()| invalid())?;
+    let mtime = mtime.unwrap_or(Ok(now)).map_err(|()| invalid())?;
+    let tv = |t: f64| {
+        let secs = t.floor();
+        nix::sys::time::TimeVal::new(secs as i64, ((t - secs) * 1e6).round() as i64)
+    };
+    nix::sys::stat::utimes(name.as_str(), &tv(atime), &tv(mtime))
+        .map_err(|e| FnError::Execution(e.desc().to_string()))?;
+    Ok(Value::Boolean(exists(&name)))
+}
+
+// ---------------------------------------------------------------------------
+// Directories, copies, moves, links
+
+/// Salt's `makedirs_perms`.
+fn makedirs_perms(name: &str, user: &Value, group: &Value, mode: &Value) -> Result<(), FnError> {
+    let (mut head, mut tail) = split(name);
+    if tail.is_empty() {
+        (head, tail) = split(&head);
+    }
+    if !head.is_empty() && !tail.is_empty() && !exists(&head) {
+        makedirs_perms(&head, user, group, mode)?;
+        if tail == "." {
+            return Ok(());
+        }
+    }
+    if let Err(e) = std::fs::create_dir(name) {
+        return Err(os_exception(&e, name));
+    }
+    // Salt passes `int(f"{mode}")` on: a decimal reading of the mode text.
+    let mode = if py_truthy(mode) {
+        let n = int_arg(&Value::from(py_str(mode)))?;
+        normalize_mode(&Value::from(n))
+    } else {
+        None
+    };
+    apply_perms(name, user, group, mode.as_deref())
+}
+
+/// Salt's `mkdir`.
+fn mkdir(dir: &str, user: &Value, group: &Value, mode: &Value) -> Result<(), FnError> {
+    if Path::new(dir).is_dir() {
+        return Ok(());
+    }
+    makedirs_perms(dir, user, group, mode)
+}
+
+fn makedirs(b: &Bound) -> Result<Value, FnError> {
+    let path = expanduser(&str_arg(b, "path")?);
+    let mode = arg(b, "mode");
+    let mode = if py_truthy(mode) {
+        normalize_mode(mode).map_or(Value::Nil, Value::from)
+    } else {
+        mode.clone()
+    };
+    let mut dir = normpath(&dirname(&path));
+    if Path::new(&dir).is_dir() {
+        return Ok(Value::from(format!("Directory '{dir}' already exists")));
+    }
+    if exists(&dir) {
+        return Ok(Value::from(format!(
+            "The path '{dir}' already exists and is not a directory"
+        )));
+    }
+    let mut create = Vec::new();
+    while !Path::new(&dir).is_dir() {
+        create.push(dir.clone());
+        let parent = dirname(&dir);
+        if parent == dir {
+            return Err(FnError::Invocation(format!(
+                "Recursive creation for path '{parent}' would result in an infinite loop. \
+                 Please use an absolute path."
+            )));
+        }
+        dir = parent;
+    }
+    for dir in create.iter().rev() {
+        mkdir(&normpath(dir), arg(b, "user"), arg(b, "group"), &mode)?;
+    }
+    Ok(Value::Nil)
+}
+
+fn remove(b: &Bound) -> Result<Value, FnError> {
+    let path = expanduser(&str_arg(b, "path")?);
+    if !path.starts_with('/') {
+        return Err(FnError::Invocation(format!(
+            "File path must be absolute: {path}"
+        )));
+    }
+    let fail = |e: std::io::Error| {
+        FnError::Execution(format!(
+            "Could not remove '{path}': {}",
+            os_error_text(&e, Some(&path))
+        ))
+    };
+    let p = Path::new(&path);
+    if is_link(&path) || (p.exists() && !p.is_dir()) {
+        std::fs::remove_file(p).map_err(fail)?;
+        return Ok(Value::Boolean(true));
+    }
+    if p.is_dir() {
+        std::fs::remove_dir_all(p).map_err(fail)?;
+        return Ok(Value::Boolean(true));
+    }
+    Ok(Value::Boolean(false))
+}
+
+fn rmdir(b: &Bound) -> Result<Value, FnError> {
+    let path = expanduser(&str_arg(b, "path")?);
+    if !path.starts_with('/') {
+        return Err(FnError::Invocation("File path must be absolute.".into()));
+    }
+    if !Path::new(&path).is_dir() {
+        return Err(FnError::Invocation(format!(
+            "A valid directory was not specified: {path}"
+        )));
+    }
+    let recurse = b.get("recurse").is_some_and(py_truthy);
+    let older = arg(b, "older_than");
+    let older_than = if py_truthy(older) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        py_int(older).map_or(0.0, |days| now - days as f64 * 86400.0)
+    } else {
+        0.0
+    };
+    let old_enough = |p: &str| {
+        older_than == 0.0
+            || std::fs::metadata(p)
+                .is_ok_and(|m| (m.mtime() as f64 + m.mtime_nsec() as f64 * 1e-9) < older_than)
+    };
+    let mut deleted = Vec::new();
+    let mut errors = Vec::new();
+    let mut ret = false;
+    let try_rmdir =
+        |p: &str, deleted: &mut Vec<Value>, errors: &mut Vec<Value>| match std::fs::remove_dir(p) {
+            Ok(()) => {
+                deleted.push(Value::from(p));
+                true
+            }
+            Err(e) => {
+                errors.push(Value::Array(vec![
+                    Value::from(p),
+                    Value::from(os_error_text(&e, Some(p))),
+                ]));
+                false
+            }
+        };
+    if recurse {
+        for dir in walk_dirs_bottom_up(&path) {
+            if old_enough(&dir) {
+                try_rmdir(&dir, &mut deleted, &mut errors);
+            }
+        }
+        ret = errors.is_empty();
+    }
+    if old_enough(&path) {
+        ret = if try_rmdir(&path, &mut deleted, &mut errors) {
+            ret || !recurse
+        } else {
+            false
+        };
+    }
+    if b.get("verbose").is_some_and(py_truthy) {
+        return Ok(map([
+            ("deleted", Value::Array(deleted)),
+            ("errors", Value::Array(errors)),
+            ("result", Value::Boolean(ret)),
+        ]));
+    }
+    Ok(Value::Boolean(ret))
+}
+
+/// The subdirectories under `root` in the order `os.walk(root, topdown=False)` visits them
+/// (a link to a directory is listed but not entered).
+fn walk_dirs_bottom_up(root: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return out;
+    };
+    let subdirs: Vec<(String, bool)> = entries
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| {
+            let link = e.file_type().is_ok_and(|t| t.is_symlink());
+            (format!("{root}/{}", e.file_name().to_string_lossy()), link)
+        })
+        .collect();
+    for (dir, link) in &subdirs {
+        if !link {
+            out.extend(walk_dirs_bottom_up(dir));
+        }
+    }
+    out.extend(subdirs.into_iter().map(|(d, _)| d));
+    out
+}
+
+/// Copy a tree into `dst` (made if missing), overwriting files of the same name.
+fn copy_tree(src: &Path, dst: &Path) -> std::io::Result<()> {
+    if !dst.is_dir() {
+        std::fs::create_dir_all(dst)?;
+        let mode = std::fs::metadata(src)?.permissions();
+        std::fs::set_permissions(dst, mode)?;
+    }
+    for entry in std::fs::read_dir(src)? {
+        let entry = entry?;
+        let (from, to) = (entry.path(), dst.join(entry.file_name()));
+        let ft = entry.file_type()?;
+        if ft.is_symlink() {
+            let target = std::fs::read_link(&from)?;
+            if std::fs::symlink_metadata(&to).is_ok() {
+                std::fs::remove_file(&to)?;
+            }
+            std::os::unix::fs::symlink(target, &to)?;
+        } else if ft.is_dir() {
+            copy_tree(&from, &to)?;
+        } else {
+            std::fs::copy(&from, &to)?;
+        }
+    }
+    Ok(())
+}
+
+/// Salt's `recursive_copy` (`cp -r` into an existing tree): directories made with default
+/// permissions, file contents copied (links followed), other files left alone.
+fn recursive_copy(src: &Path, dst: &Path) -> std::io::Result<()> {
+    if !dst.exists() {
+        std::fs::create_dir_all(dst)?;
+    }
+    for entry in std::fs::read_dir(src)? {
+        let entry = entry?;
+        let (from, to) = (entry.path(), dst.join(entry.file_name()));
+        let is_link = entry.file_type()?.is_symlink();
+        if from.is_dir() {
+            if !is_link {
+                recursive_copy(&from, &to)?;
+            }
+        } else {
+            std::fs::write(&to, std::fs::read(&from)?)?;
+        }
+    }
+    Ok(())
+}
+
+/// `shutil.copytree(src, dst)`: `dst` must not exist; modes are copied, links followed.
+fn copytree(src: &Path, dst: &Path) -> std::io::Result<()> {
+    std::fs::create_dir(dst)?;
+    for entry in std::fs::read_dir(src)? {
+        let entry = entry?;
+        let (from, to) = (entry.path(), dst.join(entry.file_name()));
+        if from.is_dir() {
+            copytree(&from, &to)?;
+        } else {
+            std::fs::copy(&from, &to)?;
+        }
+    }
+    std::fs::set_permissions(dst, std::fs::metadata(src)?.permissions())
+}
+
+fn copy(b: &Bound) -> Result<Value, FnError> {
+    let src = expanduser(&str_arg(b, "src")?);
+    let dst = expanduser(&str_arg(b, "dst")?);
+    if !src.starts_with('/') {
+        return Err(FnError::Invocation("File path must be absolute.".into()));
+    }
+    if !exists(&src) {
+        return Err(FnError::Execution(format!(
+            "No such file or directory '{src}'"
+        )));
+    }
+    let cur = stats(&src, None, true)?;
+    let field = |k: &str| {
+        cur.iter()
+            .find(|(key, _)| *key == k)
+            .map_or(Value::Nil, |(_, v)| v.clone())
+    };
+    let (user, group, mode) = (field("user"), field("group"), field("mode"));
+    let failed = || FnError::Execution(format!("Could not copy '{src}' to '{dst}'"));
+    if Path::new(&dst).is_dir() || Path::new(&src).is_dir() {
+        if !b.get("recurse").is_some_and(py_truthy) {
+            return Err(FnError::Invocation(
+                "Cannot copy overwriting a directory without recurse flag set to true!".into(),
+            ));
+        }
+        if b.get("remove_existing").is_some_and(py_truthy) {
+            if exists(&dst) {
+                std::fs::remove_dir_all(&dst).map_err(|_| failed())?;
+            }
+            copytree(Path::new(&src), Path::new(&dst)).map_err(|_| failed())?;
+        } else {
+            recursive_copy(Path::new(&src), Path::new(&dst)).map_err(|_| failed())?;
+        }
+    } else {
+        let data = std::fs::read(&src).map_err(|_| failed())?;
+        std::fs::write(&dst, data).map_err(|_| failed())?;
+    }
+    let mode = normalize_mode(&mode);
+    apply_perms(&dst, &user, &group, mode.as_deref())?;
+    Ok(Value::Boolean(true))
+}
+
+fn rename(src: &str, dst: &str) -> Result<Value, FnError> {
+    let (src, dst) = (expanduser(src), expanduser(dst));
+    if !src.starts_with('/') {
+        return Err(FnError::Invocation("File path must be absolute.".into()));
+    }
+    std::fs::rename(&src, &dst)
+        .map_err(|_| FnError::Execution(format!("Could not rename '{src}' to '{dst}'")))?;
+    Ok(Value::Boolean(true))
+}
+
+fn move_(b: &Bound) -> Result<Value, FnError> {
+    let (src, dst) = (str_arg(b, "src")?, str_arg(b, "dst")?);
+    if b.get("disallow_copy_and_unlink").is_some_and(py_truthy) {
+        return rename(&src, &dst);
+    }
+    let (src, dst) = (expanduser(&src), expanduser(&dst));
+    if !src.starts_with('/') {
+        return Err(FnError::Invocation("Source path must be absolute.".into()));
+    }
+    if !dst.starts_with('/') {
+        return Err(FnError::Invocation(
+            "Destination path must be absolute.".into(),
+        ));
+    }
+    // shutil.move: into a directory, keeping the name.
+    let real_dst = if Path::new(&dst).is_dir() {
+        let name = src.trim_end_matches('/');
+        let name = &name[name.rfind('/').map_or(0, |i| i + 1)..];
+        let real = format!("{}/{name}", dst.trim_end_matches('/'));
+        if lexists(&real) {
+            return Err(FnError::Exception(format!(
+                "shutil.Error: Destination path '{real}' already exists"
+            )));
+        }
+        real
+    } else {
+        dst.clone()
+    };
+    let unable = |e: &std::io::Error| {
+        FnError::Execution(format!(
+            "Unable to move '{src}' to '{dst}': {}",
+            os_error_text(e, Some(&src))
+        ))
+    };
+    if let Err(e) = std::fs::rename(&src, &real_dst) {
+        if e.raw_os_error() != Some(nix::errno::Errno::EXDEV as i32) {
+            return Err(unable(&e));
+        }
+        // Another file system: copy, then remove the source.
+        let meta = std::fs::symlink_metadata(&src).map_err(|e| unable(&e))?;
+        if meta.file_type().is_symlink() {
+            let target = std::fs::read_link(&src).map_err(|e| unable(&e))?;
+            std::os::unix::fs::symlink(target, &real_dst).map_err(|e| unable(&e))?;
+            std::fs::remove_file(&src).map_err(|e| unable(&e))?;
+        } else if meta.is_dir() {
+            copy_tree(Path::new(&src), Path::new(&real_dst)).map_err(|e| unable(&e))?;
+            std::fs::remove_dir_all(&src).map_err(|e| unable(&e))?;
+        } else {
+            std::fs::copy(&src, &real_dst).map_err(|e| unable(&e))?;
+            std::fs::remove_file(&src).map_err(|e| unable(&e))?;
+        }
+    }
+    Ok(map([
+        ("result", Value::Boolean(true)),
+        ("comment", Value::from(format!("'{src}' moved to '{dst}'"))),
+    ]))
+}
+
+fn symlink(b: &Bound) -> Result<Value, FnError> {
+    let src = str_arg(b, "src")?;
+    let path = expanduser(&str_arg(b, "path")?);
+    let force = b.get("force").is_some_and(py_truthy);
+    let atomic = b.get("atomic").is_some_and(py_truthy);
+    let follow = b.get("follow_symlinks").is_none_or(py_truthy);
+    let there = |p: &str| if follow { exists(p) } else { lexists(p) };
+    if !path.starts_with('/') {
+        return Err(FnError::Invocation(format!(
+            "Link path must be absolute: {path}"
+        )));
+    }
+    let could_not = || FnError::Execution(format!("Could not create '{path}'"));
+    if is_link(&path) {
+        if let Ok(target) = std::fs::read_link(&path) {
+            if normpath(&target.to_string_lossy()) == normpath(&src) {
+                return Ok(Value::Boolean(true));
+            }
+        }
+        if !force && !atomic {
+            return Err(FnError::Execution(format!(
+                "Found existing symlink: {path}"
+            )));
+        }
+    }
+    if there(&path) && !force && !atomic {
+        return Err(FnError::Execution(format!(
+            "Existing path is not a symlink: {path}"
+        )));
+    }
+    if atomic {
+        let dir = dirname(&path);
+        let temp = format!(
+            "{}/tmp{:016x}",
+            if dir.is_empty() { "." } else { dir.as_str() },
+            rand::random::<u64>()
+        );
+        std::os::unix::fs::symlink(&src, &temp).map_err(|_| could_not())?;
+        if std::fs::rename(&temp, &path).is_err() {
+            let _ = std::fs::remove_file(&temp);
+            return Err(could_not());
+        }
+        return Ok(Value::Boolean(true));
+    }
+    if force && (is_link(&path) || there(&path)) {
+        std::fs::remove_file(&path).map_err(|e| os_exception(&e, &path))?;
+    }
+    std::os::unix::fs::symlink(&src, &path).map_err(|_| could_not())?;
+    Ok(Value::Boolean(true))
+}
+
+fn readlink(b: &Bound) -> Result<Value, FnError> {
+    let path = expandvars(&expanduser(&str_arg(b, "path")?));
+    if !path.starts_with('/') {
+        return Err(FnError::Invocation(format!(
+            "Path to link must be absolute: {path}"
+        )));
+    }
+    if !is_link(&path) {
+        return Err(FnError::Invocation(format!(
+            "A valid link was not specified: {path}"
+        )));
+    }
+    if b.get("canonicalize").is_some_and(py_truthy) {
+        return Ok(Value::from(realpath(&path)));
+    }
+    std::fs::read_link(&path)
+        .map(|t| Value::from(t.to_string_lossy().into_owned()))
+        .map_err(|e| FnError::Execution(os_error_text(&e, Some(&path))))
+}
+
+fn access(b: &Bound) -> Result<Value, FnError> {
+    use nix::unistd::AccessFlags;
+    let path = expanduser(&str_arg(b, "path")?);
+    if !path.starts_with('/') {
+        return Err(FnError::Invocation("Path to link must be absolute.".into()));
+    }
+    let flags = match arg(b, "mode") {
+        Value::String(s) => match s.as_str() {
+            Some("f") => Some(AccessFlags::F_OK),
+            Some("r") => Some(AccessFlags::R_OK),
+            Some("w") => Some(AccessFlags::W_OK),
+            Some("x") => Some(AccessFlags::X_OK),
+            _ => None,
+        },
+        Value::Integer(_) | Value::Boolean(_) => match py_int(arg(b, "mode")) {
+            Ok(0) => Some(AccessFlags::F_OK),
+            Ok(4) => Some(AccessFlags::R_OK),
+            Ok(2) => Some(AccessFlags::W_OK),
+            Ok(1) => Some(AccessFlags::X_OK),
+            _ => None,
+        },
+        _ => None,
+    };
+    let flags = flags.ok_or_else(|| FnError::Invocation("Invalid mode specified.".into()))?;
+    Ok(Value::Boolean(
+        nix::unistd::access(path.as_str(), flags).is_ok(),
+    ))
+}
+
+fn lstat(b: &Bound) -> Result<Value, FnError> {
+    let path = expanduser(&str_arg(b, "path")?);
+    if !path.starts_with('/') {
+        return Err(FnError::Invocation("Path to file must be absolute.".into()));
+    }
+    let Ok(m) = std::fs::symlink_metadata(&path) else {
+        return Ok(Value::Map(vec![]));
+    };
+    Ok(map([
+        ("st_atime", stat_time(m.atime(), m.atime_nsec())),
+        ("st_ctime", stat_time(m.ctime(), m.ctime_nsec())),
+        ("st_gid", Value::from(m.gid())),
+        ("st_mode", Value::from(m.mode())),
+        ("st_mtime", stat_time(m.mtime(), m.mtime_nsec())),
+        ("st_nlink", Value::from(m.nlink())),
+        ("st_size", Value::from(m.size())),
+        ("st_uid", Value::from(m.uid())),
+    ]))
+}
+
+fn join(b: &Bound) -> Result<Value, FnError> {
+    let mut parts = b.varargs.iter();
+    let Some(first) = parts.next() else {
+        return Err(FnError::InvalidArgs(
+            "join() missing 1 required positional argument: 'a'".into(),
+        ));
+    };
+    let not_str = |v: &Value| {
+        FnError::InvalidArgs(format!(
+            "join() argument must be str, bytes, or os.PathLike object, not '{}'",
+            type_name(v)
+        ))
+    };
+    let mut path = first.as_str().ok_or_else(|| not_str(first))?.to_string();
+    for part in parts {
+        let part = part.as_str().ok_or_else(|| not_str(part))?;
+        if part.starts_with('/') {
+            path = part.to_string();
+        } else if path.is_empty() || path.ends_with('/') {
+            path.push_str(part);
+        } else {
+            path.push('/');
+            path.push_str(part);
+        }
+    }
+    Ok(Value::from(path))
+}
+
+// ---------------------------------------------------------------------------
+// Python regular expressions
+
+/// The most memory a compiled regex may take.
+const REGEX_SIZE_LIMIT: usize = 8 << 20;
+
+/// Python's `re` flags that change matching.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct ReFlags {
+    ignorecase: bool,
+    multiline: bool,
+    dotall: bool,
+    verbose: bool,
+}
+
+impl ReFlags {
+    fn from_bits(bits: i64) -> ReFlags {
+        ReFlags {
+            ignorecase: bits & 2 != 0,
+            multiline: bits & 8 != 0,
+            dotall: bits & 16 != 0,
+            verbose: bits & 64 != 0,
+        }
+    }
+}
+
+/// `re.RegexFlag` members by name, with their values.
+const RE_FLAG_NAMES: &[(&str, i64)] = &[
+    ("T", 1),
+    ("TEMPLATE", 1),
+    ("I", 2),
+    ("IGNORECASE", 2),
+    ("L", 4),
+    ("LOCALE", 4),
+    ("M", 8),
+    ("MULTILINE", 8),
+    ("S", 16),
+    ("DOTALL", 16),
+    ("U", 32),
+    ("UNICODE", 32),
+    ("X", 64),
+    ("VERBOSE", 64),
+    ("DEBUG", 128),
+    ("A", 256),
+    ("ASCII", 256),
+];
+
+/// Salt's `_get_flags`: an int, a flag name, or a list of names.
+fn re_flag_bits(flags: &Value) -> Result<i64, FnError> {
+    let names: Vec<&Value> = match flags {
+        Value::Integer(_) | Value::Boolean(_) => {
+            return py_int(flags).map_err(FnError::Exception);
+        }
+        Value::String(_) => vec![flags],
+        Value::Array(items) => items.iter().collect(),
+        other => {
+            return Err(FnError::Execution(format!(
+                "Invalid re flags: \"{}\", must be given either as a single flag string, a \
+                 list of strings, as an integer, or as an re flag",
+                py_str(other)
+            )))
+        }
+    };
+    let mut bits = 0;
+    for flag in names {
+        let name = py_str(flag).to_uppercase();
+        let Some((_, value)) = RE_FLAG_NAMES.iter().find(|(n, _)| *n == name) else {
+            return Err(FnError::Execution(format!(
+                "Invalid re flag given: {}",
+                py_str(flag)
+            )));
+        };
+        bits |= value;
+    }
+    Ok(bits)
+}
+
+fn re_error(msg: impl std::fmt::Display) -> FnError {
+    FnError::Exception(format!("re.error: {msg}"))
+}
+
+/// A Python pattern in the `regex` crate's syntax, or Python's `re.error` for the mistakes
+/// Python reports. `bytes`: positions count bytes (a bytes pattern), else characters.
+fn translate_pattern(pattern: &str, bytes: bool) -> Result<String, FnError> {
+    let chars: Vec<(usize, char)> = pattern.char_indices().collect();
+    let pos = |i: usize| {
+        if bytes {
+            chars.get(i).map_or(pattern.len(), |(b, _)| *b)
+        } else {
+            i
+        }
+    };
+    let mut out = String::with_capacity(pattern.len() + 8);
+    let mut open: Vec<usize> = Vec::new();
+    // Whether a repeat here would have nothing to repeat.
+    let mut at_start = true;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i].1;
+        match c {
+            '\\' => {
+                let Some(&(_, next)) = chars.get(i + 1) else {
+                    return Err(re_error(format!(
+                        "bad escape (end of pattern) at position {}",
+                        pos(i)
+                    )));
+                };
+                if next == 'Z' {
+                    out.push_str("\\z");
+                } else {
+                    out.push('\\');
+                    out.push(next);
+                }
+                i += 2;
+                at_start = false;
+                continue;
+            }
+            '[' => {
+                let start = i;
+                out.push('[');
+                i += 1;
+                if chars.get(i).map(|c| c.1) == Some('^') {
+                    out.push('^');
+                    i += 1;
+                }
+                let mut first = true;
+                loop {
+                    let Some(&(_, d)) = chars.get(i) else {
+                        return Err(re_error(format!(
+                            "unterminated character set at position {}",
+                            pos(start)
+                        )));
+                    };
+                    match d {
+                        ']' if !first => {
+                            out.push(']');
+                            break;
+                        }
+                        '\\' => {
+                            let Some(&(_, e)) = chars.get(i + 1) else {
+                                return Err(re_error(format!(
+                                    "bad escape (end of pattern) at position {}",
+                                    pos(i)
+                                )));
+                            };
+                            out.push('\\');
+                            out.push(e);
+                            i += 1;
+                        }
+                        '[' | ']' | '&' | '~' => {
+                            out.push('\\');
+                            out.push(d);
+                        }
+                        '-' if chars.get(i + 1).map(|c| c.1) == Some('-') => out.push_str("\\-"),
+                        _ => out.push(d),
+                    }
+                    first = false;
+                    i += 1;
+                }
+                i += 1;
+                at_start = false;
+                continue;
+            }
+            '(' => {
+                open.push(i);
+                out.push('(');
+                at_start = true;
+                // The group's own syntax, `(?:`, `(?P<name>`, flags: not a repeat target.
+                if chars.get(i + 1).map(|c| c.1) == Some('?') {
+                    out.push('?');
+                    i += 1;
+                }
+                i += 1;
+                continue;
+            }
+            ')' => {
+                if open.pop().is_none() {
+                    return Err(re_error(format!(
+                        "unbalanced parenthesis at position {}",
+                        pos(i)
+                    )));
+                }
+                out.push(')');
+                at_start = false;
+            }
+            '|' => {
+                out.push('|');
+                at_start = true;
+                i += 1;
+                continue;
+            }
+            '*' | '+' | '?' if at_start => {
+                return Err(re_error(format!(
+                    "nothing to repeat at position {}",
+                    pos(i)
+                )));
+            }
+            '{' => {
+                // A repeat `{m}`, `{m,}`, `{,n}`, `{m,n}`; anything else is a literal brace.
+                let rest: String = chars[i + 1..].iter().take(32).map(|c| c.1).collect();
+                let lo: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                let after_lo = &rest[lo.len()..];
+                let (hi, after) = match after_lo.strip_prefix(',') {
+                    Some(r) => {
+                        let hi: String = r.chars().take_while(char::is_ascii_digit).collect();
+                        (Some(hi.clone()), &r[hi.len()..])
+                    }
+                    None => (None, after_lo),
+                };
+                if !rest.starts_with('}') && after.starts_with('}') {
+                    if at_start {
+                        return Err(re_error(format!(
+                            "nothing to repeat at position {}",
+                            pos(i)
+                        )));
+                    }
+                    let lo = if lo.is_empty() { "0".to_string() } else { lo };
+                    match &hi {
+                        Some(hi) => out.push_str(&format!("{{{lo},{hi}}}")),
+                        None => out.push_str(&format!("{{{lo}}}")),
+                    }
+                    // `{`, the digits and comma (ASCII), `}`.
+                    i += 1 + (rest.len() - after.len()) + 1;
+                    continue;
+                }
+                out.push_str("\\{");
+                at_start = false;
+            }
+            '}' => {
+                out.push_str("\\}");
+                at_start = false;
+            }
+            _ => {
+                out.push(c);
+                if !matches!(c, '*' | '+' | '?') {
+                    at_start = false;
+                }
+            }
+        }
+        i += 1;
+    }
+    if let Some(start) = open.pop() {
+        return Err(re_error(format!(
+            "missing ), unterminated subpattern at position {}",
+            pos(start)
+        )));
+    }
+    Ok(out)
+}
+
+fn rust_regex_error(e: regex::Error) -> FnError {
+    let text = e.to_string();
+    let last = text
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid pattern")
+        .trim()
+        .trim_start_matches("error: ");
+    re_error(last)
+}
+
+/// A Python bytes pattern (as `file.replace`/`file.search` compile it).
+fn compile_bytes(pattern: &str, flags: ReFlags) -> Result<regex::bytes::Regex, FnError> {
+    regex::bytes::RegexBuilder::new(&translate_pattern(pattern, true)?)
+        .unicode(false)
+        .case_insensitive(flags.ignorecase)
+        .multi_line(flags.multiline)
+        .dot_matches_new_line(flags.dotall)
+        .ignore_whitespace(flags.verbose)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(rust_regex_error)
+}
+
+/// A Python str pattern.
+fn compile_str(pattern: &str) -> Result<regex::Regex, FnError> {
+    regex::RegexBuilder::new(&translate_pattern(pattern, false)?)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(rust_regex_error)
+}
+
+/// One piece of a Python replacement template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Piece {
+    Literal(Vec<u8>),
+    Group(usize),
+}
+
+/// Python's replacement template (`\1`, `\g<name>`, `\n`, ...) for `re`.
+fn parse_template(repl: &[u8], re: &regex::bytes::Regex) -> Result<Vec<Piece>, FnError> {
+    let groups = re.captures_len();
+    let mut pieces = Vec::new();
+    let mut lit = Vec::new();
+    let mut i = 0;
+    let group_ref = |n: usize, at: usize| {
+        if n < groups {
+            Ok(n)
+        } else {
+            Err(re_error(format!(
+                "invalid group reference {n} at position {at}"
+            )))
+        }
+    };
+    while i < repl.len() {
+        let c = repl[i];
+        if c != b'\\' {
+            lit.push(c);
+            i += 1;
+            continue;
+        }
+        let Some(&e) = repl.get(i + 1) else {
+            return Err(re_error(format!(
+                "bad escape (end of pattern) at position {i}"
+            )));
+        };
+        let flush = |pieces: &mut Vec<Piece>, lit: &mut Vec<u8>| {
+            if !lit.is_empty() {
+                pieces.push(Piece::Literal(std::mem::take(lit)));
+            }
+        };
+        match e {
+            b'g' => {
+                let rest = &repl[i + 2..];
+                let end = rest.iter().position(|&c| c == b'>');
+                let (Some(b'<'), Some(end)) = (rest.first(), end) else {
+                    return Err(re_error(format!("missing < at position {}", i + 2)));
+                };
+                let name = String::from_utf8_lossy(&rest[1..end]).into_owned();
+                let n = if !name.is_empty() && name.bytes().all(|c| c.is_ascii_digit()) {
+                    group_ref(name.parse().unwrap_or(usize::MAX), i + 3)?
+                } else {
+                    re.capture_names()
+                        .position(|n| n == Some(name.as_str()))
+                        .ok_or_else(|| {
+                            FnError::Exception(format!("IndexError: unknown group name '{name}'"))
+                        })?
+                };
+                flush(&mut pieces, &mut lit);
+                pieces.push(Piece::Group(n));
+                i += 2 + end + 1;
+            }
+            b'0' => {
+                // Octal: \0, \0N, \0NN.
+                let digits: Vec<u8> = repl[i + 2..]
+                    .iter()
+                    .take(2)
+                    .take_while(|c| (b'0'..=b'7').contains(c))
+                    .copied()
+                    .collect();
+                let value = digits
+                    .iter()
+                    .fold(0u32, |acc, d| acc * 8 + u32::from(d - b'0'));
+                lit.push(value as u8);
+                i += 2 + digits.len();
+            }
+            b'1'..=b'9' => {
+                let mut j = i + 2;
+                if repl.get(j).is_some_and(u8::is_ascii_digit) {
+                    let three = repl.get(j + 1).is_some_and(|c| (b'0'..=b'7').contains(c));
+                    if e <= b'7' && (b'0'..=b'7').contains(&repl[j]) && three {
+                        let v = u32::from(e - b'0') * 64
+                            + u32::from(repl[j] - b'0') * 8
+                            + u32::from(repl[j + 1] - b'0');
+                        if v > 0o377 {
+                            return Err(re_error(format!(
+                                "octal escape value \\{} outside of range 0-0o377 at position {i}",
+                                String::from_utf8_lossy(&repl[i + 1..j + 2])
+                            )));
+                        }
+                        lit.push(v as u8);
+                        i = j + 2;
+                        continue;
+                    }
+                    j += 1;
+                }
+                let n: usize = std::str::from_utf8(&repl[i + 1..j])
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(usize::MAX);
+                let n = group_ref(n, i + 1)?;
+                flush(&mut pieces, &mut lit);
+                pieces.push(Piece::Group(n));
+                i = j;
+            }
+            b'n' | b't' | b'r' | b'f' | b'v' | b'a' | b'b' | b'\\' => {
+                lit.push(match e {
+                    b'n' => b'\n',
+                    b't' => b'\t',
+                    b'r' => b'\r',
+                    b'f' => 0x0c,
+                    b'v' => 0x0b,
+                    b'a' => 0x07,
+                    b'b' => 0x08,
+                    _ => b'\\',
+                });
+                i += 2;
+            }
+            e if e.is_ascii_alphabetic() => {
+                return Err(re_error(format!(
+                    "bad escape \\{} at position {i}",
+                    e as char
+                )));
+            }
+            _ => {
+                lit.extend_from_slice(&[b'\\', e]);
+                i += 2;
+            }
+        }
+    }
+    if !lit.is_empty() {
+        pieces.push(Piece::Literal(lit));
+    }
+    Ok(pieces)
+}
+
+/// Python's `re.subn(pattern, template, data, count)`.
+fn subn(re: &regex::bytes::Regex, template: &[Piece], data: &[u8], count: i64) -> (Vec<u8>, usize) {
+    let mut out = Vec::with_capacity(data.len());
+    let mut n = 0usize;
+    if count < 0 {
+        return (data.to_vec(), 0);
+    }
+    let mut last = 0;
+    let mut pos = 0;
+    while pos <= data.len() {
+        if count > 0 && n as i64 >= count {
+            break;
+        }
+        let Some(caps) = re.captures_at(data, pos) else {
+            break;
+        };
+        let Some(m) = caps.get(0) else { break };
+        out.extend_from_slice(&data[last..m.start()]);
+        for piece in template {
+            match piece {
+                Piece::Literal(bytes) => out.extend_from_slice(bytes),
+                Piece::Group(g) => {
+                    if let Some(sub) = caps.get(*g) {
+                        out.extend_from_slice(sub.as_bytes());
+                    }
+                }
+            }
+        }
+        n += 1;
+        last = m.end();
+        // Python: after an empty match the next one must start further on; after a
+        // non-empty one, an empty match right at its end counts.
+        pos = if m.start() == m.end() {
+            m.end() + 1
+        } else {
+            m.end()
+        };
+    }
+    out.extend_from_slice(&data[last.min(data.len())..]);
+    (out, n)
+}
+
+/// `bytes.splitlines(keepends=True)`.
+fn splitlines(data: &[u8]) -> Vec<&[u8]> {
+    let mut lines = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i < data.len() {
+        match data[i] {
+            b'\n' => {
+                lines.push(&data[start..=i]);
+                start = i + 1;
+            }
+            b'\r' => {
+                let end = if data.get(i + 1) == Some(&b'\n') {
+                    i + 1
+                } else {
+                    i
+                };
+                lines.push(&data[start..=end]);
+                start = end + 1;
+                i = end;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if start < data.len() {
+        lines.push(&data[start..]);
+    }
+    lines
+}
+
+/// A line as Salt's `get_diff` decodes it: UTF-8, else Latin-1.
+fn decode_line(line: &[u8]) -> String {
+    match std::str::from_utf8(line) {
+        Ok(s) => s.to_string(),
+        Err(_) => line.iter().map(|&b| char::from(b)).collect(),
+    }
+}
+
+/// Salt's `stringutils.is_binary` on the first 512 bytes of a file (`files.is_text` negated;
+/// a file that cannot be read counts as binary).
+fn is_text_file(path: &str) -> bool {
+    let mut block = Vec::with_capacity(512);
+    let read = std::fs::File::open(path).and_then(|f| f.take(512).read_to_end(&mut block));
+    if read.is_err() {
+        return false;
+    }
+    if block.is_empty() {
+        return true;
+    }
+    if block.contains(&0) {
+        return false;
+    }
+    let high_is_text = match std::str::from_utf8(&block) {
+        Ok(_) => true,
+        Err(e) => e.error_len().is_none(),
+    };
+    let nontext = block
+        .iter()
+        .filter(|&&c| {
+            let text = (32..127).contains(&c)
+                || matches!(c, b'\n' | b'\r' | b'\t' | 0x0c | 0x08)
+                || (high_is_text && (128..255).contains(&c));
+            !text
+        })
+        .count();
+    (nontext as f64) / (block.len() as f64) <= 0.30
+}
+
+// ---------------------------------------------------------------------------
+// search / replace / contains
+
+/// What `file.replace` and `file.search` take.
+struct ReplaceArgs<'a> {
+    path: String,
+    pattern: String,
+    repl: String,
+    count: i64,
+    flags: i64,
+    append: bool,
+    prepend: bool,
+    not_found_content: &'a Value,
+    backup: &'a Value,
+    dry_run: bool,
+    search_only: bool,
+    show_changes: bool,
+    ignore_if_missing: bool,
+    backslash_literal: bool,
+    check_text: bool,
+}
+
+fn replace(b: &Bound) -> Result<Value, FnError> {
+    let truthy = |k: &str| b.get(k).is_some_and(py_truthy);
+    let flags = re_flag_bits(b.get("flags").unwrap_or(&Value::from(8)))?;
+    let backup = Value::from(".bak");
+    replace_with(&ReplaceArgs {
+        path: str_arg(b, "path")?,
+        pattern: py_str(arg(b, "pattern")),
+        repl: py_str(arg(b, "repl")),
+        count: b.get("count").map_or(Ok(0), int_arg)?,
+        flags,
+        append: truthy("append_if_not_found"),
+        prepend: truthy("prepend_if_not_found"),
+        not_found_content: arg(b, "not_found_content"),
+        backup: b.get("backup").unwrap_or(&backup),
+        dry_run: truthy("dry_run"),
+        search_only: truthy("search_only"),
+        show_changes: b.get("show_changes").is_none_or(py_truthy),
+        ignore_if_missing: truthy("ignore_if_missing"),
+        backslash_literal: truthy("backslash_literal"),
+        check_text: b.opt("encoding").is_none(),
+    })
+}
+
+fn search(b: &Bound) -> Result<Value, FnError> {
+    let mut flags = re_flag_bits(b.get("flags").unwrap_or(&Value::from(8)))?;
+    if b.get("multiline").is_some_and(py_truthy) {
+        flags |= 8;
+    }
+    replace_with(&ReplaceArgs {
+        path: str_arg(b, "path")?,
+        pattern: py_str(arg(b, "pattern")),
+        repl: String::new(),
+        count: 0,
+        flags,
+        append: false,
+        prepend: false,
+        not_found_content: &NONE,
+        backup: &NONE,
+        dry_run: true,
+        search_only: true,
+        show_changes: false,
+        ignore_if_missing: b.get("ignore_if_missing").is_some_and(py_truthy),
+        backslash_literal: false,
+        check_text: true,
+    })
+}
+
+/// Salt's `replace` (the bytes path: `encoding=None`).
+fn replace_with(a: &ReplaceArgs<'_>) -> Result<Value, FnError> {
+    let given = expanduser(&a.path);
+    let link_target = if is_link(&given) {
+        std::fs::read_link(&given)
+            .ok()
+            .map(|t| t.to_string_lossy().into_owned())
+    } else {
+        None
+    };
+    let path = realpath(&given);
+    if !exists(&path) {
+        if a.ignore_if_missing {
+            return Ok(Value::Boolean(false));
+        }
+        return Err(FnError::Invocation(format!("File not found: {path}")));
+    }
+    if a.check_text && !is_text_file(&path) {
+        return Err(FnError::Invocation(format!(
+            "Cannot perform string replacements on a binary file: {path}"
+        )));
+    }
+    if a.search_only && (a.append || a.prepend) {
+        return Err(FnError::Invocation(
+            "search_only cannot be used with append/prepend_if_not_found".into(),
+        ));
+    }
+    if a.append && a.prepend {
+        return Err(FnError::Invocation(
+            "Only one of append and prepend_if_not_found is permitted".into(),
+        ));
+    }
+    let flags = ReFlags::from_bits(a.flags);
+    let re = compile_bytes(&a.pattern, flags)?;
+    let before = stats(&path, None, false)?;
+    let data = std::fs::read(&path).map_err(|e| {
+        FnError::Execution(format!(
+            "Unable to open file '{path}'. Exception: {}",
+            os_error_text(&e, Some(&path))
+        ))
+    })?;
+    if a.search_only {
+        return Ok(Value::Boolean(re.is_match(&data)));
+    }
+    let repl = if a.backslash_literal {
+        a.repl.replace('\\', "\\\\")
+    } else {
+        a.repl.clone()
+    };
+    let template = parse_template(repl.as_bytes(), &re)?;
+    let nfc = py_truthy(a.not_found_content).then(|| py_str(a.not_found_content));
+    let (result, nrepl) = subn(&re, &template, &data, a.count);
+    let mut found = nrepl > 0;
+    let mut has_changes = found;
+    if a.append || a.prepend {
+        let content = nfc.clone().unwrap_or_else(|| a.repl.clone());
+        if line_present(&data, &content, flags)? {
+            found = true;
+        }
+    }
+    let orig_lines = splitlines(&data);
+    let mut new_lines: Vec<Vec<u8>> = splitlines(&result)
+        .into_iter()
+        .map(<[u8]>::to_vec)
+        .collect();
+    if orig_lines
+        .iter()
+        .map(|l| l.to_vec())
+        .eq(new_lines.iter().cloned())
+    {
+        has_changes = false;
+    }
+    let write_err = |e: std::io::Error| {
+        FnError::Execution(format!("Exception: {}", os_error_text(&e, Some(&path))))
+    };
+    if has_changes && !a.dry_run {
+        std::fs::write(&path, &result).map_err(write_err)?;
+    }
+    if !found && (a.append || a.prepend) {
+        let mut line = nfc.unwrap_or_else(|| a.repl.clone()).into_bytes();
+        line.push(b'\n');
+        if a.prepend {
+            new_lines.insert(0, line);
+        } else {
+            if let Some(last) = new_lines.last_mut() {
+                if !last.ends_with(b"\n") {
+                    last.push(b'\n');
+                }
+            }
+            new_lines.push(line);
+        }
+        has_changes = true;
+        if !a.dry_run {
+            std::fs::write(&path, new_lines.concat()).map_err(write_err)?;
+        }
+    }
+    if py_truthy(a.backup) && has_changes && !a.dry_run {
+        let suffix = py_str(a.backup);
+        let backup = format!("{path}{suffix}");
+        std::fs::write(&backup, &data).map_err(write_err)?;
+        if let Some(mode) = before.iter().find(|(k, _)| *k == "mode") {
+            set_mode(&backup, &py_str(&mode.1))?;
+        }
+        if let Some(target) = link_target {
+            let (link, to) = (format!("{given}{suffix}"), format!("{target}{suffix}"));
+            if std::os::unix::fs::symlink(&to, &link).is_err() {
+                let _ = std::fs::remove_file(&link);
+                std::os::unix::fs::symlink(&to, &link).map_err(write_err)?;
+            }
+        }
+    }
+    if !a.dry_run {
+        let field = |k: &str| {
+            before
+                .iter()
+                .find(|(key, _)| *key == k)
+                .map_or(Value::Nil, |(_, v)| v.clone())
+        };
+        let mode = normalize_mode(&field("mode"));
+        apply_perms(&path, &field("user"), &field("group"), mode.as_deref())?;
+    }
+    let a_lines: Vec<String> = orig_lines.iter().map(|l| decode_line(l)).collect();
+    let b_lines: Vec<String> = new_lines.iter().map(|l| decode_line(l)).collect();
+    let a_refs: Vec<&str> = a_lines.iter().map(String::as_str).collect();
+    let b_refs: Vec<&str> = b_lines.iter().map(String::as_str).collect();
+    let diff = brine_state::diff::unified(&a_refs, &b_refs);
+    if a.show_changes {
+        return Ok(Value::from(diff));
+    }
+    Ok(Value::Boolean(has_changes && !diff.is_empty()))
+}
+
+/// Salt's `^{re.escape(content)}($|(?=\r\n))` search with the call's flags.
+fn line_present(data: &[u8], content: &str, flags: ReFlags) -> Result<bool, FnError> {
+    let re = regex::bytes::RegexBuilder::new(&format!("^{}", regex::escape(content)))
+        .unicode(false)
+        .case_insensitive(flags.ignorecase)
+        .multi_line(flags.multiline)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(rust_regex_error)?;
+    let found = re.find_iter(data).any(|m| {
+        let rest = &data[m.end()..];
+        let dollar = if flags.multiline {
+            rest.is_empty() || rest.starts_with(b"\n")
+        } else {
+            rest.is_empty() || rest == b"\n"
+        };
+        dollar || rest.starts_with(b"\r\n")
+    });
+    Ok(found)
+}
+
+fn contains(b: &Bound) -> Result<Value, FnError> {
+    let path = expanduser(&str_arg(b, "path")?);
+    if !exists(&path) {
+        return Ok(Value::Boolean(false));
+    }
+    let text = py_str(arg(b, "text"));
+    let needle = text.trim();
+    let Ok(data) = std::fs::read(&path) else {
+        return Ok(Value::Boolean(false));
+    };
+    let data = String::from_utf8_lossy(&data);
+    Ok(Value::Boolean(data.contains(needle)))
+}
+
+fn contains_regex(b: &Bound) -> Result<Value, FnError> {
+    let path = expanduser(&str_arg(b, "path")?);
+    if !exists(&path) {
+        return Ok(Value::Boolean(false));
+    }
+    let lchar = b.get("lchar").map(py_str).unwrap_or_default();
+    let re = compile_str(&py_str(arg(b, "regex")))?;
+    let Ok(data) = std::fs::read(&path) else {
+        return Ok(Value::Boolean(false));
+    };
+    let text = decode_utf8(data)?;
+    let found = text.split_inclusive('\n').any(|line| {
+        let line = line.trim_start_matches(|c| lchar.contains(c));
+        // Python's `$` also matches before a final newline.
+        re.is_match(line) || line.strip_suffix('\n').is_some_and(|l| re.is_match(l))
+    });
+    Ok(Value::Boolean(found))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::call;
+    use super::super::testutil::*;
+    use super::*;
+    use brine_protocol::payload::get;
+
+    fn work() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a"), "hello\nworld\n").unwrap();
+        std::fs::write(dir.path().join("r"), "alpha beta\ngamma\r\ndelta").unwrap();
+        std::fs::write(dir.path().join("bin"), [0u8, 1, 2, 255, 0, 7]).unwrap();
+        dir
+    }
+
+    fn p(dir: &tempfile::TempDir, name: &str) -> Value {
+        s(&format!("{}/{name}", dir.path().display()))
+    }
+
+    async fn run(fun: &str, args: &[Value]) -> Value {
+        call(&ctx(), fun, args).await.ret
+    }
+
+    // -- The comparison with real Salt -----------------------------------------------
+
+    /// Runs `[fun, args, kwargs]` cases with Salt's own `file` module (see the module docs
+    /// of the oracle: `{WORK}` stands for the work directory both ways).
+    const ORACLE: &str = r#"
+import json, os, stat, sys, traceback
+import salt.config, salt.loader
+from salt.exceptions import CommandExecutionError, SaltInvocationError
+
+def sub(v, a, b):
+    if isinstance(v, str):
+        return v.replace(a, b)
+    if isinstance(v, bytes):
+        return {"__bytes__": v.decode("latin-1").replace(a, b)}
+    if isinstance(v, list):
+        return [sub(x, a, b) for x in v]
+    if isinstance(v, dict):
+        return {k: sub(x, a, b) for k, x in v.items()}
+    return v
+
+def tree(work):
+    out = {}
+    for root, dirs, files in os.walk(work):
+        for name in dirs + files:
+            p = os.path.join(root, name)
+            st = os.lstat(p)
+            mode = "%04o" % stat.S_IMODE(st.st_mode)
+            rel = os.path.relpath(p, work)
+            if stat.S_ISLNK(st.st_mode):
+                out[rel] = ["link", mode, os.readlink(p).replace(work, "{WORK}")]
+            elif stat.S_ISDIR(st.st_mode):
+                out[rel] = ["dir", mode, ""]
+            else:
+                out[rel] = ["file", mode, open(p, "rb").read().decode("latin-1")]
+    return out
+
+cases = json.load(open(sys.argv[1]))
+work = os.path.abspath(sys.argv[2])
+root = sys.argv[3]
+opts = salt.config.minion_config(None)
+opts.update(file_client="local", root_dir=root, cachedir=os.path.join(root, "cache"), id="m1")
+mods = salt.loader.minion_mods(opts, utils=salt.loader.utils(opts))
+results = []
+for fun, args, kwargs in cases:
+    try:
+        ret = mods[fun](*sub(args, "{WORK}", work), **sub(kwargs, "{WORK}", work))
+    except CommandExecutionError as exc:
+        ret = f"ERROR: {exc}"
+    except SaltInvocationError as exc:
+        ret = f"ERROR executing '{fun}': {exc}"
+    except TypeError as exc:
+        ret = f"TypeError: {exc}"
+    except Exception:
+        ret = "The minion function caused an exception: " + traceback.format_exc().strip().splitlines()[-1]
+    results.append(sub(ret, work, "{WORK}"))
+print(json.dumps({"results": results, "tree": tree(work)}))
+"#;
+
+    /// The calls compared: `[fun, args, kwargs]`, run in order on the files of [`work`].
+    const CASES: &str = r##"[
+ ["file.file_exists", ["{WORK}/a"], {}],
+ ["file.file_exists", ["{WORK}"], {}],
+ ["file.directory_exists", ["{WORK}"], {}],
+ ["file.directory_exists", ["{WORK}/nope"], {}],
+ ["file.get_hash", ["{WORK}/a"], {}],
+ ["file.get_hash", ["{WORK}/a", "md5"], {}],
+ ["file.get_hash", ["{WORK}/a"], {"form": "sha512", "chunk_size": 3}],
+ ["file.get_hash", ["{WORK}/nope"], {}],
+ ["file.get_hash", ["{WORK}/a", "SHA256"], {}],
+ ["file.get_hash", ["{WORK}"], {}],
+ ["file.get_sum", ["{WORK}/a", "sha1"], {}],
+ ["file.get_sum", ["{WORK}/nope"], {}],
+ ["file.get_sum", ["{WORK}/a", "xyz"], {}],
+ ["file.check_hash", ["{WORK}/a"], {"file_hash": "md5=0f723ae7f9bf07744445e93ac5595156"}],
+ ["file.check_hash", ["{WORK}/a", "sha1:0"], {}],
+ ["file.check_hash", ["{WORK}/a", "0f723ae7f9bf07744445e93ac5595156"], {}],
+ ["file.check_hash", ["{WORK}/a", "abc"], {}],
+ ["file.check_hash", ["{WORK}/a", 5], {}],
+ ["file.check_hash", ["{WORK}/nope"], {"file_hash": "md5=abc"}],
+ ["file.set_mode", ["{WORK}/a", "0640"], {}],
+ ["file.set_mode", ["{WORK}/a", 600], {}],
+ ["file.set_mode", ["{WORK}/a", "0o640"], {}],
+ ["file.set_mode", ["{WORK}/a", "0999"], {}],
+ ["file.set_mode", ["{WORK}/a", "abc"], {}],
+ ["file.set_mode", ["{WORK}/nope", "644"], {}],
+ ["file.get_mode", ["{WORK}/a"], {}],
+ ["file.get_mode", ["{WORK}/nope"], {}],
+ ["file.get_user", ["{WORK}/a"], {}],
+ ["file.get_group", ["{WORK}/a"], {}],
+ ["file.get_uid", ["{WORK}/a"], {}],
+ ["file.get_gid", ["{WORK}/a"], {}],
+ ["file.get_uid", ["{WORK}/nope"], {}],
+ ["file.chown", ["{WORK}/a", "nosuchuser", "nosuchgroup"], {}],
+ ["file.chown", ["{WORK}/nope", "root", "root"], {}],
+ ["file.chown", ["{WORK}/a", "root", "root"], {}],
+ ["file.chown", ["{WORK}/a", 0, 0], {}],
+ ["file.chown", ["{WORK}/a", null, null], {}],
+ ["file.chgrp", ["{WORK}/a", "root"], {}],
+ ["file.chgrp", ["{WORK}/a", "nosuchgroup"], {}],
+ ["file.chgrp", ["{WORK}/nope", "root"], {}],
+ ["file.touch", ["{WORK}/t", 1000, 2000], {}],
+ ["file.stats", ["{WORK}/t"], {}],
+ ["file.stats", ["{WORK}/a"], {"hash_type": "md5"}],
+ ["file.stats", ["{WORK}/nope"], {}],
+ ["file.touch", ["{WORK}/t2", "abc"], {}],
+ ["file.touch", ["{WORK}/t3"], {"mtime": "3000"}],
+ ["file.touch", ["{WORK}/nodir/t"], {}],
+ ["file.lstat", ["{WORK}/t"], {}],
+ ["file.lstat", ["rel"], {}],
+ ["file.lstat", ["{WORK}/nope"], {}],
+ ["file.access", ["{WORK}/t", "r"], {}],
+ ["file.access", ["{WORK}/t", "x"], {}],
+ ["file.access", ["{WORK}/t", 4], {}],
+ ["file.access", ["{WORK}/nope", "f"], {}],
+ ["file.access", ["{WORK}/t", "q"], {}],
+ ["file.access", ["rel", "r"], {}],
+ ["file.read", ["{WORK}/a"], {}],
+ ["file.read", ["{WORK}/r"], {}],
+ ["file.read", ["{WORK}/a"], {"binary": true}],
+ ["file.read", ["{WORK}/nope"], {}],
+ ["file.read", ["{WORK}/bin"], {}],
+ ["file.seek_read", ["{WORK}/a", 3, 2], {}],
+ ["file.seek_read", ["{WORK}/a", 100, 8], {}],
+ ["file.seek_read", ["{WORK}/a", "x", 2], {}],
+ ["file.seek_read", ["{WORK}/nope", 1, 0], {}],
+ ["file.write", ["{WORK}/w", "l1", "l2", 3], {}],
+ ["file.write", ["{WORK}/w2"], {"args": ["x y", "k: v"]}],
+ ["file.write", ["{WORK}/nodir/w", "l1"], {}],
+ ["file.append", ["{WORK}/w", "l4"], {}],
+ ["file.append", ["{WORK}/r", "epsilon"], {}],
+ ["file.append", ["{WORK}/nope2"], {"args": "y"}],
+ ["file.prepend", ["{WORK}/w", "l0"], {}],
+ ["file.prepend", ["{WORK}/new_p", "p"], {}],
+ ["file.truncate", ["{WORK}/w2", 3], {}],
+ ["file.truncate", ["{WORK}/nope", 8], {}],
+ ["file.truncate", ["{WORK}/w2", "x"], {}],
+ ["file.contains", ["{WORK}/a", "  world "], {}],
+ ["file.contains", ["{WORK}/a", "planet"], {}],
+ ["file.contains", ["{WORK}/nope", "x"], {}],
+ ["file.contains_regex", ["{WORK}/a", "^wor.d$"], {}],
+ ["file.contains_regex", ["{WORK}/a", "^orld"], {"lchar": "w"}],
+ ["file.contains_regex", ["{WORK}/a", "^xyz"], {}],
+ ["file.contains_regex", ["{WORK}/a", "(unclosed"], {}],
+ ["file.search", ["{WORK}/a", "wor"], {}],
+ ["file.search", ["{WORK}/a", "^world$"], {}],
+ ["file.search", ["{WORK}/a", "HELLO"], {"flags": ["IGNORECASE", "MULTILINE"]}],
+ ["file.search", ["{WORK}/a", "HELLO"], {}],
+ ["file.search", ["{WORK}/a", "hello.world"], {"flags": "DOTALL"}],
+ ["file.search", ["{WORK}/a", "x"], {"flags": ["NOPE"]}],
+ ["file.search", ["{WORK}/nope", "x"], {}],
+ ["file.search", ["{WORK}/nope", "x"], {"ignore_if_missing": true}],
+ ["file.search", ["{WORK}/a", "[abc"], {}],
+ ["file.search", ["{WORK}/a", "a)"], {}],
+ ["file.search", ["{WORK}/a", "*a"], {}],
+ ["file.search", ["{WORK}/bin", "x"], {}],
+ ["file.replace", ["{WORK}/r", "^gamma", "GAMMA"], {}],
+ ["file.replace", ["{WORK}/r", "^gamma", "GAMMA"], {}],
+ ["file.replace", ["{WORK}/r", "(al)(pha)", "\\2-\\g<1>-$1"], {"show_changes": false, "backup": ".orig"}],
+ ["file.replace", ["{WORK}/r", "^zeta.*"], {"repl": "zeta=1", "append_if_not_found": true}],
+ ["file.replace", ["{WORK}/r", "^zeta.*"], {"repl": "zeta=1", "append_if_not_found": true}],
+ ["file.replace", ["{WORK}/r", "^top", "top line"], {"prepend_if_not_found": true, "not_found_content": "# top", "backup": false}],
+ ["file.replace", ["{WORK}/r", "e", "E"], {"count": 2, "dry_run": true}],
+ ["file.replace", ["{WORK}/r", "x*", "-"], {"dry_run": true}],
+ ["file.replace", ["{WORK}/r", "a", "b"], {"append_if_not_found": true, "prepend_if_not_found": true}],
+ ["file.replace", ["{WORK}/r", "a", "\\q"], {}],
+ ["file.replace", ["{WORK}/r", "a", "\\3"], {}],
+ ["file.replace", ["{WORK}/nope", "a", "b"], {}],
+ ["file.replace", ["{WORK}/nope", "a", "b"], {"ignore_if_missing": true}],
+ ["file.replace", ["{WORK}/bin", "a", "b"], {}],
+ ["file.replace", ["{WORK}/r", "${x}", "y"], {}],
+ ["file.mkdir", ["{WORK}/d1/d2"], {"mode": "750"}],
+ ["file.mkdir", ["{WORK}/d1/d2"], {}],
+ ["file.makedirs", ["{WORK}/m1/m2/f"], {"mode": "0o700"}],
+ ["file.makedirs", ["{WORK}/m1/m2/f"], {}],
+ ["file.makedirs", ["{WORK}/a/x"], {}],
+ ["file.makedirs", ["rel/x"], {}],
+ ["file.rmdir", ["{WORK}/m1"], {}],
+ ["file.rmdir", ["{WORK}/m1"], {"verbose": true}],
+ ["file.rmdir", ["{WORK}/m1"], {"recurse": true, "verbose": true}],
+ ["file.rmdir", ["{WORK}/nope"], {}],
+ ["file.rmdir", ["rel"], {}],
+ ["file.remove", ["{WORK}/nope"], {}],
+ ["file.remove", ["rel"], {}],
+ ["file.symlink", ["{WORK}/a", "{WORK}/l"], {}],
+ ["file.symlink", ["{WORK}/a", "{WORK}/l"], {}],
+ ["file.symlink", ["{WORK}/w", "{WORK}/l"], {}],
+ ["file.symlink", ["{WORK}/w", "{WORK}/a"], {}],
+ ["file.symlink", ["{WORK}/w", "rel"], {}],
+ ["file.symlink", ["{WORK}/w", "{WORK}/l"], {"force": true}],
+ ["file.symlink", ["{WORK}/gone", "{WORK}/broken"], {}],
+ ["file.is_link", ["{WORK}/l"], {}],
+ ["file.is_link", ["{WORK}/a"], {}],
+ ["file.readlink", ["{WORK}/l"], {}],
+ ["file.readlink", ["{WORK}/a"], {}],
+ ["file.readlink", ["rel"], {}],
+ ["file.readlink", ["{WORK}/l"], {"canonicalize": true}],
+ ["file.readlink", ["{WORK}/broken"], {"canonicalize": true}],
+ ["file.stats", ["{WORK}/broken"], {}],
+ ["file.get_mode", ["{WORK}/l"], {"follow_symlinks": false}],
+ ["file.replace", ["{WORK}/l", "^l1", "L1"], {}],
+ ["file.copy", ["{WORK}/a", "{WORK}/c"], {}],
+ ["file.copy", ["{WORK}/nope", "{WORK}/c"], {}],
+ ["file.copy", ["rel", "{WORK}/c"], {}],
+ ["file.copy", ["{WORK}/d1", "{WORK}/c2"], {}],
+ ["file.copy", ["{WORK}/d1", "{WORK}/c2"], {"recurse": true}],
+ ["file.move", ["{WORK}/c", "{WORK}/c3"], {}],
+ ["file.move", ["{WORK}/c3", "{WORK}/c2"], {}],
+ ["file.move", ["{WORK}/nope", "{WORK}/c3"], {}],
+ ["file.move", ["{WORK}/t", "rel"], {}],
+ ["file.rename", ["{WORK}/t", "{WORK}/t4"], {}],
+ ["file.rename", ["{WORK}/nope", "{WORK}/t5"], {}],
+ ["file.remove", ["{WORK}/d1"], {}],
+ ["file.remove", ["{WORK}/broken"], {}],
+ ["file.basename", ["/a/b/"], {}],
+ ["file.basename", ["/a/b"], {}],
+ ["file.dirname", ["/a/b/c"], {}],
+ ["file.dirname", ["//x"], {}],
+ ["file.join", ["/a", "b", "/c", "d"], {}],
+ ["file.join", ["a/", "b"], {}],
+ ["file.join", [], {}]
+]"##;
+
+    /// Brine's return as the oracle prints Salt's: bytes as `{"__bytes__": latin-1}`, the work
+    /// directory as `{WORK}`, a Python `TypeError` as `TypeError: ...`.
+    fn comparable(fun: &str, v: &Value, work: &str) -> serde_json::Value {
+        use serde_json::Value as J;
+        match v {
+            Value::String(text) if text.as_str().is_some() => {
+                let text = text.as_str().unwrap_or_default();
+                let prefix = format!("Passed invalid arguments to {fun}: ");
+                match text.strip_prefix(&prefix) {
+                    Some(rest) => J::from(format!(
+                        "TypeError: {}",
+                        rest.lines().next().unwrap_or_default()
+                    )),
+                    None => J::from(text.replace(work, "{WORK}")),
+                }
+            }
+            Value::Binary(bytes) => serde_json::json!({
+                "__bytes__": bytes.iter().map(|&c| char::from(c)).collect::<String>().replace(work, "{WORK}")
+            }),
+            Value::Array(items) => {
+                J::Array(items.iter().map(|i| comparable(fun, i, work)).collect())
+            }
+            Value::Map(entries) => J::Object(
+                entries
+                    .iter()
+                    .map(|(k, v)| (py_str(k), comparable(fun, v, work)))
+                    .collect(),
+            ),
+            other => brine_protocol::payload::to_json(other),
+        }
+    }
+
+    /// Drops what differs between two runs on different files: inodes, change times and
+    /// the times of files not given explicit ones.
+    fn mask(v: &mut serde_json::Value) {
+        if let Some(m) = v.as_object_mut() {
+            m.remove("inode");
+            m.remove("ctime");
+            m.remove("st_ctime");
+            for key in ["atime", "mtime", "st_atime", "st_mtime"] {
+                // `file.touch` in the cases sets whole seconds; anything else is "now".
+                if m.get(key)
+                    .and_then(serde_json::Value::as_f64)
+                    .is_some_and(|t| t > 1e6)
+                {
+                    m.remove(key);
+                }
+            }
+        }
+    }
+
+    fn tree(dir: &Path) -> serde_json::Map<String, serde_json::Value> {
+        fn walk(root: &Path, dir: &Path, out: &mut serde_json::Map<String, serde_json::Value>) {
+            for entry in std::fs::read_dir(dir).unwrap().flatten() {
+                let path = entry.path();
+                let meta = std::fs::symlink_metadata(&path).unwrap();
+                let rel = path
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                let mode = mode_string(meta.mode());
+                let root_s = root.to_string_lossy().into_owned();
+                let entry = if meta.file_type().is_symlink() {
+                    let target = std::fs::read_link(&path).unwrap();
+                    serde_json::json!([
+                        "link",
+                        mode,
+                        target.to_string_lossy().replace(&root_s, "{WORK}")
+                    ])
+                } else if meta.is_dir() {
+                    walk(root, &path, out);
+                    serde_json::json!(["dir", mode, ""])
+                } else {
+                    let bytes = std::fs::read(&path).unwrap();
+                    serde_json::json!([
+                        "file",
+                        mode,
+                        bytes.iter().map(|&c| char::from(c)).collect::<String>()
+                    ])
+                };
+                out.insert(rel, entry);
+            }
+        }
+        let mut out = serde_json::Map::new();
+        walk(dir, dir, &mut out);
+        out
+    }
+
+    #[tokio::test]
+    async fn the_same_calls_return_what_salt_3007_returns() {
+        let cases: Vec<(
+            String,
+            Vec<serde_json::Value>,
+            serde_json::Map<String, serde_json::Value>,
+        )> = serde_json::from_str(CASES).unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        let script = scratch.path().join("oracle.py");
+        std::fs::write(&script, ORACLE).unwrap();
+        let cases_file = scratch.path().join("cases.json");
+        std::fs::write(&cases_file, CASES).unwrap();
+        let salt_work = work();
+        let salt_root = scratch.path().join("root");
+        std::fs::create_dir(&salt_root).unwrap();
+        let Some(out) =
+            brine_render::oracle::run_with(&script, &[&cases_file, salt_work.path(), &salt_root])
+        else {
+            return;
+        };
+        let salt: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let brine_work = work();
+        let dir = brine_work.path().to_string_lossy().into_owned();
+        let mut failures = Vec::new();
+        for (i, (fun, args, kwargs)) in cases.iter().enumerate() {
+            let sub = |v: &serde_json::Value| {
+                let text = serde_json::to_string(v).unwrap().replace("{WORK}", &dir);
+                brine_protocol::payload::from_json(&serde_json::from_str(&text).unwrap())
+            };
+            let mut arg: Vec<Value> = args.iter().map(sub).collect();
+            if !kwargs.is_empty() {
+                let entries: Vec<(&str, Value)> =
+                    kwargs.iter().map(|(k, v)| (k.as_str(), sub(v))).collect();
+                arg.push(kw(&entries));
+            }
+            let ret = run(fun, &arg).await;
+            let mut got = comparable(fun, &ret, &dir);
+            let mut want = salt["results"][i].clone();
+            mask(&mut got);
+            mask(&mut want);
+            if got != want {
+                failures.push(format!(
+                    "{fun} {args:?} {kwargs:?}\n  salt:  {want}\n  brine: {got}"
+                ));
+            }
+        }
+        let brine_tree = serde_json::Value::Object(tree(brine_work.path()));
+        if brine_tree != salt["tree"] {
+            failures.push(format!(
+                "files differ\n  salt:  {}\n  brine: {brine_tree}",
+                salt["tree"]
+            ));
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    // -- Unit tests -------------------------------------------------------------------
+
+    #[tokio::test]
+    async fn missing_files_give_salts_errors() {
+        let dir = work();
+        let missing = p(&dir, "nope");
+        let m = missing.as_str().unwrap().to_string();
+        assert_eq!(
+            run("file.get_mode", std::slice::from_ref(&missing)).await,
+            s(&format!("ERROR: Path not found: {m}"))
+        );
+        assert_eq!(
+            run("file.read", std::slice::from_ref(&missing)).await,
+            s(&format!(
+                "The minion function caused an exception: FileNotFoundError: [Errno 2] No such file or directory: '{m}'"
+            ))
+        );
+        assert_eq!(
+            run("file.set_mode", &[missing.clone(), s("644")]).await,
+            s(&format!("ERROR: {m}: File not found"))
+        );
+        assert_eq!(
+            run("file.get_sum", std::slice::from_ref(&missing)).await,
+            s("File not found")
+        );
+        assert_eq!(
+            run("file.replace", &[missing.clone(), s("a"), s("b")]).await,
+            s(&format!(
+                "ERROR executing 'file.replace': File not found: {m}"
+            ))
+        );
+        assert_eq!(
+            run("file.remove", std::slice::from_ref(&missing)).await,
+            Value::Boolean(false)
+        );
+        assert_eq!(
+            run("file.contains", &[missing, s("x")]).await,
+            Value::Boolean(false)
+        );
+    }
+
+    #[tokio::test]
+    async fn bad_modes_hashes_and_regexes() {
+        let dir = work();
+        let a = p(&dir, "a");
+        assert_eq!(
+            run("file.set_mode", &[a.clone(), s("0999")]).await,
+            s("Invalid Mode 999")
+        );
+        assert_eq!(
+            run("file.set_mode", &[a.clone(), s("0o750")]).await,
+            s("0750")
+        );
+        assert_eq!(
+            run("file.get_mode", std::slice::from_ref(&a)).await,
+            s("0750")
+        );
+        assert_eq!(
+            run("file.get_hash", &[a.clone(), s("sha3")]).await,
+            s("The minion function caused an exception: ValueError: Invalid hash type: sha3")
+        );
+        let r = run("file.search", &[a.clone(), s("(a")]).await;
+        assert_eq!(
+            r,
+            s("The minion function caused an exception: re.error: missing ), unterminated subpattern at position 0")
+        );
+        let r = run("file.replace", &[a.clone(), s("l"), s("\\x")]).await;
+        assert_eq!(
+            r,
+            s("The minion function caused an exception: re.error: bad escape \\x at position 0")
+        );
+        let r = run(
+            "file.search",
+            &[a.clone(), s("x"), kw(&[("flags", s("bogus"))])],
+        )
+        .await;
+        assert_eq!(r, s("ERROR: Invalid re flag given: bogus"));
+        let r = run("file.search", &[a, s("(?<=h)e")]).await;
+        assert!(r.as_str().unwrap().contains("re.error"), "{r}");
+    }
+
+    #[tokio::test]
+    async fn replace_diffs_backs_up_and_appends() {
+        let dir = work();
+        let a = p(&dir, "a");
+        let r = run("file.replace", &[a.clone(), s("^wor(ld)$"), s("WOR\\1")]).await;
+        assert_eq!(
+            r,
+            s("--- \n+++ \n@@ -1,2 +1,2 @@\n hello\n-world\n+WORld\n")
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a.bak")).unwrap(),
+            "hello\nworld\n"
+        );
+        let r = run(
+            "file.replace",
+            &[
+                a.clone(),
+                s("^x=.*"),
+                kw(&[
+                    ("repl", s("x=1")),
+                    ("append_if_not_found", Value::Boolean(true)),
+                    ("show_changes", Value::Boolean(false)),
+                ]),
+            ],
+        )
+        .await;
+        assert_eq!(r, Value::Boolean(true));
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a")).unwrap(),
+            "hello\nWORld\nx=1\n"
+        );
+        let r = run(
+            "file.replace",
+            &[
+                a.clone(),
+                s("^x=.*"),
+                kw(&[
+                    ("repl", s("x=1")),
+                    ("append_if_not_found", Value::Boolean(true)),
+                    ("show_changes", Value::Boolean(false)),
+                ]),
+            ],
+        )
+        .await;
+        assert_eq!(r, Value::Boolean(false));
+        let r = run("file.replace", &[p(&dir, "bin"), s("a"), s("b")]).await;
+        assert!(r
+            .as_str()
+            .unwrap()
+            .contains("Cannot perform string replacements on a binary file"));
+    }
+
+    #[test]
+    fn python_subn_semantics() {
+        let re = compile_bytes("x*", ReFlags::default()).unwrap();
+        let t = parse_template(b"-", &re).unwrap();
+        assert_eq!(subn(&re, &t, b"abxd", 0), (b"-a-b--d-".to_vec(), 5));
+        let re = compile_bytes("(?P<w>a)(b)?", ReFlags::default()).unwrap();
+        let t = parse_template(b"[\\g<w>\\2\\n\\.]", &re).unwrap();
+        assert_eq!(subn(&re, &t, b"a ab", 0).0, b"[a\n\\.] [ab\n\\.]".to_vec());
+        assert_eq!(subn(&re, &t, b"a a", 1).1, 1);
+        assert_eq!(subn(&re, &t, b"a a", -1).1, 0);
+        assert!(parse_template(b"\\3", &re).is_err());
+        assert!(parse_template(b"\\g<nope>", &re).is_err());
+        assert_eq!(
+            parse_template(b"$1", &re).unwrap(),
+            vec![Piece::Literal(b"$1".to_vec())]
+        );
+    }
+
+    #[test]
+    fn pattern_translation() {
+        assert_eq!(
+            translate_pattern("a{2,}b{,3}c\\Z", false).unwrap(),
+            "a{2,}b{0,3}c\\z"
+        );
+        assert_eq!(translate_pattern("${x}", false).unwrap(), "$\\{x\\}");
+        assert_eq!(translate_pattern("[[&]", false).unwrap(), "[\\[\\&]");
+        let err = |p: &str| match translate_pattern(p, false) {
+            Err(FnError::Exception(m)) => m,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            err("[abc"),
+            "re.error: unterminated character set at position 0"
+        );
+        assert_eq!(err("ab)"), "re.error: unbalanced parenthesis at position 2");
+        assert_eq!(err("+x"), "re.error: nothing to repeat at position 0");
+        assert_eq!(err("x|*"), "re.error: nothing to repeat at position 2");
+        assert_eq!(
+            err("x\\"),
+            "re.error: bad escape (end of pattern) at position 1"
+        );
+        // Size-limited compilation fails cleanly.
+        assert!(compile_str("(\\w{1000}){1000}").is_err());
+    }
+
+    #[test]
+    fn python_path_functions() {
+        assert_eq!(normpath("//a/./b/../c/"), "//a/c");
+        assert_eq!(normpath("../a/.."), "..");
+        assert_eq!(normpath(""), ".");
+        assert_eq!(normpath("///x"), "/x");
+        assert_eq!(dirname("/a/b//c"), "/a/b");
+        assert_eq!(dirname("//c"), "//");
+        assert_eq!(dirname("c"), "");
+        assert_eq!(split("/a/b/"), ("/a/b".into(), String::new()));
+        assert_eq!(
+            splitlines(b"a\r\nb\rc\nd"),
+            vec![&b"a\r\n"[..], b"b\r", b"c\n", b"d"]
+        );
+        let dir = work();
+        let base = dir.path().to_string_lossy().into_owned();
+        std::os::unix::fs::symlink("a", dir.path().join("l")).unwrap();
+        assert_eq!(realpath(&format!("{base}/l")), format!("{base}/a"));
+        assert_eq!(realpath(&format!("{base}/x/../l/y")), format!("{base}/a/y"));
+        assert!(is_text_file(&format!("{base}/a")));
+        assert!(!is_text_file(&format!("{base}/bin")));
+        assert!(!is_text_file(&base));
+    }
+
+    #[tokio::test]
+    async fn non_string_paths_are_type_errors() {
+        let r = run("file.file_exists", &[Value::from(5)]).await;
+        assert!(
+            r.as_str().unwrap().starts_with(
+                "Passed invalid arguments to file.file_exists: expected str, bytes or os.PathLike object, not int"
+            ),
+            "{r}"
+        );
+        let r = run("file.join", &[s("/a"), Value::from(1)]).await;
+        assert!(
+            r.as_str().unwrap().contains("join() argument must be str"),
+            "{r}"
+        );
+    }
+
+    #[tokio::test]
+    async fn stats_fields() {
+        let dir = work();
+        let r = call(&ctx(), "file.stats", &[p(&dir, "a")]).await;
+        assert_eq!(r.retcode, 0);
+        let keys: Vec<String> = r
+            .ret
+            .as_map()
+            .unwrap()
+            .iter()
+            .map(|(k, _)| py_str(k))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "inode", "uid", "gid", "group", "user", "atime", "mtime", "ctime", "size", "mode",
+                "type", "target"
+            ]
+        );
+        assert_eq!(get(&r.ret, "size"), Some(&Value::from(12)));
+        assert_eq!(get(&r.ret, "type"), Some(&s("file")));
+        assert!(get(&r.ret, "mtime").is_some_and(Value::is_f64));
+    }
+}

@@ -1,0 +1,2 @@
+# The same machine state as the services case.
+exec sh "$(dirname "$0")/../services/setup.sh" "$@"
