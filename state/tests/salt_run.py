@@ -15,11 +15,14 @@ import salt.state
 
 
 def machine_allows(needs):
-    """Cases that install real packages (apt) or run real init scripts (sysv) run as root on a
-    Debian-family machine, the latter only where systemd is not running."""
+    """Cases that change users (root), install real packages (apt) or run real init scripts
+    (sysv) run as root, the last two on a Debian-family machine, sysv only where systemd is
+    not running."""
     if needs is None:
         return True
     root = os.geteuid() == 0
+    if needs == "root":
+        return root
     if needs == "apt":
         return root and shutil.which("apt-get") is not None
     if needs == "sysv":

@@ -314,6 +314,8 @@ modules! {
     Service => service,
     State => state,
     Cp => cp,
+    User => user,
+    Group => group,
     File => file,
 }
 
@@ -325,7 +327,12 @@ impl Function {
 
 /// The file Salt's loader names as a module's provider (`test.provider`): Salt's own module
 /// file for each module this minion has, where it differs from the module's name.
-const PROVIDER_FILES: &[(&str, &str)] = &[("cmd", "cmdmod"), ("sys", "sysmod")];
+const PROVIDER_FILES: &[(&str, &str)] = &[
+    ("cmd", "cmdmod"),
+    ("sys", "sysmod"),
+    ("user", "useradd"),
+    ("group", "groupadd"),
+];
 
 /// The provider of `module`, or `None` when this minion has no such module.
 pub(crate) fn provider(module: &str) -> Option<&'static str> {

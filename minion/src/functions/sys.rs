@@ -295,8 +295,8 @@ mod tests {
             r.ret,
             Value::Array(
                 [
-                    "beacons", "cmd", "cp", "file", "grains", "mine", "pillar", "pkg", "saltutil",
-                    "schedule", "service", "state", "status", "sys", "test"
+                    "beacons", "cmd", "cp", "file", "grains", "group", "mine", "pillar", "pkg",
+                    "saltutil", "schedule", "service", "state", "status", "sys", "test", "user"
                 ]
                 .map(Value::from)
                 .to_vec()

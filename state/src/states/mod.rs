@@ -10,9 +10,11 @@ use crate::low::Low;
 pub mod checks;
 pub mod cmd;
 pub mod file;
+pub mod group;
 pub mod pkg;
 pub mod service;
 pub mod test;
+pub mod user;
 
 /// What a state run acts through: execution functions, the file server, the templates.
 pub trait Host {
@@ -114,6 +116,8 @@ const MODULES: &[(&str, &[Spec])] = &[
     ("test", test::FUNCTIONS),
     ("cmd", cmd::FUNCTIONS),
     ("file", file::FUNCTIONS),
+    ("user", user::FUNCTIONS),
+    ("group", group::FUNCTIONS),
     ("pkg", pkg::FUNCTIONS),
     ("service", service::FUNCTIONS),
 ];
