@@ -315,7 +315,7 @@ fn installed(c: &Call) -> Result<Map<String, Value>, String> {
     let purge_desired = list_pkgs(c, &[("purge_desired", json!(true))])?;
     let to_unpurge: Vec<String> = desired
         .iter()
-        .filter(|(n, _)| purge_desired.contains_key(n) && !cur.contains_key(n))
+        .filter(|(n, _)| purge_desired.contains_key(n))
         .map(|(n, _)| n.clone())
         .collect();
     let mut desired = desired;
