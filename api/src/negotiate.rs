@@ -7,7 +7,6 @@ use std::io;
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::{ApiError, UNSERIALIZABLE};
@@ -164,67 +163,8 @@ pub fn serialize(format: Format, body: &Value) -> Result<Vec<u8>, ApiError> {
 
 /// JSON as Python's `json.dumps(obj, ensure_ascii=False)` writes it.
 pub fn to_python_json(body: &Value) -> io::Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(128);
-    let mut serializer = serde_json::Serializer::with_formatter(&mut out, PythonFormatter);
-    body.serialize(&mut serializer).map_err(io::Error::other)?;
-    Ok(out)
-}
-
-/// serde_json formatter with Python's default separators and float repr.
-struct PythonFormatter;
-
-impl serde_json::ser::Formatter for PythonFormatter {
-    fn begin_array_value<W: ?Sized + io::Write>(
-        &mut self,
-        w: &mut W,
-        first: bool,
-    ) -> io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            w.write_all(b", ")
-        }
-    }
-
-    fn begin_object_key<W: ?Sized + io::Write>(
-        &mut self,
-        w: &mut W,
-        first: bool,
-    ) -> io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            w.write_all(b", ")
-        }
-    }
-
-    fn begin_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        w.write_all(b": ")
-    }
-
-    fn write_f64<W: ?Sized + io::Write>(&mut self, w: &mut W, value: f64) -> io::Result<()> {
-        w.write_all(python_float_repr(value).as_bytes())
-    }
-
-    fn write_f32<W: ?Sized + io::Write>(&mut self, w: &mut W, value: f32) -> io::Result<()> {
-        w.write_all(python_float_repr(f64::from(value)).as_bytes())
-    }
-}
-
-/// Python's `json.dumps` of a float: its `repr()`, and JavaScript's names for the values
-/// JSON lacks.
-fn python_float_repr(value: f64) -> String {
-    if !value.is_finite() {
-        // Never reached through serde_json::Value; Python would write these names.
-        return if value.is_nan() {
-            "NaN".into()
-        } else if value > 0.0 {
-            "Infinity".into()
-        } else {
-            "-Infinity".into()
-        };
-    }
-    brine_protocol::pyrepr::float_repr(value)
+    let style = brine_protocol::pyjson::JsonStyle::new(None, false);
+    Ok(brine_protocol::pyjson::dumps(body, &style).into_bytes())
 }
 
 #[cfg(test)]
@@ -348,7 +288,8 @@ mod tests {
             (0.0, "0.0"),
         ];
         for (value, text) in cases {
-            assert_eq!(python_float_repr(value), text, "{value}");
+            let bytes = to_python_json(&json!(value)).expect("json");
+            assert_eq!(String::from_utf8_lossy(&bytes), text, "{value}");
         }
     }
 

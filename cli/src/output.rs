@@ -309,101 +309,12 @@ fn pformat(value: &Value, indent: usize, allowance: usize) -> String {
 
 /// Python's `json.dumps(data, indent=..., ensure_ascii=False)`.
 fn json(data: &Value, indent: Option<usize>) -> String {
-    let mut out = String::new();
     let indent = match indent {
         None => Some(4),
         Some(NO_INDENT) => None,
-        Some(n) => Some(n),
+        Some(n) => Some(i64::try_from(n).unwrap_or(i64::MAX)),
     };
-    json_value(data, indent, 0, &mut out);
-    out
-}
-
-fn json_value(value: &Value, indent: Option<usize>, level: usize, out: &mut String) {
-    match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => out.push_str(&json_number(n)),
-        Value::String(s) => json_string(s, out),
-        Value::Array(items) if items.is_empty() => out.push_str("[]"),
-        Value::Object(map) if map.is_empty() => out.push_str("{}"),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                json_separator(i == 0, indent, level + 1, out);
-                json_value(item, indent, level + 1, out);
-            }
-            json_close(indent, level, out);
-            out.push(']');
-        }
-        Value::Object(map) => {
-            out.push('{');
-            for (i, (k, v)) in map.iter().enumerate() {
-                json_separator(i == 0, indent, level + 1, out);
-                json_string(k, out);
-                out.push_str(": ");
-                json_value(v, indent, level + 1, out);
-            }
-            json_close(indent, level, out);
-            out.push('}');
-        }
-    }
-}
-
-fn json_separator(first: bool, indent: Option<usize>, level: usize, out: &mut String) {
-    match indent {
-        Some(n) => {
-            if !first {
-                out.push(',');
-            }
-            out.push('\n');
-            out.push_str(&" ".repeat(n * level));
-        }
-        None if !first => out.push_str(", "),
-        None => {}
-    }
-}
-
-fn json_close(indent: Option<usize>, level: usize, out: &mut String) {
-    if let Some(n) = indent {
-        out.push('\n');
-        out.push_str(&" ".repeat(n * level));
-    }
-}
-
-fn json_number(n: &serde_json::Number) -> String {
-    if n.is_f64() {
-        let f = n.as_f64().unwrap_or(f64::NAN);
-        if f.is_nan() {
-            "NaN".to_owned()
-        } else if f.is_infinite() {
-            if f > 0.0 { "Infinity" } else { "-Infinity" }.to_owned()
-        } else {
-            python_float(f)
-        }
-    } else {
-        n.to_string()
-    }
-}
-
-fn json_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\x08' => out.push_str("\\b"),
-            '\x0c' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    brine_protocol::pyjson::dumps(data, &brine_protocol::pyjson::JsonStyle::new(indent, false))
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! salt-call --local runs a function on the spot, with Salt's output and exit codes.
+//! salt-call --local runs a function on the spot, with Salt's output and exit codes; without a
+//! master to sign in to, salt-call stops as Salt's does.
 
 use brine_e2e::{bin, stderr, stdout};
 
@@ -56,15 +57,28 @@ fn salt_call_local() {
         stdout(&o)
     );
 
-    // Without --local: a one-line refusal, not a hang.
+    // Without --local and with no master answering: Salt's one-line message and exit code 2
+    // once the sign-in times out, not a hang.
+    let conf = std::fs::read_to_string(d.path().join("minion")).unwrap();
+    std::fs::write(
+        d.path().join("minion"),
+        format!(
+            "{conf}master: 127.0.0.1\nmaster_port: {}\nauth_timeout: 1\n",
+            brine_e2e::free_port()
+        ),
+    )
+    .unwrap();
     let o = std::process::Command::new(bin("salt-call"))
         .arg("-c")
         .arg(d.path())
         .arg("test.ping")
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert_eq!(stderr(&o).trim().lines().count(), 1);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o).trim(),
+        "Minion failed to authenticate with the master, has the minion key been accepted?"
+    );
 }
 
 /// Grains Salt computes that Brine does not report, each for a reason: the Python interpreter

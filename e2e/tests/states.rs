@@ -9,7 +9,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use brine_e2e::real::{self, Fleet};
+use brine_e2e::real::{self, Fleet, RealMaster};
 use brine_e2e::Stack;
 use serde_json::{json, Value};
 
@@ -88,6 +88,11 @@ fn write_tree(tree: &Path) {
          fine:\n  test.nop: []\n",
     );
     write(&base.join("broken.sls"), "oops: {{ undefined_thing.x }\n");
+    // A custom execution module: Python, which Brine's minion does not run.
+    write(
+        &base.join("_modules/custom.py"),
+        "def hello():\n    return 'hi'\n",
+    );
     let dev = tree.join("dev");
     write(
         &dev.join("devtools.sls"),
@@ -143,6 +148,52 @@ fn states(v: &Value) -> Value {
     }
 }
 
+/// The master both minions connect to: Brine's, or a real salt-master 3007, each with its own
+/// tools (`salt`, `salt-key`, `salt-run`).
+enum Master {
+    Brine(Stack),
+    Real(RealMaster),
+}
+
+impl Master {
+    /// Where the minions' directories (`minion-<id>`) are.
+    fn base(&self) -> PathBuf {
+        match self {
+            Master::Brine(st) => st.dir.path().to_path_buf(),
+            Master::Real(rm) => rm.dir.path().to_path_buf(),
+        }
+    }
+
+    fn salt_json(&self, args: &[&str]) -> (Value, i32) {
+        match self {
+            Master::Brine(st) => st.salt_json(args),
+            Master::Real(rm) => rm.salt_json(args),
+        }
+    }
+
+    fn tool(&self, name: &str, args: &[&str]) -> std::process::Output {
+        match self {
+            Master::Brine(st) => st.tool(name, args),
+            Master::Real(rm) => rm.tool(name, args),
+        }
+    }
+
+    fn logs(&self) -> String {
+        match self {
+            Master::Brine(st) => st.logs(),
+            Master::Real(rm) => rm.logs(),
+        }
+    }
+}
+
+/// The roots of the tree written by `write_tree`, as master config.
+fn roots(tree: &Path) -> String {
+    let t = tree.display();
+    format!(
+        "file_roots:\n  base: [{t}/base]\n  dev: [{t}/dev]\npillar_roots:\n  base: [{t}/pillar]\n"
+    )
+}
+
 #[test]
 fn brines_minion_applies_states_as_salt_minion_does() {
     let Some((v7, _)) = real::venvs() else {
@@ -153,25 +204,12 @@ fn brines_minion_applies_states_as_salt_minion_does() {
     write_tree(&tree);
     let conf = st.master_conf_dir().join("master");
     let text = fs::read_to_string(&conf).unwrap();
-    let t = tree.display();
-    fs::write(
-        &conf,
-        format!(
-            "{text}file_roots:\n  base: [{t}/base]\n  dev: [{t}/dev]\npillar_roots:\n  base: [{t}/pillar]\n"
-        ),
-    )
-    .unwrap();
+    fs::write(&conf, format!("{text}{}", roots(&tree))).unwrap();
     st.start_master();
     let base_dir = st.dir.path().to_path_buf();
-    let root_of = |id: &str| base_dir.join(format!("minion-{id}"));
-    let grains = |id: &str| {
-        format!(
-            "grains:\n  stdest: {}\n  os_family: Debian\n",
-            dest(&root_of(id)).display()
-        )
-    };
+    let grains = |id: &str| stdest_grains(&base_dir, id);
     let mut fleet = Fleet(Vec::new());
-    let real_root = root_of(REAL);
+    let real_root = base_dir.join(format!("minion-{REAL}"));
     real::write_minion_conf(
         &real_root,
         REAL,
@@ -186,6 +224,46 @@ fn brines_minion_applies_states_as_salt_minion_does() {
         assert!(st.tool("salt-key", &["-y", "-a", id]).status.success());
     }
     st.wait_answering(&[REAL, BRINE]);
+    compare_minions(&Master::Brine(st), &v7);
+    drop(fleet);
+}
+
+#[test]
+fn brines_minion_applies_states_as_salt_minion_does_under_a_real_master() {
+    let Some((v7, _)) = real::venvs() else {
+        return;
+    };
+    let mut rm = RealMaster::new(&v7, "timeout: 60\n");
+    let tree = rm.dir.path().join("tree");
+    write_tree(&tree);
+    let conf = rm.conf_dir().join("master");
+    let text = fs::read_to_string(&conf).unwrap();
+    let r = rm.root().display().to_string();
+    let own =
+        format!("file_roots:\n  base: [{r}/srv/salt]\npillar_roots:\n  base: [{r}/srv/pillar]\n");
+    assert!(text.contains(&own), "{text}");
+    fs::write(&conf, text.replace(&own, &roots(&tree))).unwrap();
+    rm.start();
+    let base_dir = rm.dir.path().to_path_buf();
+    rm.start_real_minion(&v7, REAL, &stdest_grains(&base_dir, REAL));
+    rm.start_brine_minion(BRINE, &stdest_grains(&base_dir, BRINE));
+    rm.accept(&[REAL, BRINE]);
+    rm.wait_answering(&[REAL, BRINE]);
+    compare_minions(&Master::Real(rm), &v7);
+}
+
+/// The grains pointing a minion's states at its own output directory.
+fn stdest_grains(base: &Path, id: &str) -> String {
+    format!(
+        "grains:\n  stdest: {}\n  os_family: Debian\n",
+        dest(&base.join(format!("minion-{id}"))).display()
+    )
+}
+
+/// Both minions, signed in to `st`, run the same calls: the same returns and files.
+fn compare_minions(st: &Master, v7: &Path) {
+    let base_dir = st.base();
+    let root_of = |id: &str| base_dir.join(format!("minion-{id}"));
     for id in [REAL, BRINE] {
         // Something state.absent removes.
         write(&dest(&root_of(id)).join("app/old.conf"), "old\n");
@@ -315,6 +393,25 @@ fn brines_minion_applies_states_as_salt_minion_does() {
         &["state.single", "test.succeed_with_changes", "name=one"],
         states,
     );
+    // Syncing: nothing to sync gives both the same empty list; a custom Python module is
+    // run by salt-minion and refused by name by Brine's minion.
+    compare("sync_states", &["saltutil.sync_states"], same);
+    compare(
+        "sync_grains dev",
+        &["saltutil.sync_grains", "saltenv=dev"],
+        same,
+    );
+    compare("refresh_pillar", &["saltutil.refresh_pillar"], same);
+    let (v, _) = st.salt_json(&["-t", "60", BRINE, "saltutil.sync_modules"]);
+    let refused = v[BRINE].as_str().unwrap_or_default();
+    assert!(
+        refused.contains("modules.custom (salt://_modules/custom.py?saltenv=base)"),
+        "{v}"
+    );
+    // salt-minion synced it with its first highstate and runs it.
+    let (v, _) = st.salt_json(&["-t", "60", REAL, "custom.hello"]);
+    assert_eq!(v[REAL], json!("hi"));
+
     // The files on disk are the same.
     for file in [
         "got/settings.ini",
@@ -338,6 +435,74 @@ fn brines_minion_applies_states_as_salt_minion_does() {
         }
     }
     assert!(!dest(&root_of(BRINE)).join("app/old.conf").exists());
+
+    // salt-call through the master, on each minion's own config: the same returns, the same
+    // files, and each call recorded by the master as a job of that minion.
+    let salt_call = |id: &str, args: &[&str]| {
+        let program = if id == REAL {
+            v7.join("bin/salt-call")
+        } else {
+            brine_e2e::bin("salt-call")
+        };
+        let o = std::process::Command::new(program)
+            .arg("-c")
+            .arg(root_of(id).join("etc"))
+            .args(["--out", "json"])
+            .args(args)
+            .output()
+            .expect("run salt-call");
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| {
+            json!({"unparsed": String::from_utf8_lossy(&o.stdout), "stderr": String::from_utf8_lossy(&o.stderr)})
+        });
+        (v, o.status.code())
+    };
+    let mut call_compare = |what: &str, args: &[&str], pick: fn(&Value) -> Value| {
+        let (real, real_code) = salt_call(REAL, args);
+        let (brine, brine_code) = salt_call(BRINE, args);
+        let real = normalize(&pick(&real["local"]), &root_of(REAL), REAL);
+        let brine = normalize(&pick(&brine["local"]), &root_of(BRINE), BRINE);
+        if (real.clone(), real_code) != (brine.clone(), brine_code) {
+            failures.push(format!(
+                "salt-call {what}:\n  salt-call: {real} ({real_code:?})\n  brine:     {brine} ({brine_code:?})"
+            ));
+        }
+    };
+    call_compare("pillar.items", &["pillar.items"], same);
+    call_compare("grains.item", &["grains.item", "stdest"], same);
+    call_compare("state.apply test", &["state.apply", "test=True"], states);
+    call_compare("state.apply", &["state.apply"], states);
+    call_compare("state.sls bad", &["state.sls", "bad"], states);
+    for id in [REAL, BRINE] {
+        let got = dest(&root_of(id)).join("called/static.txt");
+        let got_text = got.display().to_string();
+        let (v, code) = salt_call(
+            id,
+            &[
+                "cp.get_file",
+                "salt://app/files/static.txt",
+                &got_text,
+                "makedirs=True",
+            ],
+        );
+        assert_eq!(code, Some(0), "{id}: {v}");
+        assert_eq!(v["local"], json!(got_text), "{id}");
+        assert_eq!(
+            fs::read_to_string(&got).unwrap_or_default(),
+            "static\n",
+            "{id}"
+        );
+    }
+    let jobs = st.tool("salt-run", &["--out", "json", "jobs.list_jobs"]);
+    let jobs: Value = serde_json::from_slice(&jobs.stdout).unwrap_or(Value::Null);
+    for id in [REAL, BRINE] {
+        let called = jobs.as_object().is_some_and(|m| {
+            m.values()
+                .any(|j| j["Function"] == "pillar.items" && j["Target"] == json!(id))
+        });
+        if !called {
+            failures.push(format!("the master has no salt-call job of {id}: {jobs}"));
+        }
+    }
     assert!(
         failures.is_empty(),
         "{}\n{}",

@@ -24,12 +24,10 @@ const JID_QUEUE: usize = 100;
 pub struct Minion {
     pub cfg: MinionConfig,
     pub channel: Arc<Channel>,
-    pub grains: Arc<Value>,
     pub running: Arc<RunningJobs>,
-    pub pillar: std::sync::RwLock<Arc<Value>>,
     /// The schedule, beacons and master link of the `schedule`, `beacons` and `mine` modules.
     pub services: Arc<Services>,
-    master_host: String,
+    pub(crate) master_host: String,
     job_timeout: Option<Duration>,
 }
 
@@ -78,12 +76,6 @@ impl Minion {
             Duration::from_secs(cfg.request_channel_timeout.max(1)),
             cfg.request_channel_tries,
         ));
-        let extra = brine_protocol::payload::from_json(&cfg.grains);
-        let grains = Arc::new(crate::grains_core::grains_collect(
-            &cfg.id,
-            &extra,
-            &master_host,
-        ));
         let job_timeout = cfg.job_timeout.map(Duration::from_secs);
         let services = Arc::new(Services::from_config(
             &cfg,
@@ -112,13 +104,17 @@ impl Minion {
         Ok(Minion {
             cfg,
             channel,
-            grains,
             running: Arc::new(RunningJobs::default()),
-            pillar: std::sync::RwLock::new(Arc::new(Value::Map(vec![]))),
             services,
             master_host,
             job_timeout,
         })
+    }
+
+    /// The minion's grains now (they change with `grains.setval` and friends and
+    /// `saltutil.refresh_grains`).
+    pub fn grains(&self) -> Arc<Value> {
+        self.services.grains()
     }
 
     /// Sign in, waiting politely while our key is pending. `Err` only for a final refusal.
@@ -160,40 +156,21 @@ impl Minion {
         }
     }
 
-    async fn request(&self, load: Value) -> Result<Value, ChannelError> {
+    pub(crate) async fn request(&self, load: Value) -> Result<Value, ChannelError> {
         let ch = self.channel.clone();
         tokio::task::spawn_blocking(move || ch.request(&load))
             .await
             .unwrap_or(Err(ChannelError::NotSignedIn))
     }
 
-    async fn fetch_pillar(&self) {
-        let load = map(vec![
-            ("cmd", Value::from("_pillar")),
-            ("id", Value::from(self.cfg.id.clone())),
-            ("grains", (*self.grains).clone()),
-            ("saltenv", Value::Nil),
-            ("pillarenv", Value::Nil),
-            ("pillar_override", Value::Map(vec![])),
-            ("extra_minion_data", Value::Map(vec![])),
-            ("ver", Value::from("2")),
-        ]);
-        let ch = self.channel.clone();
-        match tokio::task::spawn_blocking(move || ch.request_private(&load, "pillar")).await {
-            Ok(Ok(p)) => {
-                let json = brine_protocol::payload::to_json(&p);
-                self.services.schedule.set_pillar(json.get("schedule"));
-                self.services.beacons.set_pillar(json.get("beacons"));
-                *self.pillar.write().expect("pillar lock") = Arc::new(p);
-            }
-            Ok(Err(e)) => tracing::warn!("pillar not received: {e}"),
-            Err(e) => tracing::warn!("pillar not received: {e}"),
+    pub(crate) async fn fetch_pillar(&self) {
+        if let Err(e) = self
+            .services
+            .refresh_pillar(&self.cfg.id, &self.grains())
+            .await
+        {
+            tracing::warn!("pillar not received: {e}");
         }
-    }
-
-    async fn fire_master(&self, tag: &str, data: Value) {
-        let ev = MinionEventLoad::single(&self.cfg.id, tag, data);
-        self.send_events(ev, tag).await;
     }
 
     /// Send one `_minion_event` load (every event this minion fires on the master's bus).
@@ -209,11 +186,39 @@ impl Minion {
             self.cfg.id,
             brine_protocol::jid::asctime_now()
         ));
+        // Salt adds the grains `start_event_grains` names to its start events' loads.
+        let grains = (!self.cfg.start_event_grains.is_empty()).then(|| {
+            let grains = self.grains();
+            let wanted = |k: &Value| {
+                k.as_str()
+                    .is_some_and(|k| self.cfg.start_event_grains.iter().any(|g| g == k))
+            };
+            Value::Map(
+                grains
+                    .as_map()
+                    .map(|m| m.iter().filter(|(k, _)| wanted(k)).cloned().collect())
+                    .unwrap_or_default(),
+            )
+        });
+        let mut tags = Vec::new();
         if self.cfg.enable_legacy_startup_events {
-            self.fire_master("minion_start", msg.clone()).await;
+            tags.push("minion_start".to_string());
         }
-        self.fire_master(&format!("salt/minion/{}/start", self.cfg.id), msg)
-            .await;
+        tags.push(format!("salt/minion/{}/start", self.cfg.id));
+        for tag in tags {
+            let mut ev = MinionEventLoad::single(&self.cfg.id, &tag, msg.clone());
+            if let (
+                Some(grains),
+                MinionEvents::Single {
+                    data: Value::Map(load),
+                    ..
+                },
+            ) = (&grains, &mut ev.events)
+            {
+                load.push((Value::from("grains"), grains.clone()));
+            }
+            self.send_events(ev, &tag).await;
+        }
     }
 
     /// Decrypt and check one publish. `None` if it is not for us or unreadable.
@@ -266,10 +271,11 @@ impl Minion {
 
     fn targets_me(&self, load: &PublishLoad) -> bool {
         let delimiter = load.delimiter.as_deref().unwrap_or(":");
-        let pillar = self.pillar.read().expect("pillar lock").clone();
+        let pillar = self.services.pillar();
+        let grains = self.grains();
         let me = MinionData {
             id: &self.cfg.id,
-            grains: Some(&self.grains),
+            grains: Some(&grains),
             pillar: Some(&pillar),
         };
         match matches(&load.tgt.to_value(), &load.tgt_type, delimiter, &me) {
@@ -297,10 +303,10 @@ impl Minion {
         }
         let ctx = Context {
             id: self.cfg.id.clone(),
-            grains: self.grains.clone(),
+            grains: self.grains(),
             running: self.running.clone(),
             pub_load: load.to_value(),
-            pillar: self.pillar.read().expect("pillar lock").clone(),
+            pillar: self.services.pillar(),
             services: self.services.clone(),
         };
         let mut ret = ReturnLoad::new(&self.cfg.id, &jid, load.fun.clone(), load.arg.clone());
@@ -390,7 +396,7 @@ impl Minion {
         let jid = brine_protocol::jid::gen_jid();
         let ctx = Context {
             id: self.cfg.id.clone(),
-            grains: self.grains.clone(),
+            grains: self.grains(),
             running: self.running.clone(),
             pub_load: map(vec![
                 ("fun", Value::from(fun.clone())),
@@ -399,7 +405,7 @@ impl Minion {
                 ("schedule", Value::from(due.name.clone())),
                 ("tgt", Value::from(self.cfg.id.clone())),
             ]),
-            pillar: self.pillar.read().expect("pillar lock").clone(),
+            pillar: self.services.pillar(),
             services: self.services.clone(),
         };
         let r = self.call_bounded(&ctx, &fun, &args).await;

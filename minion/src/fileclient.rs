@@ -92,6 +92,26 @@ impl FileClient {
         })
     }
 
+    /// Salt's `symlink_list`: the symlinks of `saltenv` under `prefix`, each with its link text.
+    pub fn symlink_list(
+        &self,
+        saltenv: &str,
+        prefix: &str,
+    ) -> Result<Vec<(String, String)>, String> {
+        let reply = self.request(vec![
+            ("cmd", Value::from("_symlink_list")),
+            ("saltenv", Value::from(saltenv)),
+            ("prefix", Value::from(prefix)),
+        ])?;
+        Ok(match reply {
+            Value::Map(entries) => entries
+                .iter()
+                .filter_map(|(k, v)| Some((k.as_str()?.to_string(), v.as_str()?.to_string())))
+                .collect(),
+            _ => Vec::new(),
+        })
+    }
+
     /// The master's hash of `path` (`{hsum, hash_type}`), an empty map when it has no such
     /// file.
     pub fn hash(&self, source: &str, saltenv: &str) -> Result<Value, String> {

@@ -224,6 +224,61 @@ pub fn grains_collect(id: &str, extra: &Value, master: &str) -> Value {
     )
 }
 
+/// Every grain of a minion as Salt's loader assembles them: the core grains of this host, the
+/// static grains of `grains_file` over them, and `config` (the `grains` option of the minion's
+/// configuration) over both.
+pub fn grains_load(id: &str, master: &str, grains_file: Option<&Path>, config: &Value) -> Value {
+    grains_collect(id, &grains_extra(grains_file, config), master)
+}
+
+/// What goes over the core grains: the static grains of `grains_file` with `config` over them.
+pub fn grains_extra(grains_file: Option<&Path>, config: &Value) -> Value {
+    let mut extra = grains_file.and_then(static_grains).unwrap_or_default();
+    dict_update(&mut extra, config);
+    Value::Map(extra)
+}
+
+/// Python's `dict.update`: the entries of the map `from` replace those with the same key (in
+/// place) or come last.
+pub fn dict_update(into: &mut Vec<(Value, Value)>, from: &Value) {
+    if let Value::Map(entries) = from {
+        for (k, v) in entries {
+            match into.iter_mut().find(|(ik, _)| ik == k) {
+                Some(slot) => slot.1 = v.clone(),
+                None => into.push((k.clone(), v.clone())),
+            }
+        }
+    }
+}
+
+/// The grains file's mapping (Salt's `extra.config` grains); `None` when there is no such file,
+/// or (logged, as Salt logs it) when it cannot be read or loaded. A file that holds no mapping
+/// adds no grains.
+pub fn static_grains(path: &Path) -> Option<Vec<(Value, Value)>> {
+    if !path.is_file() {
+        return None;
+    }
+    tracing::debug!("Loading static grains from {}", path.display());
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::warn!("grains file {} not read: {e}", path.display());
+            return None;
+        }
+    };
+    match brine_protocol::yaml::load::load(&text) {
+        Ok(data) => match brine_protocol::payload::from_json(&data) {
+            Value::Map(entries) => Some(entries),
+            _ => None,
+        },
+        Err(e) => {
+            tracing::warn!("Bad syntax in grains file! Skipping.");
+            tracing::debug!("grains file {}: {e}", path.display());
+            None
+        }
+    }
+}
+
 /// `server_id`: the low 31 bits of the SHA-256 of the minion id, as Salt computes it.
 pub fn server_id(id: &str) -> u32 {
     use sha2::Digest;

@@ -2,6 +2,7 @@
 //! execution modules.
 
 pub mod beacons;
+pub mod caller;
 pub mod channel;
 pub mod daemon;
 pub mod fileclient;

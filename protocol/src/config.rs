@@ -182,7 +182,7 @@ fn include_config(
 }
 
 /// Salt's `dictupdate.update(dest, upd, recursive_update=True, merge_lists)`.
-fn merge_recursive(dest: &mut Map<String, Value>, upd: Map<String, Value>, merge_lists: bool) {
+pub fn merge_recursive(dest: &mut Map<String, Value>, upd: Map<String, Value>, merge_lists: bool) {
     for (key, value) in upd {
         match (dest.get_mut(&key), value) {
             (Some(Value::Object(d)), Value::Object(u)) => merge_recursive(d, u, merge_lists),

@@ -210,6 +210,23 @@ pub fn shlex_split(s: &str) -> Result<Vec<String>, String> {
     Ok(words)
 }
 
+/// `str(OSError)` as Python words it: `[Errno 2] No such file or directory: '/x'` (without
+/// the path when there is none); the error's own text when it carries no errno.
+pub fn os_error(e: &std::io::Error, path: Option<&str>) -> String {
+    let Some(code) = e.raw_os_error() else {
+        return e.to_string();
+    };
+    // The standard library words it with the C library's `strerror`, as Python does.
+    let text = e.to_string();
+    let desc = text
+        .strip_suffix(&format!(" (os error {code})"))
+        .unwrap_or(&text);
+    match path {
+        Some(p) => format!("[Errno {code}] {desc}: {}", str_repr(p)),
+        None => format!("[Errno {code}] {desc}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,5 +283,18 @@ mod tests {
         out.clear();
         write_bytes_repr(&mut out, b"it's");
         assert_eq!(out, "b\"it's\"");
+    }
+
+    #[test]
+    fn os_errors_as_python_words_them() {
+        let e = std::io::Error::from_raw_os_error(2);
+        assert_eq!(
+            os_error(&e, Some("/x'y")),
+            "[Errno 2] No such file or directory: \"/x'y\""
+        );
+        let e = std::io::Error::from_raw_os_error(21);
+        assert_eq!(os_error(&e, None), "[Errno 21] Is a directory");
+        let e = std::io::Error::other("plain");
+        assert_eq!(os_error(&e, Some("/x")), "plain");
     }
 }

@@ -9,7 +9,10 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use brine_master::fileserver::FileServer;
+use brine_minion::fileclient::split_url;
 use brine_render::Context;
+use brine_state::states::MasterList;
 use brine_state::{call_high, verify_high, Compiler, Host, Options};
 use common::Dir;
 use serde_json::{json, Map, Value};
@@ -18,12 +21,14 @@ fn tests_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests")
 }
 
-/// The minion's own execution functions on this machine, files from the case's tree.
+/// The minion's own execution functions on this machine, files from the case's tree (served
+/// by the master's file server code, as the `base` root).
 struct LocalHost {
     functions: brine_minion::functions::TemplateFunctions,
     grains: Value,
     pillar: Value,
     tree: PathBuf,
+    files: FileServer,
     cache: PathBuf,
 }
 
@@ -48,12 +53,11 @@ impl Host for LocalHost {
     }
 
     fn fetch(&self, source: &str, saltenv: &str) -> Result<Option<Vec<u8>>, String> {
-        match source.strip_prefix("salt://") {
-            Some(rel) => brine_state::states::read_local(
-                &self.tree.join(saltenv).join(rel).display().to_string(),
-            ),
-            None => brine_state::states::read_local(source),
+        if !source.starts_with("salt://") {
+            return brine_state::states::read_local(source);
         }
+        let (rel, saltenv) = split_url(source, saltenv);
+        brine_state::states::read_local(&self.tree.join(saltenv).join(rel).display().to_string())
     }
 
     fn render_template(
@@ -73,7 +77,7 @@ impl Host for LocalHost {
         };
         brine_render::render_template(
             text,
-            source.strip_prefix("salt://").unwrap_or(source),
+            &split_url(source, saltenv).0,
             &ctx,
             Arc::new(Dir(self.tree.clone())),
             Arc::new(brine_render::NoFunctions),
@@ -84,6 +88,40 @@ impl Host for LocalHost {
     fn cachedir(&self) -> PathBuf {
         self.cache.clone()
     }
+
+    fn params(&self, fun: &str) -> Option<brine_state::states::Params> {
+        brine_minion::functions::params(fun)
+    }
+
+    fn list_master(&self, saltenv: &str, prefix: &str) -> Result<MasterList, String> {
+        let Some(lists) = self.files.lists(saltenv) else {
+            return Ok(MasterList::default());
+        };
+        let list = MasterList {
+            files: lists.files.clone(),
+            dirs: lists.dirs.clone(),
+            links: lists.links.clone(),
+        };
+        Ok(list.under(prefix))
+    }
+}
+
+/// The case's own minion options (`opts` in case.json), `{work}` in a text value standing for
+/// the case's work directory.
+fn case_opts(meta: &Value, work: &Path) -> Map<String, Value> {
+    let work = work.display().to_string();
+    meta["opts"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(key, value)| {
+            let value = match value {
+                Value::String(s) => Value::String(s.replace("{work}", &work)),
+                other => other.clone(),
+            };
+            (key.clone(), value)
+        })
+        .collect()
 }
 
 fn brine(case: &Path, work: &Path, meta: &Value) -> Value {
@@ -107,19 +145,29 @@ fn brine(case: &Path, work: &Path, meta: &Value) -> Value {
     if !errors.is_empty() {
         return json!({"errors": errors});
     }
+    let mut services = brine_minion::functions::Services::detached();
+    services.opts = case_opts(meta, work);
     let minion = brine_minion::functions::Context {
         id: "m1".into(),
         grains: Arc::new(brine_protocol::payload::from_json(&grains)),
         running: Arc::default(),
         pub_load: brine_protocol::payload::Value::Map(Vec::new()),
         pillar: Arc::new(brine_protocol::payload::Value::Map(Vec::new())),
-        services: Arc::new(brine_minion::functions::Services::detached()),
+        services: Arc::new(services),
     };
     let host = LocalHost {
         functions: brine_minion::functions::TemplateFunctions::new(minion, |_| true),
         grains,
         pillar: json!({}),
         tree: case.to_path_buf(),
+        files: FileServer::over(
+            &brine_protocol::config::MasterConfig::default(),
+            [(
+                "base".to_string(),
+                vec![case.join("base").display().to_string()],
+            )]
+            .into(),
+        ),
         cache: work.join(".cache"),
     };
     let opts = Options {
@@ -157,6 +205,12 @@ fn comparable(ret: &Value) -> Value {
     }
     if let Some(Value::Object(ch)) = out.get_mut("changes") {
         ch.remove("pid");
+        // A command run by `module.run` keeps its pid one level down.
+        for inner in ch.values_mut() {
+            if let Value::Object(inner) = inner {
+                inner.remove("pid");
+            }
+        }
     }
     Value::Object(out)
 }
@@ -177,6 +231,10 @@ fn cases_run_as_salt_runs_them() {
         let meta: Value =
             serde_json::from_str(&std::fs::read_to_string(case.join("case.json")).unwrap())
                 .unwrap();
+        // "like": another case's tree and setup.sh.
+        let case = meta["like"]
+            .as_str()
+            .map_or(case.clone(), |other| cases.join(other));
         let case_work = work.path().join(name);
         let _ = std::fs::remove_dir_all(&case_work);
         std::fs::create_dir_all(&case_work).unwrap();

@@ -2,7 +2,9 @@
 then State.call_high, what state.sls runs) on this machine, and print JSON:
 {case: {"ret": {tag: result}} | {"errors": [...]}}. Each case runs in WORK_DIR/<case>, which
 its states see as the grain `work`, made by the case's setup.sh if any, removed afterwards;
-with "runs": 2 the states are applied twice and the second run is printed. Usage: salt_run.py CASES_DIR WORK_DIR"""
+"opts" in case.json sets minion options ("{work}" in a value stands for that directory);
+with "runs": 2 the states are applied twice and the second run is printed; "like": "<case>"
+takes the tree (base/) and setup.sh of that case. Usage: salt_run.py CASES_DIR WORK_DIR"""
 import json
 import os
 import shutil
@@ -15,14 +17,16 @@ import salt.state
 
 
 def machine_allows(needs):
-    """Cases that change users (root), install real packages (apt) or run real init scripts
-    (sysv) run as root, the last two on a Debian-family machine, sysv only where systemd is
-    not running."""
+    """Cases that change users (root), users' crontabs (cron: root with a crontab program),
+    install real packages (apt) or run real init scripts (sysv) run as root, the last two on a
+    Debian-family machine, sysv only where systemd is not running."""
     if needs is None:
         return True
     root = os.geteuid() == 0
     if needs == "root":
         return root
+    if needs == "cron":
+        return root and shutil.which("crontab") is not None
     if needs == "apt":
         return root and shutil.which("apt-get") is not None
     if needs == "sysv":
@@ -33,6 +37,15 @@ def machine_allows(needs):
             and not os.path.isdir("/run/systemd/system")
         )
     raise SystemExit(f"unknown need {needs!r}")
+
+
+def case_opts(meta, work):
+    """The case's own minion options ("opts" in case.json), "{work}" in a text value standing
+    for the case's work directory."""
+    return {
+        key: value.replace("{work}", work) if isinstance(value, str) else value
+        for key, value in meta.get("opts", {}).items()
+    }
 
 
 def main():
@@ -48,7 +61,8 @@ def main():
         work = os.path.join(work_root, case)
         shutil.rmtree(work, ignore_errors=True)
         os.makedirs(work)
-        setup = os.path.join(cases, case, "setup.sh")
+        src = os.path.join(cases, meta.get("like", case))
+        setup = os.path.join(src, "setup.sh")
         if os.path.exists(setup):
             subprocess.run(["sh", setup, work], check=True)
         root = tempfile.mkdtemp()
@@ -57,13 +71,14 @@ def main():
             file_client="local",
             root_dir=root,
             cachedir=os.path.join(root, "cache"),
-            file_roots={"base": [os.path.join(cases, case, "base")]},
+            file_roots={"base": [os.path.join(src, "base")]},
             pillar_roots={"base": [os.path.join(root, "no-pillar")]},
             id="m1",
             grains={"id": "m1", "os_family": "Debian", "os": "Debian", "kernel": "Linux", "osarch": "amd64", "cpuarch": "x86_64", "shell": "/bin/sh", "work": work},
             test=meta.get("test", False),
             failhard=meta.get("failhard", False),
         )
+        opts.update(case_opts(meta, work))
         st = salt.state.HighState(opts)
         high, errors = st.render_highstate({"base": meta["mods"]})
         if errors:

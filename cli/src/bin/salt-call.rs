@@ -1,4 +1,5 @@
-//! salt-call --local <function> [arguments]: run an execution function on this host.
+//! salt-call [--local] <function> [arguments]: run an execution function on this host, with
+//! the master's file server and pillar behind it (or, with `--local`, without a master).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -7,10 +8,12 @@ use brine_cli::local::parse_args;
 use brine_cli::output::{
     choose_outputter, render_with_retcode, OutputOptions, Outputter, NO_INDENT,
 };
+use brine_minion::caller;
+use brine_minion::daemon::Minion;
 use brine_minion::functions::{self, Context, RunningJobs};
 use brine_protocol::config::MinionConfig;
 use brine_protocol::optparse::tools;
-use brine_protocol::payload::{from_json, map, to_json, Value};
+use brine_protocol::payload::{map, to_json, Value};
 
 /// Options of Salt's `salt-call` that Brine does not implement: refused rather than ignored.
 const UNSUPPORTED: &[&str] = &[
@@ -46,6 +49,7 @@ const UNSUPPORTED: &[&str] = &[
 struct Cli {
     config_dir: PathBuf,
     local: bool,
+    no_return_event: bool,
     id: Option<String>,
     out: Option<String>,
     out_indent: Option<i64>,
@@ -78,6 +82,7 @@ fn cli() -> Cli {
     Cli {
         config_dir: PathBuf::from(p.str("config_dir").unwrap_or("/etc/salt")),
         local: p.flag("local"),
+        no_return_event: p.flag("no_return_event"),
         id: p.str("id").filter(|s| !s.is_empty()).map(str::to_string),
         out: p.str("output").map(str::to_string),
         out_indent: p.int("output_indent"),
@@ -94,14 +99,6 @@ fn main() {
     let cli = cli();
     if let Some(l) = brine_transport::logging::level(&cli.log_level) {
         brine_transport::logging::init(l, None);
-    }
-    if !cli.local {
-        eprintln!(
-            "salt-call: only --local is supported by Brine's salt-call (run the function through \
-             the master with `salt <minion> {}` instead)",
-            cli.function
-        );
-        std::process::exit(2);
     }
     let out: Option<Outputter> = match &cli.out {
         Some(o) => match o.parse() {
@@ -133,30 +130,57 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let master = cfg.master.first().cloned().unwrap_or_default();
-    let grains =
-        brine_minion::grains_core::grains_collect(&cfg.id, &from_json(&cfg.grains), &master);
-    let jid = brine_protocol::jid::gen_jid();
-    let ctx = Context {
-        id: cfg.id.clone(),
-        grains: Arc::new(grains),
-        running: Arc::new(RunningJobs::default()),
-        // No master with --local, and Brine reads no local pillar_roots yet: an empty pillar.
-        pillar: Arc::new(Value::Map(vec![])),
-        pub_load: map(vec![
-            ("fun", Value::from(cli.function.clone())),
-            ("pid", Value::from(std::process::id())),
-            ("jid", Value::from(jid)),
-            ("tgt", Value::from("salt-call")),
-        ]),
-        services: Arc::new(functions::Services::from_config(
+    let args = parse_args(&cli.args);
+    // Salt runs without a master with --local or `file_client: local`.
+    let local = cli.local || cfg.file_client == "local";
+    let r = if local {
+        // The grains: this host's, the config directory's grains file, the config's `grains`.
+        let services = Arc::new(functions::Services::from_config(
             &cfg,
             Some(&cli.config_dir),
             None,
-        )),
+        ));
+        let jid = brine_protocol::jid::gen_jid();
+        let ctx = Context {
+            id: cfg.id.clone(),
+            grains: services.grains(),
+            running: Arc::new(RunningJobs::default()),
+            // No master: Brine reads no local pillar_roots yet, so the pillar is empty.
+            pillar: Arc::new(Value::Map(vec![])),
+            pub_load: map(vec![
+                ("fun", Value::from(cli.function.clone())),
+                ("pid", Value::from(std::process::id())),
+                ("jid", Value::from(jid)),
+                ("tgt", Value::from("salt-call")),
+            ]),
+            services,
+        };
+        rt.block_on(functions::call(&ctx, &cli.function, &args))
+    } else {
+        let zmq = zmq::Context::new();
+        let minion = match Minion::new(cfg, &zmq, &cli.config_dir) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("salt-call: {e}");
+                std::process::exit(1);
+            }
+        };
+        let called = rt.block_on(caller::call(
+            &minion,
+            &cli.function,
+            &args,
+            &cli.args,
+            !cli.no_return_event,
+        ));
+        match called {
+            Ok(r) => r,
+            Err(refused) => {
+                // Salt prints this on stdout.
+                println!("{}", refused.message);
+                std::process::exit(refused.code);
+            }
+        }
     };
-    let args = parse_args(&cli.args);
-    let r = rt.block_on(functions::call(&ctx, &cli.function, &args));
     let opts = OutputOptions {
         color: !cli.no_color
             && (cli.force_color || std::io::IsTerminal::is_terminal(&std::io::stdout())),

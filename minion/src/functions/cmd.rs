@@ -665,21 +665,6 @@ fn current_home() -> String {
         .unwrap_or_else(|| "/".to_string())
 }
 
-/// Python's `OSError` text: `[Errno 2] No such file or directory: 'prog'`.
-fn os_error_text(err: &std::io::Error, prog: &str) -> String {
-    match err.raw_os_error() {
-        Some(code) => {
-            let text = err.to_string();
-            let desc = text
-                .strip_suffix(&format!(" (os error {code})"))
-                .unwrap_or(&text)
-                .to_string();
-            format!("[Errno {code}] {desc}: {}", py_repr(&Value::from(prog)))
-        }
-        None => err.to_string(),
-    }
-}
-
 /// Kill a whole process group (the command and everything it started).
 #[allow(unsafe_code)]
 fn kill_process_group(pgid: u32) {
@@ -893,7 +878,7 @@ pub(crate) async fn execute(opts: &RunOpts) -> Result<RunOutput, FnError> {
             py_repr(&Value::from(cwd.as_str())),
             if opts.python_shell { "True" } else { "False" },
             opts.timeout.as_ref().map_or_else(|| "None".to_string(), py_repr),
-            os_error_text(&e, prog)
+            brine_protocol::pyrepr::os_error(&e, Some(prog))
         ))
     })?;
     let pid = child.id().unwrap_or(0);

@@ -1,11 +1,12 @@
 //! The `file` execution module, its common functions: existence and stat queries, hashes,
 //! owner/group/mode, creating, copying, moving and removing files, directories and links,
-//! reading and writing lines, and regex search/replace with a unified diff.
+//! reading and writing lines, regex search/replace with a unified diff, and line editing
+//! (`comment_line`, `comment`, `uncomment`, `line`, `blockreplace`).
 //!
 //! Return values and error texts are Salt 3007's (`salt/modules/file.py`); Python's `OSError`s
 //! are worded as Python words them (`FileNotFoundError: [Errno 2] ...`). Regexes are Python
-//! `re` patterns, translated to the `regex` crate (no look-around or back-references) and
-//! compiled with a size limit.
+//! `re` patterns, translated to the `regex` crate (no back-references, no look-around but a
+//! negative look-ahead opening a search/replace pattern) and compiled with a size limit.
 
 use std::collections::VecDeque;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -13,7 +14,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
 use brine_protocol::payload::{map, py_truthy, Value};
-use brine_protocol::pyrepr::str_repr;
+use brine_protocol::pyrepr::os_error as os_error_text;
 
 use super::args::{py_int, py_str, py_type, Bound, Signature};
 use super::{CallState, Context, FnError, Spec};
@@ -24,9 +25,12 @@ pub enum Fun {
     Access,
     Append,
     Basename,
+    Blockreplace,
     CheckHash,
     Chgrp,
     Chown,
+    Comment,
+    CommentLine,
     Contains,
     ContainsRegex,
     Copy,
@@ -42,6 +46,7 @@ pub enum Fun {
     GetUser,
     IsLink,
     Join,
+    Line,
     Lstat,
     Makedirs,
     Mkdir,
@@ -60,10 +65,39 @@ pub enum Fun {
     Symlink,
     Touch,
     Truncate,
+    Uncomment,
     Write,
 }
 
 const PATH: &[&str] = &["path"];
+const COMMENT: &[&str] = &["path", "regex", "char", "backup"];
+const BLOCKREPLACE: &[&str] = &[
+    "path",
+    "marker_start",
+    "marker_end",
+    "content",
+    "append_if_not_found",
+    "prepend_if_not_found",
+    "backup",
+    "dry_run",
+    "show_changes",
+    "append_newline",
+    "insert_before_match",
+    "insert_after_match",
+];
+const LINE: &[&str] = &[
+    "path",
+    "content",
+    "match",
+    "mode",
+    "location",
+    "before",
+    "after",
+    "show_changes",
+    "backup",
+    "quiet",
+    "indent",
+];
 const PATH_FOLLOW: &[&str] = &["path", "follow_symlinks"];
 const REPLACE: &[&str] = &[
     "path",
@@ -90,9 +124,12 @@ impl Fun {
         Fun::Access,
         Fun::Append,
         Fun::Basename,
+        Fun::Blockreplace,
         Fun::CheckHash,
         Fun::Chgrp,
         Fun::Chown,
+        Fun::Comment,
+        Fun::CommentLine,
         Fun::Contains,
         Fun::ContainsRegex,
         Fun::Copy,
@@ -108,6 +145,7 @@ impl Fun {
         Fun::GetUser,
         Fun::IsLink,
         Fun::Join,
+        Fun::Line,
         Fun::Lstat,
         Fun::Makedirs,
         Fun::Mkdir,
@@ -126,6 +164,7 @@ impl Fun {
         Fun::Symlink,
         Fun::Touch,
         Fun::Truncate,
+        Fun::Uncomment,
         Fun::Write,
     ];
 
@@ -170,6 +209,24 @@ impl Fun {
         salt '*' file.basename /var/log/syslog
     ",
             ),
+            Fun::Blockreplace => (
+                "file.blockreplace",
+                "blockreplace",
+                s(BLOCKREPLACE, 1, false, false),
+                "
+    Replace the lines between marker_start and marker_end (lines holding
+    them) by content. Without markers in the file: append_if_not_found,
+    prepend_if_not_found, or insert_before_match/insert_after_match (a
+    regex matched on each line) add the block, else it fails. The old file
+    gets the backup suffix (False: no backup). Returns the unified diff
+    with show_changes, else whether the file changed; dry_run changes
+    nothing.
+
+    CLI Example:
+
+        salt '*' file.blockreplace /etc/hosts '#-- start' '#-- end' content='10.0.0.1 db' append_if_not_found=True
+    ",
+            ),
             Fun::CheckHash => (
                 "file.check_hash",
                 "check_hash",
@@ -206,6 +263,36 @@ impl Fun {
     CLI Example:
 
         salt '*' file.chown /srv/data www-data www-data
+    ",
+            ),
+            Fun::Comment => (
+                "file.comment",
+                "comment",
+                s(COMMENT, 2, false, false),
+                "
+    Comment out the lines matching a regex (anchored at the start of the
+    line) with char, keeping a backup with the backup suffix. Deprecated in
+    Salt: prefer file.replace. Returns the diff of the changed lines, or
+    False when no line matched.
+
+    CLI Example:
+
+        salt '*' file.comment /etc/modules pcspkr
+    ",
+            ),
+            Fun::CommentLine => (
+                "file.comment_line",
+                "comment_line",
+                s(&["path", "regex", "char", "cmnt", "backup"], 2, false, false),
+                "
+    Comment (cmnt=True) or uncomment (cmnt=False) the lines matching a
+    regex with char, keeping a backup with the backup suffix (False/None:
+    no backup). Returns the diff of the changed lines, or False when no
+    line matched.
+
+    CLI Example:
+
+        salt '*' file.comment_line /etc/modules '^pcspkr'
     ",
             ),
             Fun::Contains => (
@@ -396,6 +483,24 @@ impl Fun {
     CLI Example:
 
         salt '*' file.join /srv app config.yaml
+    ",
+            ),
+            Fun::Line => (
+                "file.line",
+                "line",
+                s(LINE, 1, false, false),
+                "
+    Line-focused editing: mode is ensure, replace, insert or delete.
+    match (falling back to content), before and after are regexes or
+    fragments matched against each line; location (start or end) places
+    an inserted line. indent copies the indentation of the neighbouring
+    line, backup keeps a timestamped copy, quiet returns False for a
+    missing file. Returns the unified diff with show_changes, else whether
+    the file changed.
+
+    CLI Example:
+
+        salt '*' file.line /etc/nsswitch.conf 'networks: files dns' after='hosts:.*?' mode=ensure
     ",
             ),
             Fun::Lstat => (
@@ -653,6 +758,20 @@ impl Fun {
         salt '*' file.truncate /var/log/big 0
     ",
             ),
+            Fun::Uncomment => (
+                "file.uncomment",
+                "uncomment",
+                s(COMMENT, 2, false, false),
+                "
+    Uncomment the lines matching a regex that are commented out with char,
+    keeping a backup with the backup suffix. Returns the diff of the
+    changed lines, or False when no line matched.
+
+    CLI Example:
+
+        salt '*' file.uncomment /etc/adduser.conf 'EXTRA_GROUPS'
+    ",
+            ),
             Fun::Write => (
                 "file.write",
                 "write",
@@ -697,6 +816,7 @@ impl Fun {
                 let p = str_arg(b, "path")?;
                 Ok(Value::from(&p[p.rfind('/').map_or(0, |i| i + 1)..]))
             }
+            Fun::Blockreplace => blockreplace(b),
             Fun::CheckHash => check_hash(b),
             Fun::Chgrp => {
                 let path = expanduser(&str_arg(b, "path")?);
@@ -708,6 +828,8 @@ impl Fun {
                 arg(b, "user"),
                 arg(b, "group"),
             ),
+            Fun::Comment => comment_line(b, Some(true)),
+            Fun::CommentLine => comment_line(b, None),
             Fun::Contains => contains(b),
             Fun::ContainsRegex => contains_regex(b),
             Fun::Copy => copy(b),
@@ -738,6 +860,7 @@ impl Fun {
             Fun::GetUser => getter(b, "user"),
             Fun::IsLink => Ok(Value::Boolean(is_link(&expanduser(&str_arg(b, "path")?)))),
             Fun::Join => join(b),
+            Fun::Line => line(b),
             Fun::Lstat => lstat(b),
             Fun::Makedirs => makedirs(b),
             Fun::Mkdir => {
@@ -768,6 +891,7 @@ impl Fun {
             Fun::Symlink => symlink(b),
             Fun::Touch => touch(b),
             Fun::Truncate => truncate(b),
+            Fun::Uncomment => comment_line(b, Some(false)),
             Fun::Write => write(b),
         }
     }
@@ -995,21 +1119,6 @@ fn os_error_class(code: i32) -> &'static str {
         Errno::ETIMEDOUT => "TimeoutError",
         Errno::EAGAIN | Errno::EALREADY | Errno::EINPROGRESS => "BlockingIOError",
         _ => "OSError",
-    }
-}
-
-/// `str(OSError)`: `[Errno 2] No such file or directory: '/x'`.
-fn os_error_text(e: &std::io::Error, path: Option<&str>) -> String {
-    let Some(code) = e.raw_os_error() else {
-        return e.to_string();
-    };
-    let text = format!(
-        "[Errno {code}] {}",
-        nix::errno::Errno::from_raw(code).desc()
-    );
-    match path {
-        Some(p) => format!("{text}: {}", str_repr(p)),
-        None => text,
     }
 }
 
@@ -2095,7 +2204,9 @@ fn re_error(msg: impl std::fmt::Display) -> FnError {
 
 /// A Python pattern in the `regex` crate's syntax, or Python's `re.error` for the mistakes
 /// Python reports. `bytes`: positions count bytes (a bytes pattern), else characters.
-fn translate_pattern(pattern: &str, bytes: bool) -> Result<String, FnError> {
+/// `one_line`: the pattern is matched against one line at a time (at most one newline, at its
+/// end), where Python's `$` also matches before that newline: it becomes `(?m:$)`.
+fn translate_pattern(pattern: &str, bytes: bool, one_line: bool) -> Result<String, FnError> {
     let chars: Vec<(usize, char)> = pattern.char_indices().collect();
     let pos = |i: usize| {
         if bytes {
@@ -2244,6 +2355,10 @@ fn translate_pattern(pattern: &str, bytes: bool) -> Result<String, FnError> {
                 out.push_str("\\}");
                 at_start = false;
             }
+            '$' if one_line => {
+                out.push_str("(?m:$)");
+                at_start = false;
+            }
             _ => {
                 out.push(c);
                 if !matches!(c, '*' | '+' | '?') {
@@ -2274,27 +2389,213 @@ fn rust_regex_error(e: regex::Error) -> FnError {
     re_error(last)
 }
 
+/// A compiled Python bytes pattern (as `file.replace`/`file.search` compile it). The `regex`
+/// crate has no look-around; a pattern that opens with a negative look-ahead (`(?!A)B`, after
+/// global flags and `^`s) runs as `B`, its matches kept only where `A` does not match at their
+/// start, which is what Python does.
+struct BytesPattern {
+    re: regex::bytes::Regex,
+    not_at_start: Option<regex::bytes::Regex>,
+}
+
+impl BytesPattern {
+    fn finder<'p, 'h>(&'p self, hay: &'h [u8]) -> Finder<'p, 'h> {
+        Finder {
+            pattern: self,
+            hay,
+            guard: None,
+        }
+    }
+
+    fn is_match(&self, hay: &[u8]) -> bool {
+        self.finder(hay).captures_at(0).is_some()
+    }
+}
+
+/// Successive searches of one haystack.
+struct Finder<'p, 'h> {
+    pattern: &'p BytesPattern,
+    hay: &'h [u8],
+    /// The last look-ahead search: from where, and where its leftmost match starts (no match
+    /// starts in between).
+    guard: Option<(usize, Option<usize>)>,
+}
+
+impl<'h> Finder<'_, 'h> {
+    /// The leftmost match starting at `pos` or later, as `re.search(pattern, hay, pos)`.
+    fn captures_at(&mut self, mut pos: usize) -> Option<regex::bytes::Captures<'h>> {
+        loop {
+            let caps = self.pattern.re.captures_at(self.hay, pos)?;
+            let start = caps.get(0)?.start();
+            if !self.excluded_at(start) {
+                return Some(caps);
+            }
+            if start >= self.hay.len() {
+                return None;
+            }
+            pos = start + 1;
+        }
+    }
+
+    /// Whether the negative look-ahead matches at `at` (the match starting there is void).
+    fn excluded_at(&mut self, at: usize) -> bool {
+        let Some(guard) = &self.pattern.not_at_start else {
+            return false;
+        };
+        if let Some((from, next)) = self.guard {
+            if from <= at && next.is_none_or(|n| n >= at) {
+                return next == Some(at);
+            }
+        }
+        let next = guard.find_at(self.hay, at).map(|m| m.start());
+        self.guard = Some((at, next));
+        next == Some(at)
+    }
+}
+
+/// The unescaped characters of a pattern outside character classes, each with its index and
+/// the depth of the groups around it.
+fn pattern_structure(chars: &[char]) -> Vec<(usize, char, usize)> {
+    let mut out = Vec::new();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => i += 1,
+            '[' => {
+                let mut j = i + 1;
+                if chars.get(j) == Some(&'^') {
+                    j += 1;
+                }
+                if chars.get(j) == Some(&']') {
+                    j += 1;
+                }
+                while j < chars.len() && chars[j] != ']' {
+                    if chars[j] == '\\' {
+                        j += 1;
+                    }
+                    j += 1;
+                }
+                i = j;
+            }
+            '(' => {
+                out.push((i, '(', depth));
+                depth += 1;
+            }
+            ')' => {
+                depth = depth.saturating_sub(1);
+                out.push((i, ')', depth));
+            }
+            c => out.push((i, c, depth)),
+        }
+        i += 1;
+    }
+    out
+}
+
+/// A pattern opening with a negative look-ahead: global flags, `^`s, `(?!A)`, then `B` with
+/// no top-level `|`. Returns `B` with the flags and anchors, and `A` with the flags; `None`
+/// for any other pattern, or when `A` has capturing groups (they would renumber `B`'s).
+fn split_leading_lookahead(pattern: &str) -> Option<(String, String)> {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut i = 0;
+    let mut flags = String::new();
+    while chars.get(i) == Some(&'(') && chars.get(i + 1) == Some(&'?') {
+        let close = i + 2 + chars[i + 2..].iter().position(|c| *c == ')')?;
+        let letters = &chars[i + 2..close];
+        if letters.is_empty() || !letters.iter().all(|c| "aiLmsux".contains(*c)) {
+            break;
+        }
+        flags.extend(&chars[i..=close]);
+        i = close + 1;
+    }
+    let mut anchors = String::new();
+    while chars.get(i) == Some(&'^') {
+        anchors.push('^');
+        i += 1;
+    }
+    if chars.get(i..i + 3) != Some(&['(', '?', '!'][..]) {
+        return None;
+    }
+    let structure = pattern_structure(&chars);
+    let depth = structure.iter().find(|(at, _, _)| *at == i)?.2;
+    let close = structure
+        .iter()
+        .find(|(at, c, d)| *at > i && *c == ')' && *d == depth)?
+        .0;
+    let guard: Vec<char> = chars[i + 3..close].to_vec();
+    let rest: Vec<char> = chars[close + 1..].to_vec();
+    let alternation = pattern_structure(&rest)
+        .iter()
+        .any(|(_, c, d)| *c == '|' && *d == 0);
+    let capturing = pattern_structure(&guard).iter().any(|(at, c, _)| {
+        *c == '('
+            && (guard.get(at + 1) != Some(&'?')
+                || guard.get(at + 2) == Some(&'P') && guard.get(at + 3) == Some(&'<'))
+    });
+    if alternation || capturing {
+        return None;
+    }
+    let rest: String = rest.into_iter().collect();
+    let guard: String = guard.into_iter().collect();
+    Some((
+        format!("{flags}{anchors}{rest}"),
+        format!("{flags}(?:{guard})"),
+    ))
+}
+
 /// A Python bytes pattern (as `file.replace`/`file.search` compile it).
-fn compile_bytes(pattern: &str, flags: ReFlags) -> Result<regex::bytes::Regex, FnError> {
-    regex::bytes::RegexBuilder::new(&translate_pattern(pattern, true)?)
-        .unicode(false)
-        .case_insensitive(flags.ignorecase)
-        .multi_line(flags.multiline)
-        .dot_matches_new_line(flags.dotall)
-        .ignore_whitespace(flags.verbose)
+fn compile_bytes(pattern: &str, flags: ReFlags) -> Result<BytesPattern, FnError> {
+    let build = |p: &str| {
+        regex::bytes::RegexBuilder::new(&translate_pattern(p, true, false)?)
+            .unicode(false)
+            .case_insensitive(flags.ignorecase)
+            .multi_line(flags.multiline)
+            .dot_matches_new_line(flags.dotall)
+            .ignore_whitespace(flags.verbose)
+            .size_limit(REGEX_SIZE_LIMIT)
+            .dfa_size_limit(REGEX_SIZE_LIMIT)
+            .build()
+            .map_err(rust_regex_error)
+    };
+    // Python's syntax errors, with their positions in the whole pattern.
+    translate_pattern(pattern, true, false)?;
+    match split_leading_lookahead(pattern) {
+        Some((main, guard)) => Ok(BytesPattern {
+            re: build(&main)?,
+            not_at_start: Some(build(&guard)?),
+        }),
+        None => Ok(BytesPattern {
+            re: build(pattern)?,
+            not_at_start: None,
+        }),
+    }
+}
+
+/// A Python str pattern.
+fn compile_str(pattern: &str) -> Result<regex::Regex, FnError> {
+    regex::RegexBuilder::new(&translate_pattern(pattern, false, false)?)
         .size_limit(REGEX_SIZE_LIMIT)
         .dfa_size_limit(REGEX_SIZE_LIMIT)
         .build()
         .map_err(rust_regex_error)
 }
 
-/// A Python str pattern.
-fn compile_str(pattern: &str) -> Result<regex::Regex, FnError> {
-    regex::RegexBuilder::new(&translate_pattern(pattern, false)?)
+/// A Python str pattern matched against one line at a time (`re.search`/`re.match` on a
+/// line), with `re.DOTALL` when `dotall`.
+fn compile_line(pattern: &str, dotall: bool) -> Result<regex::Regex, FnError> {
+    regex::RegexBuilder::new(&translate_pattern(pattern, false, true)?)
+        .dot_matches_new_line(dotall)
         .size_limit(REGEX_SIZE_LIMIT)
         .dfa_size_limit(REGEX_SIZE_LIMIT)
         .build()
         .map_err(rust_regex_error)
+}
+
+/// `re.match`: a match starting at the start of `text`.
+fn matches_at_start(re: &regex::Regex, text: &str) -> bool {
+    // The leftmost match starts at 0 exactly when some match does.
+    re.find(text).is_some_and(|m| m.start() == 0)
 }
 
 /// One piece of a Python replacement template.
@@ -2432,7 +2733,7 @@ fn parse_template(repl: &[u8], re: &regex::bytes::Regex) -> Result<Vec<Piece>, F
 }
 
 /// Python's `re.subn(pattern, template, data, count)`.
-fn subn(re: &regex::bytes::Regex, template: &[Piece], data: &[u8], count: i64) -> (Vec<u8>, usize) {
+fn subn(re: &BytesPattern, template: &[Piece], data: &[u8], count: i64) -> (Vec<u8>, usize) {
     let mut out = Vec::with_capacity(data.len());
     let mut n = 0usize;
     if count < 0 {
@@ -2440,11 +2741,12 @@ fn subn(re: &regex::bytes::Regex, template: &[Piece], data: &[u8], count: i64) -
     }
     let mut last = 0;
     let mut pos = 0;
+    let mut finder = re.finder(data);
     while pos <= data.len() {
         if count > 0 && n as i64 >= count {
             break;
         }
-        let Some(caps) = re.captures_at(data, pos) else {
+        let Some(caps) = finder.captures_at(pos) else {
             break;
         };
         let Some(m) = caps.get(0) else { break };
@@ -2512,21 +2814,15 @@ fn decode_line(line: &[u8]) -> String {
     }
 }
 
-/// Salt's `stringutils.is_binary` on the first 512 bytes of a file (`files.is_text` negated;
-/// a file that cannot be read counts as binary).
-fn is_text_file(path: &str) -> bool {
-    let mut block = Vec::with_capacity(512);
-    let read = std::fs::File::open(path).and_then(|f| f.take(512).read_to_end(&mut block));
-    if read.is_err() {
-        return false;
-    }
+/// Salt's `stringutils.is_binary`: NUL bytes, or over 30% bytes that are not text.
+fn is_binary_data(block: &[u8]) -> bool {
     if block.is_empty() {
-        return true;
+        return false;
     }
     if block.contains(&0) {
-        return false;
+        return true;
     }
-    let high_is_text = match std::str::from_utf8(&block) {
+    let high_is_text = match std::str::from_utf8(block) {
         Ok(_) => true,
         Err(e) => e.error_len().is_none(),
     };
@@ -2539,7 +2835,22 @@ fn is_text_file(path: &str) -> bool {
             !text
         })
         .count();
-    (nontext as f64) / (block.len() as f64) <= 0.30
+    (nontext as f64) / (block.len() as f64) > 0.30
+}
+
+/// The first `size` bytes of a file.
+fn head(path: &str, size: u64) -> std::io::Result<Vec<u8>> {
+    let mut block = Vec::with_capacity(size as usize);
+    std::fs::File::open(path)?
+        .take(size)
+        .read_to_end(&mut block)?;
+    Ok(block)
+}
+
+/// Salt's `files.is_text`: `stringutils.is_binary` negated on the first 512 bytes of a file
+/// (a file that cannot be read counts as binary).
+fn is_text_file(path: &str) -> bool {
+    head(path, 512).is_ok_and(|block| !is_binary_data(&block))
 }
 
 // ---------------------------------------------------------------------------
@@ -2660,7 +2971,7 @@ fn replace_with(a: &ReplaceArgs<'_>) -> Result<Value, FnError> {
     } else {
         a.repl.clone()
     };
-    let template = parse_template(repl.as_bytes(), &re)?;
+    let template = parse_template(repl.as_bytes(), &re.re)?;
     let nfc = py_truthy(a.not_found_content).then(|| py_str(a.not_found_content));
     let (result, nrepl) = subn(&re, &template, &data, a.count);
     let mut found = nrepl > 0;
@@ -2797,6 +3108,750 @@ fn contains_regex(b: &Bound) -> Result<Value, FnError> {
     Ok(Value::Boolean(found))
 }
 
+// ---------------------------------------------------------------------------
+// Line editing: comment_line, line, blockreplace
+
+/// Python's `str.isspace()` of one character.
+fn py_space(c: char) -> bool {
+    c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
+}
+
+/// The lines of a text as Salt's `fopen(path, "r")` reads them (`newline=""`): split after
+/// `\n`, `\r` and `\r\n`, the line endings kept.
+fn text_lines(text: &str) -> Vec<String> {
+    // The pieces follow each other, cut after ASCII bytes: char boundaries of `text`.
+    let mut start = 0;
+    splitlines(text.as_bytes())
+        .into_iter()
+        .map(|piece| {
+            let line = &text[start..start + piece.len()];
+            start += piece.len();
+            line.to_string()
+        })
+        .collect()
+}
+
+/// A unified diff of two lists of lines (Salt's `stringutils.get_diff`).
+fn diff_lines(a: &[String], b: &[String]) -> String {
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let b: Vec<&str> = b.iter().map(String::as_str).collect();
+    brine_state::diff::unified(&a, &b)
+}
+
+/// `str(exc)` of a `re.error`.
+fn re_message(e: FnError) -> String {
+    let text = e.to_string();
+    text.strip_prefix("re.error: ")
+        .map_or_else(|| text.clone(), str::to_string)
+}
+
+/// Writes `data` to a new file beside `path` (mode 0600, owned by this process): its name.
+fn write_sibling(path: &str, data: &[u8]) -> std::io::Result<String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let (dir, _) = split(path);
+    let dir = if dir.is_empty() { ".".to_string() } else { dir };
+    let tmp = format!(
+        "{dir}/.___atomic_write{}.{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    );
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(data));
+    match written {
+        Ok(()) => Ok(tmp),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+/// `salt.utils.atomicfile.atomic_open(path, "w")`: a file written beside `path`, given the
+/// mode and owner of the file it replaces, then renamed over it.
+fn atomic_write(path: &str, data: &[u8]) -> std::io::Result<()> {
+    let tmp = write_sibling(path, data)?;
+    let done = (|| {
+        if let Ok(meta) = std::fs::metadata(path) {
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(meta.mode() & 0o7777))?;
+            // Only root may give files away; the mode is what matters otherwise.
+            let _ = std::os::unix::fs::chown(&tmp, Some(meta.uid()), Some(meta.gid()));
+        }
+        std::fs::rename(&tmp, path)
+    })();
+    if done.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    done
+}
+
+/// `shutil.copy2`: the contents, mode and times of a file.
+fn copy2(src: &str, dst: &str) -> std::io::Result<()> {
+    std::fs::copy(src, dst)?;
+    let meta = std::fs::metadata(src)?;
+    let times = std::fs::FileTimes::new()
+        .set_accessed(meta.accessed()?)
+        .set_modified(meta.modified()?);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(dst)?
+        .set_times(times)
+}
+
+/// The owner, group and normalized mode of a file, to give back after rewriting it.
+fn owner_and_mode(path: &str) -> Result<(Value, Value, Option<String>), FnError> {
+    let cur = stats(path, None, true)?;
+    let field = |k: &str| {
+        cur.iter()
+            .find(|(key, _)| *key == k)
+            .map_or(Value::Nil, |(_, v)| v.clone())
+    };
+    Ok((
+        field("user"),
+        field("group"),
+        normalize_mode(&field("mode")),
+    ))
+}
+
+/// `file.comment_line`; `file.comment` (`cmnt` true) and `file.uncomment` (false) fix it.
+fn comment_line(b: &Bound, cmnt: Option<bool>) -> Result<Value, FnError> {
+    let cmnt = cmnt.unwrap_or_else(|| b.get("cmnt").is_none_or(py_truthy));
+    let path = str_arg(b, "path")?;
+    let regex = arg(b, "regex");
+    let Some(regex) = regex.as_str() else {
+        let method = if cmnt { "startswith" } else { "lstrip" };
+        return Err(FnError::Exception(format!(
+            "AttributeError: '{}' object has no attribute '{method}'",
+            type_name(regex)
+        )));
+    };
+    let hash = Value::from("#");
+    let ch = b.get("char").unwrap_or(&hash);
+    let ch_text = py_str(ch);
+    let core = regex.trim_start_matches('^').trim_end_matches('$');
+    let dollar = if regex.ends_with('$') { "$" } else { "" };
+    let pattern = if cmnt {
+        let caret = if regex.starts_with('^') { "^" } else { "" };
+        format!("{caret}({core}){dollar}")
+    } else {
+        format!("^{ch_text}\\s*({core}){dollar}")
+    };
+    let path = realpath(&expanduser(&path));
+    if !Path::new(&path).is_file() {
+        return Err(FnError::Invocation(format!("File not found: {path}")));
+    }
+    if !is_text_file(&path) {
+        return Err(FnError::Invocation(format!(
+            "Cannot perform string replacements on a binary file: {path}"
+        )));
+    }
+    let data = std::fs::read(&path).map_err(|e| {
+        FnError::Execution(format!(
+            "Unable to open file '{path}'. Exception: {}",
+            os_error_text(&e, Some(&path))
+        ))
+    })?;
+    // Python compiles the pattern when it first matches a line: an empty file never does.
+    let re = if data.is_empty() {
+        None
+    } else {
+        Some(compile_line(&pattern, false)?)
+    };
+    let uncommented = |line: &str| -> Result<String, FnError> {
+        match ch {
+            Value::String(_) => Ok(line.trim_start_matches(|c| ch_text.contains(c)).to_string()),
+            Value::Nil => Ok(line.trim_start_matches(py_space).to_string()),
+            _ => Err(FnError::Exception(
+                "TypeError: lstrip arg must be None or str".into(),
+            )),
+        }
+    };
+    let (mut orig, mut new) = (Vec::new(), Vec::new());
+    let mut out = String::with_capacity(data.len() + 16);
+    // A file opened in binary mode yields lines ending after each `\n`.
+    for raw in data.split_inclusive(|&c| c == b'\n') {
+        let line = decode_utf8(raw.to_vec())?;
+        if re.as_ref().is_some_and(|re| matches_at_start(re, &line)) {
+            let changed = if cmnt {
+                format!("{ch_text}{line}")
+            } else {
+                uncommented(&line)?
+            };
+            out.push_str(&changed);
+            orig.push(line);
+            new.push(changed);
+        } else {
+            out.push_str(&line);
+        }
+    }
+    if orig.is_empty() {
+        return Ok(Value::Boolean(false));
+    }
+    let (user, group, mode) = owner_and_mode(&path)?;
+    let fail =
+        |e: std::io::Error| FnError::Execution(format!("Exception: {}", os_error_text(&e, None)));
+    // As Salt: the old file (its inode) becomes the backup, the new text a new file.
+    let tmp = write_sibling(&path, out.as_bytes()).map_err(fail)?;
+    let backup = b.get("backup").map_or(Some(".bak".to_string()), |v| {
+        py_truthy(v).then(|| py_str(v))
+    });
+    let moved = match &backup {
+        Some(suffix) => std::fs::rename(&path, format!("{path}{suffix}"))
+            .and_then(|()| std::fs::rename(&tmp, &path)),
+        None => std::fs::rename(&tmp, &path),
+    };
+    if let Err(e) = moved {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(fail(e));
+    }
+    apply_perms(&path, &user, &group, mode.as_deref())?;
+    Ok(Value::from(diff_lines(&orig, &new)))
+}
+
+/// Salt's `_get_eol`: the line ending at the end of a line (`\r\n`, `\n`, `\r` or none), as
+/// `((?<!\r)\n|\r(?!\n)|\r\n)$` finds it (`$` also before a final `\n`).
+fn get_eol(line: &str) -> &'static str {
+    let b = line.as_bytes();
+    let n = b.len();
+    let ends = |e: usize| e == n || (e + 1 == n && b[n - 1] == b'\n');
+    for i in n.saturating_sub(3)..n {
+        if b[i] == b'\n' && (i == 0 || b[i - 1] != b'\r') && ends(i + 1) {
+            return "\n";
+        }
+        if b[i] == b'\r' && b.get(i + 1) != Some(&b'\n') && ends(i + 1) {
+            return "\r";
+        }
+        if b[i] == b'\r' && b.get(i + 1) == Some(&b'\n') && ends(i + 2) {
+            return "\r\n";
+        }
+    }
+    ""
+}
+
+/// Salt's `_set_line_indent`: `line` given the leading spaces and tabs of `src`.
+fn indent_like(src: &str, line: &str, indent: bool) -> String {
+    if !indent {
+        return line.to_string();
+    }
+    let lead: String = src
+        .chars()
+        .take_while(|c| matches!(c, ' ' | '\t'))
+        .collect();
+    format!("{lead}{}", line.trim_start_matches(py_space))
+}
+
+/// Salt's `_set_line_eol`: `line` stripped and ended as `src` is (`\n` when `src` is not).
+fn eol_like(src: &str, line: &str) -> String {
+    let eol = match get_eol(src) {
+        "" => "\n",
+        eol => eol,
+    };
+    format!("{}{eol}", line.trim_end_matches(py_space))
+}
+
+fn strip_crlf(s: &str) -> &str {
+    s.trim_end_matches(['\r', '\n'])
+}
+
+/// Salt's `_regex_to_static`: the lines a regex (with `re.DOTALL`) finds or that contain it
+/// as text; `None` without lines or regex.
+fn regex_to_static(lines: &[String], regex: &Value) -> Result<Option<Vec<String>>, FnError> {
+    if lines.is_empty() || !py_truthy(regex) {
+        return Ok(None);
+    }
+    let Some(text) = regex.as_str() else {
+        return Err(FnError::Execution(format!(
+            "first argument must be string or compiled pattern: '{}'",
+            py_str(regex)
+        )));
+    };
+    let re = compile_line(text, true)
+        .map_err(|e| FnError::Execution(format!("{}: '{text}'", re_message(e))))?;
+    Ok(Some(
+        lines
+            .iter()
+            .filter(|l| re.is_match(l) || l.contains(text))
+            .cloned()
+            .collect(),
+    ))
+}
+
+/// Salt's `_assert_occurrence` for a found (non-empty) list.
+fn assert_one(found: &[String], target: &str) -> Result<(), FnError> {
+    if found.len() > 1 {
+        return Err(FnError::Execution(format!(
+            "Found more than expected occurrences in \"{target}\" expression"
+        )));
+    }
+    Ok(())
+}
+
+/// What `file.line` does to the lines, Salt's `_set_line`.
+struct LineEdit<'a> {
+    content: &'a Value,
+    matching: &'a Value,
+    mode: &'a str,
+    location: &'a Value,
+    before: &'a Value,
+    after: &'a Value,
+    indent: bool,
+}
+
+impl LineEdit<'_> {
+    fn apply(&self, mut lines: Vec<String>) -> Result<Vec<String>, FnError> {
+        let matching = if !py_truthy(self.matching) && self.before.is_nil() && self.after.is_nil() {
+            self.content
+        } else {
+            self.matching
+        };
+        let after = regex_to_static(&lines, self.after)?;
+        let before = regex_to_static(&lines, self.before)?;
+        let matched = regex_to_static(&lines, matching)?;
+        let found = |v: &Option<Vec<String>>| v.as_ref().filter(|l| !l.is_empty()).cloned();
+        let (after_found, before_found, match_found) =
+            (found(&after), found(&before), found(&matched));
+        let content = || -> Result<&str, FnError> {
+            self.content.as_str().ok_or_else(|| {
+                FnError::Execution(format!(
+                    "Content must be a string, not {}",
+                    type_name(self.content)
+                ))
+            })
+        };
+        let index =
+            |lines: &[String], line: &str| lines.iter().position(|l| l == line).unwrap_or(0);
+        let mode = self.mode;
+        if lines.is_empty() && (mode == "delete" || mode == "replace") {
+            return Ok(Vec::new());
+        }
+        if let (Some(found), "delete") = (&match_found, mode) {
+            lines.retain(|l| *l != found[0]);
+        } else if let (Some(found), "replace") = (&match_found, mode) {
+            let idx = index(&lines, &found[0]);
+            lines[idx] = indent_like(&lines[idx], content()?, self.indent);
+        } else if mode == "insert" {
+            if before.is_none() && after.is_none() && self.location.is_nil() {
+                return Err(FnError::Execution(
+                    "On insert either \"location\" or \"before/after\" conditions are required."
+                        .into(),
+                ));
+            }
+            if py_truthy(self.location) {
+                let c = content()?;
+                match self.location.as_str() {
+                    Some("end") => match lines.last() {
+                        Some(last) => lines.push(indent_like(last, c, self.indent)),
+                        None => lines.push(c.to_string()),
+                    },
+                    Some("start") => match lines.first() {
+                        Some(first) => lines.insert(0, eol_like(first, c)),
+                        None => lines = vec![format!("{c}\n")],
+                    },
+                    _ => {}
+                }
+            } else if let (Some(b), Some(a)) = (&before_found, &after_found) {
+                assert_one(b, "before")?;
+                assert_one(a, "after")?;
+                let last = index(&lines, &b[0]);
+                let line = indent_like(&lines[last], content()?, self.indent);
+                lines.insert(last, line);
+            } else if let Some(a) = &after_found {
+                assert_one(a, "after")?;
+                let idx = index(&lines, &a[0]);
+                let c = content()?;
+                if lines
+                    .get(idx + 1)
+                    .is_none_or(|next| strip_crlf(next) != strip_crlf(c))
+                {
+                    let line = indent_like(&lines[idx], c, self.indent);
+                    lines.insert(idx + 1, line);
+                }
+            } else if let Some(b) = &before_found {
+                assert_one(b, "before")?;
+                let idx = index(&lines, &b[0]);
+                let c = content()?;
+                // Python's `lines[idx - 1]`: the last line when idx is 0.
+                let prev = if idx == 0 { lines.len() - 1 } else { idx - 1 };
+                if strip_crlf(&lines[prev]) != strip_crlf(c) {
+                    let line = indent_like(&lines[idx], c, self.indent);
+                    lines.insert(idx, line);
+                }
+            } else {
+                return Err(FnError::Execution(
+                    "Neither before or after was found in file".into(),
+                ));
+            }
+        } else if mode == "ensure" {
+            if let (Some(b), Some(a)) = (&before_found, &after_found) {
+                assert_one(a, "after")?;
+                assert_one(b, "before")?;
+                let (ai, bi) = (index(&lines, &a[0]), index(&lines, &b[0]));
+                let c = content()?;
+                if !lines.iter().any(|l| l.trim_start_matches(py_space) == c) {
+                    let line = indent_like(&lines[ai], c, self.indent);
+                    if ai + 1 == bi {
+                        lines.insert(ai + 1, line);
+                    } else if ai + 2 == bi {
+                        lines[ai + 1] = line;
+                    } else {
+                        return Err(FnError::Execution(
+                            "Found more than one line between boundaries \"before\" and \"after\"."
+                                .into(),
+                        ));
+                    }
+                }
+            } else if let Some(b) = &before_found {
+                assert_one(b, "before")?;
+                let bi = index(&lines, &b[0]);
+                let c = content()?;
+                let prev = if bi == 0 { lines.len() - 1 } else { bi - 1 };
+                if bi == 0 || strip_crlf(&lines[prev]) != strip_crlf(c) {
+                    let line = indent_like(&lines[prev], c, self.indent);
+                    lines.insert(bi, line);
+                }
+            } else if let Some(a) = &after_found {
+                assert_one(a, "after")?;
+                let ai = index(&lines, &a[0]);
+                let c = content()?;
+                if lines
+                    .get(ai + 1)
+                    .is_none_or(|next| strip_crlf(next) != strip_crlf(c))
+                {
+                    let line = indent_like(&lines[ai], c, self.indent);
+                    lines.insert(ai + 1, line);
+                }
+            } else {
+                return Err(FnError::Execution(
+                    "Wrong conditions? Unable to ensure line without knowing where to put it \
+                     before and/or after."
+                        .into(),
+                ));
+            }
+        }
+        Ok(lines)
+    }
+}
+
+fn line(b: &Bound) -> Result<Value, FnError> {
+    let path = realpath(&expanduser(&str_arg(b, "path")?));
+    if !Path::new(&path).is_file() {
+        if b.get("quiet").is_some_and(py_truthy) {
+            return Ok(Value::Boolean(false));
+        }
+        return Err(FnError::Execution(format!(
+            "File \"{path}\" does not exists or is not a file."
+        )));
+    }
+    let mode = match b.opt("mode") {
+        None => None,
+        Some(Value::String(s)) => Some(s.as_str().unwrap_or_default().to_lowercase()),
+        Some(other) if py_truthy(other) => {
+            return Err(FnError::Exception(format!(
+                "AttributeError: '{}' object has no attribute 'lower'",
+                type_name(other)
+            )))
+        }
+        Some(other) => Some(py_str(other)),
+    };
+    let Some(mode) = mode else {
+        return Err(FnError::Execution(
+            "Mode was not defined. How to process the file?".into(),
+        ));
+    };
+    if !["insert", "ensure", "delete", "replace"].contains(&mode.as_str()) {
+        return Err(FnError::Execution(format!("Unknown mode: \"{mode}\"")));
+    }
+    let content = arg(b, "content");
+    if mode != "delete" && content.is_nil() {
+        return Err(FnError::Execution(
+            "Content can only be empty if mode is \"delete\"".into(),
+        ));
+    }
+    let text = decode_utf8(std::fs::read(&path).map_err(|e| os_exception(&e, &path))?)?;
+    let mut body = text_lines(&text);
+    // An empty last line when the last one ends: simpler edits at the end.
+    if body.last().is_some_and(|l| !get_eol(l).is_empty()) {
+        body.push(String::new());
+    }
+    let edit = LineEdit {
+        content,
+        matching: arg(b, "match"),
+        mode: &mode,
+        location: arg(b, "location"),
+        before: arg(b, "before"),
+        after: arg(b, "after"),
+        indent: b.get("indent").is_none_or(py_truthy),
+    };
+    let mut body = edit.apply(body)?;
+    if !body.is_empty() {
+        for idx in 0..body.len() {
+            if get_eol(&body[idx]).is_empty() && idx + 1 < body.len() {
+                // Salt's `prev = idx and idx - 1 or 1`.
+                let prev = if idx <= 1 { 1 } else { idx - 1 };
+                body[idx] = eol_like(&body[prev], &body[idx]);
+            }
+        }
+        if body.last().is_some_and(String::is_empty) {
+            body.pop();
+        }
+    }
+    let new_text = body.concat();
+    let changed = new_text != text;
+    if changed && b.get("backup").is_some_and(py_truthy) {
+        let stamp = chrono::Local::now().format("%Y-%m-%d-%H-%M-%S");
+        copy2(&path, &format!("{path}.{stamp}")).map_err(|e| {
+            FnError::Execution(format!(
+                "Unable to create the backup file of {path}. Exception: {}",
+                os_error_text(&e, None)
+            ))
+        })?;
+    }
+    let show_changes = b.get("show_changes").is_none_or(py_truthy);
+    let mut diff = String::new();
+    if changed {
+        if show_changes {
+            let current = decode_utf8(std::fs::read(&path).map_err(|e| os_exception(&e, &path))?)?;
+            let current: Vec<String> = brine_state::states::file::splitlines_keepends(&current)
+                .into_iter()
+                .map(str::to_string)
+                .collect();
+            diff = diff_lines(&current, &body);
+        }
+        atomic_write(&path, new_text.as_bytes()).map_err(|e| os_exception(&e, &path))?;
+    }
+    if show_changes && !diff.is_empty() {
+        return Ok(Value::from(diff));
+    }
+    Ok(Value::Boolean(changed))
+}
+
+/// Salt's `files.get_encoding` as far as Brine edits files: `Ok(true)` for UTF-8 (with or
+/// without a byte order mark), `Ok(false)` when undetected; other encodings are refused.
+fn utf8_encoded(path: &str) -> Result<bool, FnError> {
+    const BOMS: &[(&str, &[u8])] = &[
+        ("UTF-32-BE", &[0, 0, 0xfe, 0xff]),
+        ("UTF-32-LE", &[0xff, 0xfe, 0, 0]),
+        ("UTF-16-BE", &[0xfe, 0xff]),
+        ("UTF-16-LE", &[0xff, 0xfe]),
+        ("UTF-8", &[0xef, 0xbb, 0xbf]),
+        ("UTF-7", b"+/v8-"),
+        ("UTF-7", b"+/v8"),
+        ("UTF-7", b"+/v9"),
+        ("UTF-7", b"+/v+"),
+        ("UTF-7", b"+/v/"),
+    ];
+    if !Path::new(path).is_file() {
+        return Ok(false);
+    }
+    let Ok(data) = head(path, 2048) else {
+        return Ok(false);
+    };
+    match BOMS.iter().find(|(_, bom)| data.starts_with(bom)) {
+        Some(("UTF-8", _)) => Ok(true),
+        Some((encoding, _)) => Err(FnError::Execution(format!(
+            "{path} is encoded in {encoding}: Brine edits UTF-8 files only"
+        ))),
+        None => Ok(std::str::from_utf8(&data).is_ok()),
+    }
+}
+
+fn blockreplace(b: &Bound) -> Result<Value, FnError> {
+    let truthy = |k: &str| b.get(k).is_some_and(py_truthy);
+    let (append, prepend) = (
+        truthy("append_if_not_found"),
+        truthy("prepend_if_not_found"),
+    );
+    let (before_match, after_match) = (arg(b, "insert_before_match"), arg(b, "insert_after_match"));
+    let exclusive = [
+        append,
+        prepend,
+        py_truthy(before_match),
+        py_truthy(after_match),
+    ];
+    if exclusive.iter().filter(|x| **x).count() > 1 {
+        return Err(FnError::Invocation(
+            "Only one of append_if_not_found, prepend_if_not_found, insert_before_match, and \
+             insert_after_match is permitted"
+                .into(),
+        ));
+    }
+    let path = expanduser(&str_arg(b, "path")?);
+    if !exists(&path) {
+        return Err(FnError::Invocation(format!("File not found: {path}")));
+    }
+    let encoded = utf8_encoded(&path)?;
+    let binary =
+        Path::new(&path).is_file() && head(&path, 2048).is_ok_and(|block| is_binary_data(&block));
+    if !encoded && binary {
+        return Err(FnError::Invocation(format!(
+            "Cannot perform string replacements on a binary file: {path}"
+        )));
+    }
+    if py_truthy(before_match) {
+        if !before_match.is_str() {
+            return Err(FnError::Execution(
+                "RegEx expected in insert_before_match parameter.".into(),
+            ));
+        }
+    } else if py_truthy(after_match) && !after_match.is_str() {
+        return Err(FnError::Execution(
+            "RegEx expected in insert_after_match parameter.".into(),
+        ));
+    }
+    let marker = |key: &str, default: &str| b.get(key).map_or_else(|| default.to_string(), py_str);
+    let marker_start = marker("marker_start", "#-- start managed zone --");
+    let marker_end = marker("marker_end", "#-- end managed zone --");
+    let empty = Value::from("");
+    let content = b.get("content").unwrap_or(&empty);
+    let not_str = |method: &str| {
+        FnError::Exception(format!(
+            "AttributeError: '{}' object has no attribute '{method}'",
+            type_name(content)
+        ))
+    };
+    let append_newline = match b.get("append_newline") {
+        None => false,
+        Some(Value::Nil) => !content
+            .as_str()
+            .ok_or_else(|| not_str("endswith"))?
+            .ends_with('\n'),
+        Some(v) => py_truthy(v),
+    };
+    let content = content.as_str().ok_or_else(|| not_str("split"))?;
+    let split_content: Vec<&str> = content.split("\r\n").flat_map(|l| l.split('\n')).collect();
+    let data = std::fs::read(&path).map_err(|e| {
+        FnError::Execution(format!(
+            "Failed to read from {path}: {}",
+            os_error_text(&e, Some(&path))
+        ))
+    })?;
+    let text = decode_utf8(data)?;
+    let orig = text_lines(&text);
+    let linesep = orig.first().map_or("\n", |first| {
+        if first.ends_with("\r\n") {
+            "\r\n"
+        } else {
+            "\n"
+        }
+    });
+    // Salt's `_add_content`: the block's lines, with the start marker or not, ended by
+    // `end_line`.
+    let block = |with_start: bool, end_line: &str| {
+        let end_line = format!("{}{linesep}", strip_crlf(end_line));
+        let mut lines = Vec::new();
+        if with_start {
+            lines.push(format!("{marker_start}{linesep}"));
+        }
+        let count = split_content.len();
+        for (i, line) in split_content.iter().enumerate() {
+            if i + 1 != count {
+                lines.push(format!("{line}{linesep}"));
+            } else if append_newline {
+                lines.push(format!("{line}{linesep}"));
+                lines.push(end_line.clone());
+            } else {
+                lines.push(format!("{line}{end_line}"));
+            }
+        }
+        lines
+    };
+    let mut new = Vec::with_capacity(orig.len());
+    let (mut in_block, mut block_found) = (false, false);
+    for line in &orig {
+        if line.contains(&marker_start) {
+            in_block = true;
+        } else if in_block {
+            if let Some(pos) = line.find(&marker_end) {
+                in_block = false;
+                block_found = true;
+                new.extend(block(false, &line[pos..]));
+            }
+            continue;
+        }
+        new.push(line.clone());
+    }
+    if in_block {
+        return Err(FnError::Execution(
+            "Unterminated marked block. End of file reached before marker_end.".into(),
+        ));
+    }
+    if !block_found {
+        if prepend {
+            let mut lines = block(true, &marker_end);
+            lines.append(&mut new);
+            new = lines;
+            block_found = true;
+        } else if append {
+            if let Some(last) = new.last_mut() {
+                if !last.ends_with(linesep) {
+                    last.push_str(linesep);
+                }
+            }
+            new.extend(block(true, &marker_end));
+            block_found = true;
+        } else if py_truthy(before_match) || py_truthy(after_match) {
+            let pattern = if py_truthy(before_match) {
+                before_match
+            } else {
+                after_match
+            };
+            // Python compiles the regex when it first searches a line.
+            let first = match orig.is_empty() {
+                true => None,
+                false => {
+                    let re = compile_line(&py_str(pattern), false)?;
+                    orig.iter().position(|l| re.is_match(l))
+                }
+            };
+            if let Some(idx) = first {
+                let at = if py_truthy(before_match) {
+                    idx
+                } else {
+                    idx + 1
+                };
+                new.splice(at..at, block(true, &marker_end));
+                block_found = true;
+            }
+        }
+    }
+    if !block_found {
+        return Err(FnError::Execution(
+            "Cannot edit marked block. Markers were not found in file.".into(),
+        ));
+    }
+    let diff = diff_lines(&orig, &new);
+    let has_changes = !diff.is_empty();
+    if has_changes && !truthy("dry_run") {
+        let (user, group, mode) = owner_and_mode(&path)?;
+        let fail = |e: std::io::Error| os_exception(&e, &path);
+        let dotbak = Value::from(".bak");
+        let backup = b.get("backup").unwrap_or(&dotbak);
+        if *backup != Value::Boolean(false) {
+            let backup_path = format!("{path}{}", py_str(backup));
+            if backup_path == path {
+                return Err(FnError::Exception(format!(
+                    "shutil.SameFileError: {} and {} are the same file",
+                    brine_protocol::pyrepr::str_repr(&path),
+                    brine_protocol::pyrepr::str_repr(&path)
+                )));
+            }
+            copy2(&path, &backup_path).map_err(fail)?;
+            apply_perms(&backup_path, &user, &group, mode.as_deref())?;
+        }
+        atomic_write(&path, new.concat().as_bytes()).map_err(fail)?;
+        apply_perms(&path, &user, &group, mode.as_deref())?;
+    }
+    if b.get("show_changes").is_none_or(py_truthy) {
+        return Ok(Value::from(diff));
+    }
+    Ok(Value::Boolean(has_changes))
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::call;
@@ -2809,6 +3864,12 @@ mod tests {
         std::fs::write(dir.path().join("a"), "hello\nworld\n").unwrap();
         std::fs::write(dir.path().join("r"), "alpha beta\ngamma\r\ndelta").unwrap();
         std::fs::write(dir.path().join("bin"), [0u8, 1, 2, 255, 0, 7]).unwrap();
+        std::fs::write(
+            dir.path().join("conf"),
+            "# settings\n  alpha = 1\n#beta = 2\nbeta = 3\ngamma=4\n[section]\nkey = value\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("crlf"), "one\r\ntwo\r\nthree").unwrap();
         dir
     }
 
@@ -3039,7 +4100,61 @@ print(json.dumps({"results": results, "tree": tree(work)}))
  ["file.dirname", ["//x"], {}],
  ["file.join", ["/a", "b", "/c", "d"], {}],
  ["file.join", ["a/", "b"], {}],
- ["file.join", [], {}]
+ ["file.join", [], {}],
+ ["file.comment_line", ["{WORK}/conf", "^beta"], {}],
+ ["file.comment_line", ["{WORK}/conf", "beta", "#", false], {"backup": false}],
+ ["file.comment", ["{WORK}/conf"], {"regex": "gamma=4$", "char": ";"}],
+ ["file.uncomment", ["{WORK}/conf", "gamma"], {"char": ";", "backup": ".orig"}],
+ ["file.comment_line", ["{WORK}/conf", "nomatch"], {}],
+ ["file.comment_line", ["{WORK}/nope", "x"], {}],
+ ["file.comment_line", ["{WORK}/bin", "x"], {}],
+ ["file.comment_line", ["{WORK}/conf", "(unclosed"], {}],
+ ["file.comment_line", ["{WORK}/conf", 5], {}],
+ ["file.search", ["{WORK}/conf", "^(?!\\s*#)\\s*beta"], {"multiline": true}],
+ ["file.search", ["{WORK}/conf", "^(?!\\s*#)\\s*settings"], {"multiline": true}],
+ ["file.replace", ["{WORK}/conf", "^(?!\\s*#)(\\s*)alpha", "\\1ALPHA"], {"backup": false}],
+ ["file.line", ["{WORK}/conf"], {"content": "delta = 5", "mode": "ensure", "after": "^key"}],
+ ["file.line", ["{WORK}/conf"], {"content": "delta = 5", "mode": "ensure", "after": "^key"}],
+ ["file.line", ["{WORK}/conf"], {"content": "alpha = 9", "mode": "replace", "match": "ALPHA"}],
+ ["file.line", ["{WORK}/conf"], {"mode": "delete", "match": "^delta"}],
+ ["file.line", ["{WORK}/conf"], {"content": "first", "mode": "insert", "location": "start"}],
+ ["file.line", ["{WORK}/conf"], {"content": "last", "mode": "Insert", "location": "end"}],
+ ["file.line", ["{WORK}/conf"], {"content": "mid", "mode": "insert", "before": "section", "after": "gamma"}],
+ ["file.line", ["{WORK}/conf"], {"content": "x", "mode": "insert", "before": "a"}],
+ ["file.line", ["{WORK}/conf"], {"content": "x", "mode": "ensure"}],
+ ["file.line", ["{WORK}/conf"], {"content": "x", "mode": "bogus"}],
+ ["file.line", ["{WORK}/conf"], {"mode": "insert"}],
+ ["file.line", ["{WORK}/conf"], {"content": "x"}],
+ ["file.line", ["{WORK}/conf"], {"content": "x", "mode": "insert", "after": "*x"}],
+ ["file.line", ["{WORK}/conf"], {"content": "x", "mode": "insert"}],
+ ["file.line", ["{WORK}/conf"], {"content": "y", "mode": "ensure", "before": "^first", "indent": false}],
+ ["file.line", ["{WORK}/conf"], {"content": "  z", "mode": "ensure", "before": "^key", "after": "^\\[section"}],
+ ["file.line", ["{WORK}/conf"], {"content": "w", "mode": "ensure", "before": "^key", "after": "^\\[section", "show_changes": false}],
+ ["file.line", ["{WORK}/conf"], {"content": "v", "mode": "ensure", "before": "^last", "after": "^first"}],
+ ["file.line", ["{WORK}/nope"], {"content": "x", "mode": "insert"}],
+ ["file.line", ["{WORK}/nope"], {"content": "x", "mode": "insert", "quiet": true}],
+ ["file.line", ["{WORK}/crlf"], {"content": "1.5", "mode": "ensure", "after": "one"}],
+ ["file.line", ["{WORK}/crlf"], {"content": "zero", "mode": "insert", "location": "start"}],
+ ["file.line", ["{WORK}/crlf"], {"content": "four", "mode": "insert", "location": "end"}],
+ ["file.blockreplace", ["{WORK}/conf"], {"content": "managed one\nmanaged two", "append_if_not_found": true}],
+ ["file.blockreplace", ["{WORK}/conf"], {"content": "managed one\nmanaged 2\n"}],
+ ["file.blockreplace", ["{WORK}/conf", "#-- start managed zone --", "#-- end managed zone --"], {"content": "managed 2", "append_newline": true, "show_changes": false}],
+ ["file.blockreplace", ["{WORK}/conf", "#-- start managed zone --", "#-- end managed zone --"], {"content": "managed 2", "append_newline": true}],
+ ["file.blockreplace", ["{WORK}/conf", "<<", ">>"], {"content": "x"}],
+ ["file.blockreplace", ["{WORK}/conf", "<<", ">>"], {"content": "x", "insert_before_match": "^\\[section"}],
+ ["file.blockreplace", ["{WORK}/conf", "[[", "]]"], {"content": "y\r\nz", "insert_after_match": "^gamma", "backup": false}],
+ ["file.blockreplace", ["{WORK}/conf", "<<", ">>"], {"content": "x", "append_if_not_found": true, "prepend_if_not_found": true}],
+ ["file.blockreplace", ["{WORK}/conf", "{{", "}}"], {"content": "x", "insert_after_match": "*"}],
+ ["file.blockreplace", ["{WORK}/conf", "{{", "}}"], {"insert_before_match": 5}],
+ ["file.blockreplace", ["{WORK}/conf", "{{", "}}"], {"content": 5, "append_newline": null}],
+ ["file.blockreplace", ["{WORK}/conf", "{{", "}}"], {"content": "", "append_newline": null, "prepend_if_not_found": true}],
+ ["file.blockreplace", ["{WORK}/nope"], {}],
+ ["file.blockreplace", ["{WORK}/bin"], {}],
+ ["file.blockreplace", ["{WORK}/crlf", "#s", "#e"], {"content": "in\nblock", "prepend_if_not_found": true, "dry_run": true}],
+ ["file.blockreplace", ["{WORK}/crlf", "#s", "#e"], {"content": "in\nblock", "append_if_not_found": true}],
+ ["file.write", ["{WORK}/unterm", "#-- start managed zone --", "x"], {}],
+ ["file.blockreplace", ["{WORK}/unterm"], {"content": "y"}],
+ ["file.prepend", ["{WORK}/crlf", "top"], {}]
 ]"##;
 
     /// Brine's return as the oracle prints Salt's: bytes as `{"__bytes__": latin-1}`, the work
@@ -3323,30 +4438,152 @@ print(json.dumps({"results": results, "tree": tree(work)}))
     #[test]
     fn python_subn_semantics() {
         let re = compile_bytes("x*", ReFlags::default()).unwrap();
-        let t = parse_template(b"-", &re).unwrap();
+        let t = parse_template(b"-", &re.re).unwrap();
         assert_eq!(subn(&re, &t, b"abxd", 0), (b"-a-b--d-".to_vec(), 5));
         let re = compile_bytes("(?P<w>a)(b)?", ReFlags::default()).unwrap();
-        let t = parse_template(b"[\\g<w>\\2\\n\\.]", &re).unwrap();
+        let t = parse_template(b"[\\g<w>\\2\\n\\.]", &re.re).unwrap();
         assert_eq!(subn(&re, &t, b"a ab", 0).0, b"[a\n\\.] [ab\n\\.]".to_vec());
         assert_eq!(subn(&re, &t, b"a a", 1).1, 1);
         assert_eq!(subn(&re, &t, b"a a", -1).1, 0);
-        assert!(parse_template(b"\\3", &re).is_err());
-        assert!(parse_template(b"\\g<nope>", &re).is_err());
+        assert!(parse_template(b"\\3", &re.re).is_err());
+        assert!(parse_template(b"\\g<nope>", &re.re).is_err());
         assert_eq!(
-            parse_template(b"$1", &re).unwrap(),
+            parse_template(b"$1", &re.re).unwrap(),
             vec![Piece::Literal(b"$1".to_vec())]
         );
     }
 
     #[test]
+    fn leading_negative_lookahead() {
+        assert_eq!(
+            split_leading_lookahead(r"^(?!\s*#)\s*host"),
+            Some((r"^\s*host".to_string(), r"(?:\s*#)".to_string()))
+        );
+        assert_eq!(
+            split_leading_lookahead(r"(?i)^(?![a)]x)y"),
+            Some(("(?i)^y".to_string(), "(?i)(?:[a)]x)".to_string()))
+        );
+        // Not at the start, alternation after it, or groups inside it: left to the regex
+        // crate, which refuses look-around.
+        assert_eq!(split_leading_lookahead("a(?!b)"), None);
+        assert_eq!(split_leading_lookahead("(?!a)b|c"), None);
+        assert_eq!(split_leading_lookahead("(?!(a))b"), None);
+        let flags = ReFlags::from_bits(8);
+        let re = compile_bytes(r"^(?!\s*#)\s*host", flags).unwrap();
+        assert!(!re.is_match(b"#host = a\n  # host = b\n"));
+        assert!(re.is_match(b"#host = a\n  host = b\n"));
+        let re = compile_bytes(r"^(?!#)(\w+)", flags).unwrap();
+        let t = parse_template(b"<\\1>", &re.re).unwrap();
+        assert_eq!(
+            subn(&re, &t, b"a\n#b\nc\n", 0),
+            (b"<a>\n#b\n<c>\n".to_vec(), 2)
+        );
+        // Python's syntax errors keep their position in the whole pattern.
+        match compile_bytes(r"^(?!#)[x", flags) {
+            Err(FnError::Exception(m)) => {
+                assert_eq!(m, "re.error: unterminated character set at position 6")
+            }
+            _ => panic!("the pattern compiled"),
+        }
+        let err = compile_bytes(r"a(?!b)", flags).err().unwrap().to_string();
+        assert!(err.contains("look-around"), "{err}");
+    }
+
+    #[test]
+    fn line_regexes_end_as_python_lines_do() {
+        let re = compile_line("^foo$", false).unwrap();
+        assert!(re.is_match("foo\n"));
+        assert!(re.is_match("foo"));
+        assert!(!re.is_match("xfoo\n"));
+        assert!(!re.is_match("foo bar\n"));
+        assert!(matches_at_start(&compile_line("(b)", false).unwrap(), "bc"));
+        assert!(!matches_at_start(
+            &compile_line("(c)", false).unwrap(),
+            "bc"
+        ));
+        assert!(compile_line("a.b", true).unwrap().is_match("a\nb"));
+        assert_eq!(get_eol("x\r\n"), "\r\n");
+        assert_eq!(get_eol("x\n"), "\n");
+        assert_eq!(get_eol("x\r"), "\r");
+        assert_eq!(get_eol("x\r\n\n"), "\r\n");
+        assert_eq!(get_eol("x"), "");
+        assert_eq!(indent_like("\t  a", "  b\n", true), "\t  b\n");
+        assert_eq!(indent_like("\t  a", "  b", false), "  b");
+        assert_eq!(eol_like("a\r\n", "b  "), "b\r\n");
+        assert_eq!(eol_like("a", "b"), "b\n");
+    }
+
+    #[test]
+    fn line_edits_as_salts_set_line() {
+        let lines = |text: &str| text_lines(text);
+        let s = |v: &str| Value::from(v);
+        fn edit<'a>(
+            content: &'a Value,
+            mode: &'a str,
+            before: &'a Value,
+            after: &'a Value,
+        ) -> LineEdit<'a> {
+            LineEdit {
+                content,
+                matching: &NONE,
+                mode,
+                location: &NONE,
+                before,
+                after,
+                indent: true,
+            }
+        }
+        let (x, a, b) = (s("x"), s("^a"), s("^b"));
+        // `ensure` between two lines replaces what is between them, or refuses.
+        let out = edit(&x, "ensure", &b, &a)
+            .apply(lines("a\nz\nb\n"))
+            .unwrap();
+        assert_eq!(out.concat(), "a\nxb\n");
+        let err = edit(&x, "ensure", &b, &a)
+            .apply(lines("a\ny\nz\nb\n"))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "Found more than one line between boundaries \"before\" and \"after\"."
+        );
+        let err = edit(&x, "insert", &s("a|b"), &NONE)
+            .apply(lines("a\nb\n"))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "Found more than expected occurrences in \"before\" expression"
+        );
+        let err = edit(&x, "insert", &s("(a"), &NONE)
+            .apply(lines("a\n"))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "missing ), unterminated subpattern at position 0: '(a'"
+        );
+        // Not found: `insert` fails, `ensure` has nowhere to put the line.
+        let err = edit(&x, "insert", &s("^q"), &NONE)
+            .apply(lines("a\n"))
+            .unwrap_err();
+        assert_eq!(err.to_string(), "Neither before or after was found in file");
+        let err = edit(&x, "ensure", &s("^q"), &NONE)
+            .apply(lines("a\n"))
+            .unwrap_err();
+        assert!(err.to_string().starts_with("Wrong conditions?"));
+        let err = edit(&Value::from(5), "ensure", &NONE, &a)
+            .apply(lines("a\n"))
+            .unwrap_err();
+        assert_eq!(err.to_string(), "Content must be a string, not int");
+    }
+
+    #[test]
     fn pattern_translation() {
         assert_eq!(
-            translate_pattern("a{2,}b{,3}c\\Z", false).unwrap(),
+            translate_pattern("a{2,}b{,3}c\\Z", false, false).unwrap(),
             "a{2,}b{0,3}c\\z"
         );
-        assert_eq!(translate_pattern("${x}", false).unwrap(), "$\\{x\\}");
-        assert_eq!(translate_pattern("[[&]", false).unwrap(), "[\\[\\&]");
-        let err = |p: &str| match translate_pattern(p, false) {
+        assert_eq!(translate_pattern("${x}", false, false).unwrap(), "$\\{x\\}");
+        assert_eq!(translate_pattern("[[&]", false, false).unwrap(), "[\\[\\&]");
+        let err = |p: &str| match translate_pattern(p, false, false) {
             Err(FnError::Exception(m)) => m,
             other => panic!("{other:?}"),
         };

@@ -123,6 +123,83 @@ pub struct Services {
     pub mine_functions: serde_json::Value,
     /// `cachedir`: where the file client keeps the master's files.
     pub cachedir: std::path::PathBuf,
+    /// The options set in the minion's configuration (Salt's `__opts__` for the keys
+    /// `config.option` looks up, such as `hosts.file`).
+    pub opts: serde_json::Map<String, serde_json::Value>,
+    /// The minion's pillar as the master last compiled it.
+    pillar: std::sync::RwLock<Arc<Value>>,
+    /// The minion's grains now.
+    grains: std::sync::RwLock<Arc<Value>>,
+    /// Where the grains are collected from again; `None`: they only change by `set_grains`.
+    grains_source: Option<GrainsSource>,
+    /// Held while the grains file changes and the grains are collected again, so that
+    /// concurrent changes land one after the other.
+    grains_update: Mutex<()>,
+}
+
+/// Where a minion's grains come from (Salt's loader): the core grains, the static grains of
+/// `<config dir>/grains` over them, and the `grains` option of the minion's configuration over
+/// both.
+#[derive(Debug, Clone)]
+pub struct GrainsSource {
+    pub core: CoreGrains,
+    /// The minion's configuration directory: the `grains` file is there, and the `minion`
+    /// file whose `grains` option is read again at each collection, as Salt reads it.
+    pub config_dir: Option<std::path::PathBuf>,
+    /// The `grains` option the minion started with (used when the configuration cannot be
+    /// read again).
+    pub config_grains: Value,
+}
+
+/// The core grains of a [`GrainsSource`].
+#[derive(Debug, Clone)]
+pub enum CoreGrains {
+    /// Detected on this host, for the minion `id` whose master is `master`.
+    Host { id: String, master: String },
+    /// A fixed set (tools and tests).
+    Fixed(Value),
+}
+
+impl GrainsSource {
+    /// The static grains file, `<config dir>/grains`.
+    pub fn grains_file(&self) -> Option<std::path::PathBuf> {
+        self.config_dir.as_ref().map(|d| d.join("grains"))
+    }
+
+    /// Collect the grains (blocking: it reads the host and may run commands).
+    pub fn collect(&self) -> Value {
+        let config = self
+            .config_dir
+            .as_deref()
+            .and_then(
+                |dir| match brine_protocol::config::load_raw(dir, "minion") {
+                    Ok(raw) => Some(match raw.values.get("grains") {
+                        Some(g @ serde_json::Value::Object(_)) => {
+                            brine_protocol::payload::from_json(g)
+                        }
+                        // Salt replaces a non-mapping `grains` with an empty one.
+                        _ => Value::Map(vec![]),
+                    }),
+                    Err(e) => {
+                        tracing::warn!("minion configuration not read again for its grains: {e}");
+                        None
+                    }
+                },
+            )
+            .unwrap_or_else(|| self.config_grains.clone());
+        let file = self.grains_file();
+        match &self.core {
+            CoreGrains::Host { id, master } => {
+                crate::grains_core::grains_load(id, master, file.as_deref(), &config)
+            }
+            CoreGrains::Fixed(core) => {
+                let mut grains = core.as_map().cloned().unwrap_or_default();
+                let extra = crate::grains_core::grains_extra(file.as_deref(), &config);
+                crate::grains_core::dict_update(&mut grains, &extra);
+                Value::Map(grains)
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Services {
@@ -156,7 +233,20 @@ impl Services {
             master,
             mine_functions: cfg.mine_functions.clone(),
             cachedir: cfg.cachedir.clone(),
+            opts: cfg.opts().clone(),
+            pillar: std::sync::RwLock::new(Arc::new(Value::Map(vec![]))),
+            grains: std::sync::RwLock::new(Arc::new(Value::Map(vec![]))),
+            grains_source: None,
+            grains_update: Mutex::new(()),
         }
+        .with_grains(GrainsSource {
+            core: CoreGrains::Host {
+                id: cfg.id.clone(),
+                master: cfg.master.first().cloned().unwrap_or_else(|| "salt".into()),
+            },
+            config_dir: config_dir.map(std::path::Path::to_path_buf),
+            config_grains: brine_protocol::payload::from_json(&cfg.grains),
+        })
     }
 
     /// Empty services with nothing persisted and no master (tests, tools).
@@ -167,7 +257,124 @@ impl Services {
             master: None,
             mine_functions: serde_json::Value::Null,
             cachedir: std::env::temp_dir().join("brine-minion-cache"),
+            opts: serde_json::Map::new(),
+            pillar: std::sync::RwLock::new(Arc::new(Value::Map(vec![]))),
+            grains: std::sync::RwLock::new(Arc::new(Value::Map(vec![]))),
+            grains_source: None,
+            grains_update: Mutex::new(()),
         }
+    }
+
+    /// These services with grains collected from `source` (and collected again from it).
+    pub fn with_grains(mut self, source: GrainsSource) -> Services {
+        self.set_grains(source.collect());
+        self.grains_source = Some(source);
+        self
+    }
+
+    /// The minion's grains now.
+    pub fn grains(&self) -> Arc<Value> {
+        // A panic while holding the lock leaves whole grains in place: keep using them.
+        self.grains
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Replace the minion's grains.
+    pub fn set_grains(&self, grains: Value) -> Arc<Value> {
+        let grains = Arc::new(grains);
+        *self.grains.write().unwrap_or_else(|e| e.into_inner()) = grains.clone();
+        grains
+    }
+
+    /// The static grains file (`<config dir>/grains`), `None` without a configuration directory.
+    pub fn grains_file(&self) -> Option<std::path::PathBuf> {
+        self.grains_source
+            .as_ref()
+            .and_then(GrainsSource::grains_file)
+    }
+
+    /// Run `edit` on the grains file (its path, `None` without one), then, when it succeeds,
+    /// collect the grains again; both under one lock. Blocking.
+    pub fn update_grains<T, E>(
+        &self,
+        edit: impl FnOnce(Option<&std::path::Path>) -> Result<T, E>,
+    ) -> Result<(T, Arc<Value>), E> {
+        let _one_at_a_time = self.grains_update.lock().unwrap_or_else(|e| e.into_inner());
+        let done = edit(self.grains_file().as_deref())?;
+        let grains = match &self.grains_source {
+            Some(source) => self.set_grains(source.collect()),
+            None => self.grains(),
+        };
+        Ok((done, grains))
+    }
+
+    /// Salt's `saltutil.refresh_grains`: collect the grains again and, with `refresh_pillar`
+    /// and a master, fetch the pillar with them (which is also how the master learns the
+    /// grains it targets with). A pillar that does not come is logged.
+    pub async fn refresh_grains(self: &Arc<Self>, id: &str, refresh_pillar: bool) -> Arc<Value> {
+        let services = self.clone();
+        let reloaded = tokio::task::spawn_blocking(move || {
+            services.update_grains(|_| Ok::<(), std::convert::Infallible>(()))
+        })
+        .await;
+        let grains = match reloaded {
+            Ok(Ok(((), grains))) => grains,
+            Ok(Err(never)) => match never {},
+            Err(e) => {
+                tracing::warn!("grains not collected again: {e}");
+                self.grains()
+            }
+        };
+        self.grains_changed(id, &grains, refresh_pillar).await;
+        grains
+    }
+
+    /// After the grains changed: with `refresh_pillar` and a master, fetch the pillar with them.
+    pub async fn grains_changed(&self, id: &str, grains: &Value, refresh_pillar: bool) {
+        if refresh_pillar && self.master.is_some() {
+            if let Err(e) = self.refresh_pillar(id, grains).await {
+                tracing::warn!("pillar not refreshed after the grains changed: {e}");
+            }
+        }
+    }
+
+    /// The minion's pillar as the master last compiled it (empty before the first refresh).
+    pub fn pillar(&self) -> Arc<Value> {
+        // A panic while holding the lock leaves a whole pillar in place: keep using it.
+        self.pillar
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Ask the master for this minion's pillar (Salt's `_pillar` request, with `grains`) and
+    /// keep it; the schedule and beacons take their pillar parts from it.
+    pub async fn refresh_pillar(&self, id: &str, grains: &Value) -> Result<Arc<Value>, String> {
+        let Some(master) = self.master.clone() else {
+            return Err("the pillar comes from the master (this minion has no master)".into());
+        };
+        let load = brine_protocol::payload::map(vec![
+            ("cmd", Value::from("_pillar")),
+            ("id", Value::from(id)),
+            ("grains", grains.clone()),
+            ("saltenv", Value::Nil),
+            ("pillarenv", Value::Nil),
+            ("pillar_override", Value::Map(vec![])),
+            ("extra_minion_data", Value::Map(vec![])),
+            ("ver", Value::from("2")),
+        ]);
+        let p = tokio::task::spawn_blocking(move || master.request_private(&load, "pillar"))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+        let json = brine_protocol::payload::to_json(&p);
+        self.schedule.set_pillar(json.get("schedule"));
+        self.beacons.set_pillar(json.get("beacons"));
+        let p = Arc::new(p);
+        *self.pillar.write().unwrap_or_else(|e| e.into_inner()) = p.clone();
+        Ok(p)
     }
 }
 
@@ -317,6 +524,8 @@ modules! {
     User => user,
     Group => group,
     File => file,
+    Cron => cron,
+    Hosts => hosts,
 }
 
 impl Function {
@@ -347,6 +556,17 @@ pub(crate) fn provider(module: &str) -> Option<&'static str> {
             .find(|(m, _)| *m == name)
             .map_or(name, |(_, file)| file),
     )
+}
+
+/// The parameters of the execution function `name`, `None` when there is no such function.
+pub fn params(name: &str) -> Option<brine_state::states::Params> {
+    let sig = Function::from_name(name)?.spec().sig;
+    Some(brine_state::states::Params {
+        args: sig.params.iter().map(|p| p.to_string()).collect(),
+        required: sig.required,
+        varargs: sig.varargs,
+        keywords: sig.kwargs,
+    })
 }
 
 /// All function names, sorted (`"mod.fun"`).

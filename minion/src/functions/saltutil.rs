@@ -1,5 +1,7 @@
-//! The `saltutil` execution module, the job-control part: `running`, `find_job`,
-//! `is_running`, `kill_job`, `term_job`, `signal_job`.
+//! The `saltutil` execution module: job control (`running`, `find_job`, `is_running`,
+//! `kill_job`, `term_job`, `signal_job`), `refresh_pillar`, `refresh_modules`, and the
+//! `sync_*` functions, which tell what custom modules the file server offers: those are Python
+//! code, which Brine does not run, so a sync that finds any fails naming them.
 //!
 //! Jobs run as tasks inside the minion, so every entry carries the minion's own pid and
 //! "signalling" a job aborts its task (which kills any command it started).
@@ -10,7 +12,7 @@ use super::{CallState};
 use super::args::{py_int, py_str, Bound, Signature};
 use super::sys::fnmatch;
 use super::{Context, FnError, Spec};
-use brine_protocol::payload::get;
+use brine_protocol::payload::{get, py_truthy};
 
 /// SIGKILL and SIGTERM as Salt reports them.
 const SIGKILL: i64 = 9;
@@ -25,6 +27,131 @@ pub enum Fun {
     Running,
     SignalJob,
     TermJob,
+    RefreshPillar,
+    RefreshGrains,
+    RefreshModules,
+    SyncAll,
+    Sync(Kind),
+}
+
+/// The kinds of custom modules `saltutil.sync_<kind>` copies from the file server's
+/// `_<dir>/` directories.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Clouds,
+    Beacons,
+    Modules,
+    States,
+    Sdb,
+    Grains,
+    Renderers,
+    Returners,
+    Output,
+    Utils,
+    LogHandlers,
+    Executors,
+    Proxymodules,
+    Engines,
+    Thorium,
+    Serializers,
+    Matchers,
+    Pillar,
+    Tops,
+    Wrapper,
+}
+
+impl Kind {
+    /// In `saltutil.sync_all`'s order (`pillar`, `tops` and `wrapper` are synced only by a
+    /// masterless minion).
+    const ALL: &'static [Kind] = &[
+        Kind::Clouds,
+        Kind::Beacons,
+        Kind::Modules,
+        Kind::States,
+        Kind::Sdb,
+        Kind::Grains,
+        Kind::Renderers,
+        Kind::Returners,
+        Kind::Output,
+        Kind::Utils,
+        Kind::LogHandlers,
+        Kind::Executors,
+        Kind::Proxymodules,
+        Kind::Engines,
+        Kind::Thorium,
+        Kind::Serializers,
+        Kind::Matchers,
+        Kind::Pillar,
+        Kind::Tops,
+        Kind::Wrapper,
+    ];
+
+    /// The function (`saltutil.sync_modules`), its Python name, its key in `sync_all`'s return
+    /// and the name Salt gives its synced files (`modules.<name>`, from `_modules/`).
+    fn names(self) -> (&'static str, &'static str, &'static str, &'static str) {
+        match self {
+            Kind::Clouds => ("saltutil.sync_clouds", "sync_clouds", "clouds", "clouds"),
+            Kind::Beacons => ("saltutil.sync_beacons", "sync_beacons", "beacons", "beacons"),
+            Kind::Modules => ("saltutil.sync_modules", "sync_modules", "modules", "modules"),
+            Kind::States => ("saltutil.sync_states", "sync_states", "states", "states"),
+            Kind::Sdb => ("saltutil.sync_sdb", "sync_sdb", "sdb", "sdb"),
+            Kind::Grains => ("saltutil.sync_grains", "sync_grains", "grains", "grains"),
+            Kind::Renderers => (
+                "saltutil.sync_renderers",
+                "sync_renderers",
+                "renderers",
+                "renderers",
+            ),
+            Kind::Returners => (
+                "saltutil.sync_returners",
+                "sync_returners",
+                "returners",
+                "returners",
+            ),
+            Kind::Output => ("saltutil.sync_output", "sync_output", "output", "output"),
+            Kind::Utils => ("saltutil.sync_utils", "sync_utils", "utils", "utils"),
+            Kind::LogHandlers => (
+                "saltutil.sync_log_handlers",
+                "sync_log_handlers",
+                "log_handlers",
+                "log_handlers",
+            ),
+            Kind::Executors => (
+                "saltutil.sync_executors",
+                "sync_executors",
+                "executors",
+                "executors",
+            ),
+            Kind::Proxymodules => (
+                "saltutil.sync_proxymodules",
+                "sync_proxymodules",
+                "proxymodules",
+                "proxy",
+            ),
+            Kind::Engines => ("saltutil.sync_engines", "sync_engines", "engines", "engines"),
+            Kind::Thorium => ("saltutil.sync_thorium", "sync_thorium", "thorium", "thorium"),
+            Kind::Serializers => (
+                "saltutil.sync_serializers",
+                "sync_serializers",
+                "serializers",
+                "serializers",
+            ),
+            Kind::Matchers => (
+                "saltutil.sync_matchers",
+                "sync_matchers",
+                "matchers",
+                "matchers",
+            ),
+            Kind::Pillar => ("saltutil.sync_pillar", "sync_pillar", "pillar", "pillar"),
+            Kind::Tops => ("saltutil.sync_tops", "sync_tops", "tops", "tops"),
+            Kind::Wrapper => ("saltutil.sync_wrapper", "sync_wrapper", "wrapper", "wrapper"),
+        }
+    }
+
+    /// Synced by `saltutil.sync_all` on a minion with a master.
+    fn in_sync_all(self) -> bool {
+        !matches!(self, Kind::Pillar | Kind::Tops | Kind::Wrapper)
+    }
 }
 
 impl Fun {
@@ -35,6 +162,30 @@ impl Fun {
         Fun::Running,
         Fun::SignalJob,
         Fun::TermJob,
+        Fun::RefreshPillar,
+        Fun::RefreshGrains,
+        Fun::RefreshModules,
+        Fun::SyncAll,
+        Fun::Sync(Kind::Clouds),
+        Fun::Sync(Kind::Beacons),
+        Fun::Sync(Kind::Modules),
+        Fun::Sync(Kind::States),
+        Fun::Sync(Kind::Sdb),
+        Fun::Sync(Kind::Grains),
+        Fun::Sync(Kind::Renderers),
+        Fun::Sync(Kind::Returners),
+        Fun::Sync(Kind::Output),
+        Fun::Sync(Kind::Utils),
+        Fun::Sync(Kind::LogHandlers),
+        Fun::Sync(Kind::Executors),
+        Fun::Sync(Kind::Proxymodules),
+        Fun::Sync(Kind::Engines),
+        Fun::Sync(Kind::Thorium),
+        Fun::Sync(Kind::Serializers),
+        Fun::Sync(Kind::Matchers),
+        Fun::Sync(Kind::Pillar),
+        Fun::Sync(Kind::Tops),
+        Fun::Sync(Kind::Wrapper),
     ];
 
     pub(crate) fn spec(self) -> Spec {
@@ -113,6 +264,98 @@ impl Fun {
         salt '*' saltutil.term_job <job id>
     ",
             ),
+            Fun::RefreshPillar => (
+                "saltutil.refresh_pillar",
+                "refresh_pillar",
+                Signature::new(&["wait", "timeout", "clean_cache"], 0, false, false),
+                "
+    Fetch this minion's pillar from the master again. Brine waits for the new
+    pillar whatever `wait` says, and returns True once it is in, False when
+    the master did not send it.
+
+    CLI Example:
+
+        salt '*' saltutil.refresh_pillar
+    ",
+            ),
+            Fun::RefreshGrains => (
+                "saltutil.refresh_grains",
+                "refresh_grains",
+                Signature::new(&[], 0, false, true),
+                "
+    Collect the minion's grains again: the core grains, the grains file and
+    the minion config's `grains` option. The pillar is fetched again with the
+    new grains unless `refresh_pillar=False`. Returns True.
+
+    refresh_pillar : True
+        Set to False to keep the pillar from being refreshed.
+
+    clean_pillar_cache : False
+        Accepted for Salt's sake: Brine's minion keeps no pillar cache.
+
+    CLI Example:
+
+        salt '*' saltutil.refresh_grains
+    ",
+            ),
+            Fun::RefreshModules => (
+                "saltutil.refresh_modules",
+                "refresh_modules",
+                Signature::new(&[], 0, false, true),
+                "
+    Reload the execution modules. Brine's modules are built in, so there is
+    nothing to reload: returns True.
+
+    CLI Example:
+
+        salt '*' saltutil.refresh_modules
+    ",
+            ),
+            Fun::SyncAll => (
+                "saltutil.sync_all",
+                "sync_all",
+                Signature::new(
+                    &["saltenv", "refresh", "extmod_whitelist", "extmod_blacklist", "clean_pillar_cache"],
+                    0,
+                    false,
+                    false,
+                ),
+                "
+    Sync every kind of custom module from the file server's _<kind>/
+    directories. Custom modules are Python code, which Brine does not run:
+    when the file server has any, the sync fails naming them; otherwise it
+    returns an empty list per kind, as Salt does when there is nothing to sync.
+
+    CLI Example:
+
+        salt '*' saltutil.sync_all
+        salt '*' saltutil.sync_all saltenv=dev
+    ",
+            ),
+            Fun::Sync(kind) => {
+                let (name, pyname, _, _) = kind.names();
+                let sig = if kind == Kind::Sdb {
+                    Signature::new(&["saltenv", "extmod_whitelist", "extmod_blacklist"], 0, false, false)
+                } else {
+                    Signature::new(&["saltenv", "refresh", "extmod_whitelist", "extmod_blacklist"], 0, false, false)
+                };
+                (
+                    name,
+                    pyname,
+                    sig,
+                    "
+    Sync custom modules of this kind from the file server's _<kind>/
+    directory. Custom modules are Python code, which Brine does not run: when
+    the file server has any, the sync fails naming them; otherwise it returns
+    [], as Salt does when there is nothing to sync.
+
+    CLI Example:
+
+        salt '*' saltutil.sync_modules
+        salt '*' saltutil.sync_states saltenv=dev
+    ",
+                )
+            }
         };
         Spec {
             name,
@@ -152,8 +395,115 @@ impl Fun {
                     .map_err(|e| FnError::Exception(format!("ValueError: {e}")))?;
                 Value::from(signal_job(ctx, &jid(), sig))
             }
+            Fun::RefreshPillar => match ctx.services.refresh_pillar(&ctx.id, &ctx.grains).await {
+                Ok(_) => Value::Boolean(true),
+                Err(e) => {
+                    tracing::warn!("pillar refresh failed: {e}");
+                    Value::Boolean(false)
+                }
+            },
+            Fun::RefreshGrains => {
+                let mut refresh_pillar = true;
+                let mut invalid = Vec::new();
+                // Salt's `clean_kwargs`: the `__pub_*` keys are not the caller's.
+                for (key, val) in b.kwargs.iter().filter(|(k, _)| !k.starts_with("__")) {
+                    match key.as_str() {
+                        "refresh_pillar" => refresh_pillar = py_truthy(val),
+                        "clean_pillar_cache" => {}
+                        _ => invalid.push(format!("{key}={}", py_str(val))),
+                    }
+                }
+                if !invalid.is_empty() {
+                    return Err(FnError::Invocation(format!(
+                        "The following keyword arguments are not valid: {}",
+                        invalid.join(", ")
+                    )));
+                }
+                ctx.services.refresh_grains(&ctx.id, refresh_pillar).await;
+                Value::Boolean(true)
+            }
+            Fun::RefreshModules => Value::Boolean(true),
+            Fun::SyncAll => {
+                let kinds: Vec<Kind> = Kind::ALL.iter().copied().filter(|k| k.in_sync_all()).collect();
+                let found = custom_modules(ctx, b, &kinds).await?;
+                refuse_custom(&found)?;
+                Value::Map(
+                    kinds
+                        .iter()
+                        .map(|k| (Value::from(k.names().2), Value::Array(vec![])))
+                        .collect(),
+                )
+            }
+            Fun::Sync(kind) => {
+                let found = custom_modules(ctx, b, &[kind]).await?;
+                refuse_custom(&found)?;
+                Value::Array(vec![])
+            }
         })
     }
+}
+
+/// The custom modules of `kinds` on the file server, as Salt names them when it syncs them
+/// (`modules.mymod`), each with its `salt://` path; in the environments of `saltenv` (a name,
+/// a comma-separated list or a list; every environment of the file server when absent).
+async fn custom_modules(
+    ctx: &Context,
+    b: &Bound,
+    kinds: &[Kind],
+) -> Result<Vec<(String, String)>, FnError> {
+    let Some(master) = ctx.services.master.clone() else {
+        return Err(FnError::Execution(
+            "saltutil.sync_* reads the master's file server (this minion has no master)".into(),
+        ));
+    };
+    let saltenvs: Option<Vec<String>> = match b.get("saltenv") {
+        None | Some(Value::Nil) => None,
+        Some(Value::Array(items)) => Some(items.iter().map(py_str).collect()),
+        Some(v) => Some(py_str(v).split(',').map(str::to_string).collect()),
+    };
+    let client = crate::fileclient::FileClient::new(master, &ctx.services.cachedir);
+    let kinds = kinds.to_vec();
+    tokio::task::spawn_blocking(move || {
+        let envs = match saltenvs {
+            Some(e) => e,
+            None => client.envs()?,
+        };
+        let mut found = Vec::new();
+        for env in envs {
+            for file in client.list(&env)? {
+                for kind in &kinds {
+                    let (_, _, _, form) = kind.names();
+                    let dir = format!("_{}/", if *kind == Kind::Proxymodules { "proxy" } else { form });
+                    if let Some(rel) = file.strip_prefix(&dir) {
+                        let stem = rel.rsplit_once('.').map_or(rel, |(s, _)| s);
+                        found.push((
+                            format!("{form}.{}", stem.replace('/', ".")),
+                            format!("salt://{file}?saltenv={env}"),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(found)
+    })
+    .await
+    .map_err(|e| FnError::Exception(e.to_string()))?
+    .map_err(FnError::Execution)
+}
+
+/// A sync that found custom modules fails naming them: Brine does not run Python modules.
+fn refuse_custom(found: &[(String, String)]) -> Result<(), FnError> {
+    if found.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = found
+        .iter()
+        .map(|(name, path)| format!("{name} ({path})"))
+        .collect();
+    Err(FnError::Execution(format!(
+        "Brine does not run Python modules, so these custom modules were not synced: {}",
+        names.join(", ")
+    )))
 }
 
 /// The running jobs, without the job asking (Salt skips its own proc entry too).

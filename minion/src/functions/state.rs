@@ -9,6 +9,7 @@ use std::sync::Arc;
 use brine_protocol::payload::{from_json, to_json, Value};
 use brine_render::Context as RenderContext;
 use brine_state::top::{Matcher, Top};
+use brine_state::states::MasterList;
 use brine_state::{call_high, Compiler, High, Host, Options};
 use serde_json::{json, Map, Value as Json};
 
@@ -547,5 +548,19 @@ impl Host for MinionHost<'_> {
 
     fn cachedir(&self) -> PathBuf {
         self.run.cachedir.clone()
+    }
+
+    fn params(&self, fun: &str) -> Option<brine_state::states::Params> {
+        super::params(fun)
+    }
+
+    fn list_master(&self, saltenv: &str, prefix: &str) -> Result<MasterList, String> {
+        let files = &self.run.files;
+        let list = MasterList {
+            files: files.list(saltenv)?,
+            dirs: files.dir_list(saltenv, prefix)?,
+            links: files.symlink_list(saltenv, prefix)?.into_iter().collect(),
+        };
+        Ok(list.under(prefix))
     }
 }

@@ -21,9 +21,57 @@ pub enum Style {
 /// PyYAML's `safe_dump(data, default_flow_style=False, allow_unicode=True)`
 /// (flow style for a negative `--out-indent`), keys sorted, width 80.
 pub fn safe_dump(data: &Value, style: Style) -> String {
-    let (flow, best_indent) = match style {
+    dump(
+        data,
+        &DumpOptions {
+            allow_unicode: true,
+            ..DumpOptions::new(style)
+        },
+    )
+}
+
+/// The arguments of PyYAML's `dump` that shape the text, for callers that pass them through
+/// (Salt's `yaml` serializer and its `serializer_opts`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DumpOptions {
+    /// `default_flow_style` False (block, with `indent`) or True (flow).
+    pub style: Style,
+    /// `allow_unicode`: when false, text with non-ASCII characters is double-quoted with
+    /// the characters escaped.
+    pub allow_unicode: bool,
+    /// `explicit_start`: the document opens with `---`.
+    pub explicit_start: bool,
+    /// `sort_keys`: mapping keys in code point order, otherwise in their order.
+    pub sort_keys: bool,
+    /// `width`: lines are folded past it; libyaml keeps 80 when it is not more than twice
+    /// the indent, and never folds for a negative width.
+    pub width: i64,
+}
+
+impl DumpOptions {
+    /// PyYAML's defaults: ASCII only, no `---`, keys sorted, width 80.
+    pub fn new(style: Style) -> DumpOptions {
+        DumpOptions {
+            style,
+            allow_unicode: false,
+            explicit_start: false,
+            sort_keys: true,
+            width: BEST_WIDTH as i64,
+        }
+    }
+}
+
+/// PyYAML's `dump(data, Dumper=CSafeDumper, ...)` with `opts`; the text ends with a line
+/// break and has no document end marker (`...`).
+pub fn dump(data: &Value, opts: &DumpOptions) -> String {
+    let (flow, best_indent) = match opts.style {
         Style::Block(n) => (false, if (2..10).contains(&n) { n } else { 2 }),
         Style::Flow => (true, 2),
+    };
+    let best_width = match usize::try_from(opts.width) {
+        Err(_) => usize::MAX,
+        Ok(w) if w <= best_indent * 2 => BEST_WIDTH,
+        Ok(w) => w,
     };
     let mut e = Emitter {
         out: String::new(),
@@ -31,9 +79,14 @@ pub fn safe_dump(data: &Value, style: Style) -> String {
         whitespace: true,
         indention: true,
         best_indent,
+        best_width,
         flow,
-        ascii_only: false,
+        ascii_only: !opts.allow_unicode,
+        sort_keys: opts.sort_keys,
     };
+    if opts.explicit_start {
+        e.write_indicator("---", true, false, false);
+    }
     if flow {
         e.flow_node(data, 0);
     } else {
@@ -59,10 +112,12 @@ struct Emitter {
     whitespace: bool,
     indention: bool,
     best_indent: usize,
+    best_width: usize,
     /// Inside flow collections plain scalars follow stricter rules.
     flow: bool,
     /// PyYAML's `allow_unicode=False`: non-ASCII characters are escaped.
     ascii_only: bool,
+    sort_keys: bool,
 }
 
 /// Salt's `yaml_dquote`: `text` as PyYAML's plain `Emitter` writes a double-quoted scalar
@@ -74,8 +129,10 @@ pub fn double_quoted(text: &str) -> String {
         whitespace: true,
         indention: true,
         best_indent: 2,
+        best_width: BEST_WIDTH,
         flow: false,
         ascii_only: true,
+        sort_keys: true,
     };
     e.write_double_quoted(text, 0, false);
     e.out
@@ -84,6 +141,15 @@ pub fn double_quoted(text: &str) -> String {
 const BEST_WIDTH: usize = 80;
 
 impl Emitter {
+    /// A mapping's entries in the order they are written.
+    fn entries<'v>(&self, map: &'v serde_json::Map<String, Value>) -> Vec<(&'v String, &'v Value)> {
+        if self.sort_keys {
+            sorted(map)
+        } else {
+            map.iter().collect()
+        }
+    }
+
     fn write(&mut self, data: &str) {
         self.column += data.chars().count();
         self.out.push_str(data);
@@ -128,7 +194,7 @@ impl Emitter {
         match value {
             Value::Object(map) if !map.is_empty() => {
                 let own = indent.map_or(0, |i| i + self.best_indent);
-                for (k, v) in sorted(map) {
+                for (k, v) in self.entries(map) {
                     self.write_indent(own);
                     self.scalar(&Value::String(k.clone()), own, true);
                     self.write_indicator(":", false, false, false);
@@ -162,7 +228,7 @@ impl Emitter {
         match value {
             Value::Object(map) => {
                 self.write_indicator("{", true, true, false);
-                for (i, (k, v)) in sorted(map).into_iter().enumerate() {
+                for (i, (k, v)) in self.entries(map).into_iter().enumerate() {
                     if i > 0 {
                         self.write_indicator(",", false, false, false);
                     }
@@ -193,7 +259,7 @@ impl Emitter {
     }
 
     fn flow_wrap(&mut self, level: usize) {
-        if self.column > BEST_WIDTH {
+        if self.column > self.best_width {
             self.write_indent(level * self.best_indent);
         }
     }
@@ -210,7 +276,7 @@ impl Emitter {
             self.write_plain(&text, indent, !simple_key);
             return;
         }
-        let a = analyze(&text);
+        let a = analyze(&text, !self.ascii_only);
         let implicit = !resolves_to_non_str(&text);
         let allow_plain = if self.flow {
             a.allow_flow_plain
@@ -242,7 +308,7 @@ impl Emitter {
             let ch = chars.get(end).copied();
             if spaces {
                 if ch != Some(' ') {
-                    if start + 1 == end && self.column > BEST_WIDTH && split {
+                    if start + 1 == end && self.column > self.best_width && split {
                         self.write_indent(indent);
                         self.whitespace = false;
                         self.indention = false;
@@ -290,7 +356,7 @@ impl Emitter {
             if spaces {
                 if ch != Some(' ') {
                     if start + 1 == end
-                        && self.column > BEST_WIDTH
+                        && self.column > self.best_width
                         && split
                         && start != 0
                         && end != chars.len()
@@ -371,7 +437,12 @@ impl Emitter {
                 self.write(&data);
                 spaces = false;
             } else if c == ' ' {
-                if split && !spaces && self.column > BEST_WIDTH && i != 0 && i + 1 != chars.len() {
+                if split
+                    && !spaces
+                    && self.column > self.best_width
+                    && i != 0
+                    && i + 1 != chars.len()
+                {
                     self.write_indent(indent);
                     self.whitespace = false;
                     self.indention = false;
@@ -447,7 +518,7 @@ struct Analysis {
 }
 
 /// PyYAML's `Emitter.analyze_scalar`, reduced to what block style needs.
-fn analyze(text: &str) -> Analysis {
+fn analyze(text: &str, allow_unicode: bool) -> Analysis {
     if text.is_empty() {
         return Analysis {
             empty: true,
@@ -510,7 +581,7 @@ fn analyze(text: &str) -> Analysis {
                 || ('\u{e000}'..='\u{fffd}').contains(&ch)
                 || ('\u{10000}'..'\u{10ffff}').contains(&ch))
                 && ch != '\u{feff}';
-            if !unicode {
+            if !unicode || !allow_unicode {
                 special = true;
             }
         }
@@ -564,4 +635,75 @@ pub fn sorted(map: &serde_json::Map<String, Value>) -> Vec<(&String, &Value)> {
     let mut items: Vec<_> = map.iter().collect();
     items.sort_by(|a, b| a.0.cmp(b.0));
     items
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn sample() -> Value {
+        json!({"b": [1, 2, {"x": "yes", "y": null}], "a": {"k": "v", "n": 1.5, "e": []},
+               "u": "h\u{e9}llo", "m": "line1\nline2", "t": true, "q": "", "lst": [[1, 2], [3]]})
+    }
+
+    // Expected texts were printed by PyYAML 6 (`yaml.dump(..., Dumper=yaml.CSafeDumper)`).
+    #[test]
+    fn ascii_only_by_default_as_pyyaml_dumps() {
+        assert_eq!(
+            dump(&sample(), &DumpOptions::new(Style::Block(2))),
+            "a:\n  e: []\n  k: v\n  n: 1.5\nb:\n- 1\n- 2\n- x: 'yes'\n  y: null\nlst:\n- - 1\n  - 2\n- - 3\nm: 'line1\n\n  line2'\nq: ''\nt: true\nu: \"h\\xE9llo\"\n"
+        );
+        assert_eq!(
+            safe_dump(&sample(), Style::Block(2)),
+            "a:\n  e: []\n  k: v\n  n: 1.5\nb:\n- 1\n- 2\n- x: 'yes'\n  y: null\nlst:\n- - 1\n  - 2\n- - 3\nm: 'line1\n\n  line2'\nq: ''\nt: true\nu: h\u{e9}llo\n"
+        );
+    }
+
+    #[test]
+    fn explicit_start_and_indent() {
+        let opts = DumpOptions {
+            explicit_start: true,
+            ..DumpOptions::new(Style::Block(4))
+        };
+        assert_eq!(
+            dump(&sample(), &opts),
+            "---\na:\n    e: []\n    k: v\n    n: 1.5\nb:\n- 1\n- 2\n-   x: 'yes'\n    y: null\nlst:\n-   - 1\n    - 2\n-   - 3\nm: 'line1\n\n    line2'\nq: ''\nt: true\nu: \"h\\xE9llo\"\n"
+        );
+        let start = |style| DumpOptions {
+            explicit_start: true,
+            ..DumpOptions::new(style)
+        };
+        assert_eq!(dump(&json!("abc"), &start(Style::Block(2))), "--- abc\n");
+        assert_eq!(dump(&json!({}), &start(Style::Block(2))), "--- {}\n");
+        assert_eq!(
+            dump(&json!({"a": {"b": 1}}), &start(Style::Flow)),
+            "--- {a: {b: 1}}\n"
+        );
+    }
+
+    #[test]
+    fn unsorted_keys_and_widths() {
+        let unsorted = DumpOptions {
+            sort_keys: false,
+            ..DumpOptions::new(Style::Block(2))
+        };
+        assert_eq!(
+            dump(&json!({"z": 1, "a": [1]}), &unsorted),
+            "z: 1\na:\n- 1\n"
+        );
+        let long = json!({"k": "word ".repeat(30)});
+        let width = |width| DumpOptions {
+            width,
+            ..DumpOptions::new(Style::Block(2))
+        };
+        assert_eq!(
+            dump(&long, &width(40)),
+            "k: 'word word word word word word word word\n  word word word word word word word word\n  word word word word word word word word\n  word word word word word word '\n"
+        );
+        assert_eq!(
+            dump(&long, &width(-1)),
+            format!("k: '{}'\n", "word ".repeat(30))
+        );
+    }
 }

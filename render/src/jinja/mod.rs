@@ -10,6 +10,8 @@ mod printf;
 pub(crate) mod pyfmt;
 mod salt_fns;
 
+pub use salt_fns::filter_by_json;
+
 use std::borrow::Cow;
 use std::sync::Arc;
 

@@ -201,75 +201,9 @@ fn json_key(key: &Value) -> String {
 
 /// Python's `json.dumps(value, sort_keys=...)`: `", "` and `": "` separators, ASCII only.
 pub(crate) fn json_dumps(json: &Json, sort_keys: bool) -> String {
-    let mut out = String::new();
-    write_json(json, sort_keys, &mut out);
-    out
-}
-
-fn write_json(json: &Json, sort_keys: bool, out: &mut String) {
-    match json {
-        Json::Null => out.push_str("null"),
-        Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Json::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
-            (Some(i), _, _) => out.push_str(&i.to_string()),
-            (_, Some(u), _) => out.push_str(&u.to_string()),
-            (_, _, Some(f)) => out.push_str(&match float(f).as_str() {
-                "nan" => "NaN".to_string(),
-                "inf" => "Infinity".to_string(),
-                "-inf" => "-Infinity".to_string(),
-                other => other.to_string(),
-            }),
-            _ => out.push_str("null"),
-        },
-        Json::String(s) => write_json_str(s, out),
-        Json::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_json(item, sort_keys, out);
-            }
-            out.push(']');
-        }
-        Json::Object(map) => {
-            let mut entries: Vec<_> = map.iter().collect();
-            if sort_keys {
-                entries.sort_by(|a, b| a.0.cmp(b.0));
-            }
-            out.push('{');
-            for (i, (k, v)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_json_str(k, out);
-                out.push_str(": ");
-                write_json(v, sort_keys, out);
-            }
-            out.push('}');
-        }
-    }
-}
-
-fn write_json_str(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
-                let mut buf = [0u16; 2];
-                for unit in c.encode_utf16(&mut buf) {
-                    out.push_str(&format!("\\u{unit:04x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    let style = brine_protocol::pyjson::JsonStyle {
+        sort_keys,
+        ..brine_protocol::pyjson::JsonStyle::new(None, true)
+    };
+    brine_protocol::pyjson::dumps(json, &style)
 }

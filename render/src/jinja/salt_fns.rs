@@ -322,6 +322,31 @@ fn filter_by(
     Ok(ret.unwrap_or_default())
 }
 
+/// Salt's `filter_by` on JSON data, for callers outside templates (the `grains.filter_by`
+/// execution function): `grain` is looked up in `grains`. The error is the text of Salt's
+/// exception.
+pub fn filter_by_json(
+    lookup: &serde_json::Value,
+    grain: &str,
+    grains: &serde_json::Value,
+    merge: Option<&serde_json::Value>,
+    default: &str,
+    base: Option<&serde_json::Value>,
+) -> Result<serde_json::Value, String> {
+    // Salt's `if merge:` and `if base`: a falsy value counts as not given.
+    let given = |v: Option<&serde_json::Value>| v.map(pyfmt::from_json).filter(Value::is_true);
+    filter_by(
+        &pyfmt::from_json(lookup),
+        grain,
+        &pyfmt::from_json(grains),
+        given(merge),
+        default,
+        given(base),
+    )
+    .map(|v| pyfmt::to_json(&v))
+    .map_err(|e| e.detail().map_or_else(|| e.to_string(), str::to_string))
+}
+
 /// Salt's `dictupdate.update`: `dest` changed in place (a copy when it cannot be) and returned.
 pub(crate) fn update(
     dest: &Value,

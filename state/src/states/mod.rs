@@ -1,6 +1,7 @@
 //! State modules: each file is one Salt state module (`test`, `cmd`, `file`), its functions
 //! listed in a `FUNCTIONS` table; registering a module is one line in [`MODULES`].
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde_json::{Map, Value};
@@ -9,8 +10,11 @@ use crate::low::Low;
 
 pub mod checks;
 pub mod cmd;
+pub mod cron;
 pub mod file;
 pub mod group;
+pub mod host;
+pub mod module;
 pub mod pkg;
 pub mod service;
 pub mod test;
@@ -40,6 +44,49 @@ pub trait Host {
     ) -> Result<String, String>;
     /// The minion's cache directory (backups, cached files).
     fn cachedir(&self) -> PathBuf;
+    /// The parameters of an execution function (`module.run` binds arguments to them);
+    /// `None` when the minion has no such function.
+    fn params(&self, fun: &str) -> Option<Params>;
+    /// What the file server holds in `saltenv` under `prefix` (Salt's `cp.list_master`,
+    /// `cp.list_master_dirs` and `cp.list_master_symlinks`), filtered as
+    /// [`MasterList::under`] filters.
+    fn list_master(&self, saltenv: &str, prefix: &str) -> Result<MasterList, String>;
+}
+
+/// An execution function's parameters, as Python's argspec gives them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Params {
+    /// Every named parameter, in order.
+    pub args: Vec<String>,
+    /// How many of them come first without a default.
+    pub required: usize,
+    /// Takes `*args`.
+    pub varargs: bool,
+    /// Takes `**kwargs`.
+    pub keywords: bool,
+}
+
+/// The paths of a saltenv on the file server, relative to its roots.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MasterList {
+    /// Files (symlinks to files among them), sorted.
+    pub files: Vec<String>,
+    /// Directories (symlinks to directories among them), sorted.
+    pub dirs: Vec<String>,
+    /// Symlinks: path → the link's text.
+    pub links: BTreeMap<String, String>,
+}
+
+impl MasterList {
+    /// Only the paths that start with `prefix` once its surrounding `/` are stripped: Salt's
+    /// file server compares strings, so `a/` also takes `ab/c`.
+    pub fn under(mut self, prefix: &str) -> MasterList {
+        let prefix = prefix.trim_matches('/');
+        self.files.retain(|f| f.starts_with(prefix));
+        self.dirs.retain(|d| d.starts_with(prefix));
+        self.links.retain(|l, _| l.starts_with(prefix));
+        self
+    }
 }
 
 /// A source on this machine's disk (`/abs/path` or `file:///abs/path`): its bytes, `None`
@@ -118,8 +165,11 @@ const MODULES: &[(&str, &[Spec])] = &[
     ("file", file::FUNCTIONS),
     ("user", user::FUNCTIONS),
     ("group", group::FUNCTIONS),
+    ("module", module::FUNCTIONS),
     ("pkg", pkg::FUNCTIONS),
     ("service", service::FUNCTIONS),
+    ("cron", cron::FUNCTIONS),
+    ("host", host::FUNCTIONS),
 ];
 
 /// A module's initialiser.

@@ -2,7 +2,8 @@
 //! `source` from the file server or the local disk, Jinja `template` with `context` and
 //! `defaults`, `mode`/`user`/`group`, `makedirs`, `replace`, `show_changes`, a unified diff of
 //! what changed), `file.directory`, `file.absent`, `file.exists`, `file.missing` and
-//! `file.touch`, with Salt's comments and changes.
+//! `file.touch`, with Salt's comments and changes; the text-editing states are in `edit.rs`,
+//! `file.symlink`, `file.copy`, `file.recurse` and `file.serialize` in `tree.rs`.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
@@ -12,6 +13,11 @@ use serde_json::{json, Map, Value};
 use super::{ret, Call, Spec};
 use crate::diff;
 use crate::verify::py_text;
+
+mod tree;
+
+mod edit;
+pub use edit::splitlines_keepends;
 
 pub const FUNCTIONS: &[Spec] = &[
     Spec {
@@ -43,6 +49,66 @@ pub const FUNCTIONS: &[Spec] = &[
         name: "touch",
         required: &["name"],
         run: touch,
+    },
+    Spec {
+        name: "append",
+        required: &["name"],
+        run: edit::append,
+    },
+    Spec {
+        name: "prepend",
+        required: &["name"],
+        run: edit::prepend,
+    },
+    Spec {
+        name: "comment",
+        required: &["name", "regex"],
+        run: edit::comment,
+    },
+    Spec {
+        name: "uncomment",
+        required: &["name", "regex"],
+        run: edit::uncomment,
+    },
+    Spec {
+        name: "replace",
+        required: &["name", "pattern", "repl"],
+        run: edit::replace,
+    },
+    Spec {
+        name: "blockreplace",
+        required: &["name"],
+        run: edit::blockreplace,
+    },
+    Spec {
+        name: "line",
+        required: &["name"],
+        run: edit::line,
+    },
+    Spec {
+        name: "keyvalue",
+        required: &["name"],
+        run: edit::keyvalue,
+    },
+    Spec {
+        name: "symlink",
+        required: &["name", "target"],
+        run: tree::symlink,
+    },
+    Spec {
+        name: "copy",
+        required: &["name", "source"],
+        run: tree::copy,
+    },
+    Spec {
+        name: "recurse",
+        required: &["name", "source"],
+        run: tree::recurse,
+    },
+    Spec {
+        name: "serialize",
+        required: &["name"],
+        run: tree::serialize,
     },
 ];
 

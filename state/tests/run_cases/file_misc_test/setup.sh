@@ -1,1 +1,0 @@
-touch "$1/present"

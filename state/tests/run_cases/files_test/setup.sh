@@ -1,5 +1,0 @@
-printf 'one\ntwo\nthree\n' > "$1/conf_existing"
-mkdir -p "$1/conf" "$1/old_dir/x"
-mv "$1/conf_existing" "$1/conf/existing"
-printf 'keep me\n' > "$1/conf/existing_keep"
-touch "$1/gone"
