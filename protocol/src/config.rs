@@ -10,6 +10,7 @@
 //! Unknown keys never fail; a value of the wrong type fails with a one-line
 //! error naming the file and the key.
 
+use crate::posixpath::{abspath, normpath};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -602,46 +603,6 @@ fn parse_python_int(s: &str) -> Option<i64> {
     t.replace('_', "").parse::<i64>().ok()
 }
 
-/// `os.path.normpath` for POSIX paths.
-fn normpath(path: &str) -> String {
-    if path.is_empty() {
-        return ".".to_owned();
-    }
-    let absolute = path.starts_with('/');
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                if parts.last().is_some_and(|p| *p != "..") {
-                    parts.pop();
-                } else if !absolute {
-                    parts.push("..");
-                }
-            }
-            other => parts.push(other),
-        }
-    }
-    let joined = parts.join("/");
-    match (absolute, joined.is_empty()) {
-        (true, _) => format!("/{joined}"),
-        (false, true) => ".".to_owned(),
-        (false, false) => joined,
-    }
-}
-
-/// `os.path.abspath`.
-fn abspath(path: &str) -> String {
-    if path.starts_with('/') {
-        normpath(path)
-    } else {
-        let cwd = std::env::current_dir()
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_else(|_| "/".to_owned());
-        normpath(&format!("{cwd}/{path}"))
-    }
-}
-
 /// Salt's `salt.utils.path.join(root, path)`: the path's leading slashes are dropped.
 fn salt_join(root: &str, path: &str) -> String {
     let root = normpath(root);
@@ -650,7 +611,7 @@ fn salt_join(root: &str, path: &str) -> String {
     if stripped.is_empty() || stripped == "." {
         return root;
     }
-    normpath(&format!("{root}/{stripped}"))
+    normpath(&crate::posixpath::join(&root, stripped))
 }
 
 /// Salt's `prepend_root_dir` for one path: a path already under `root_dir`

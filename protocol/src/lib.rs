@@ -12,6 +12,7 @@ pub mod loads;
 pub mod nested;
 pub mod optparse;
 pub mod payload;
+pub mod posixpath;
 pub mod pyjson;
 pub mod pyrepr;
 pub mod target;

@@ -14,6 +14,16 @@ pub fn python_rstrip(text: &str) -> &str {
 
 /// Python's `str.splitlines()`: no trailing empty line.
 pub fn splitlines(text: &str) -> Vec<&str> {
+    py_splitlines(text, false)
+}
+
+/// Python's `str.splitlines(True)`: the lines with their line breaks.
+pub fn splitlines_keepends(text: &str) -> Vec<&str> {
+    py_splitlines(text, true)
+}
+
+/// Python's `str.splitlines(keepends)`: every line break Python knows (`\r\n` as one).
+fn py_splitlines(text: &str, keepends: bool) -> Vec<&str> {
     let mut lines = Vec::new();
     let mut start = 0;
     let mut chars = text.char_indices().peekable();
@@ -31,7 +41,6 @@ pub fn splitlines(text: &str) -> Vec<&str> {
                 | '\u{2029}'
         );
         if is_break {
-            lines.push(&text[start..i]);
             let mut end = i + c.len_utf8();
             if c == '\r' {
                 if let Some(&(j, '\n')) = chars.peek() {
@@ -39,6 +48,7 @@ pub fn splitlines(text: &str) -> Vec<&str> {
                     end = j + 1;
                 }
             }
+            lines.push(&text[start..if keepends { end } else { i }]);
             start = end;
         }
     }
@@ -46,6 +56,31 @@ pub fn splitlines(text: &str) -> Vec<&str> {
         lines.push(&text[start..]);
     }
     lines
+}
+
+/// Salt's `stringutils.is_binary` on a block of bytes: NUL bytes, or over 30% bytes that are
+/// not text.
+pub fn is_binary(block: &[u8]) -> bool {
+    if block.is_empty() {
+        return false;
+    }
+    if block.contains(&0) {
+        return true;
+    }
+    let high_is_text = match std::str::from_utf8(block) {
+        Ok(_) => true,
+        Err(e) => e.error_len().is_none(),
+    };
+    let nontext = block
+        .iter()
+        .filter(|&&c| {
+            let text = (32..127).contains(&c)
+                || matches!(c, b'\n' | b'\r' | b'\t' | 0x0c | 0x08)
+                || (high_is_text && (128..255).contains(&c));
+            !text
+        })
+        .count();
+    (nontext as f64) / (block.len() as f64) > 0.30
 }
 
 /// Salt's `get_colors`: every code starts with a reset.

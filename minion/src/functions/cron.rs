@@ -250,46 +250,6 @@ pub(crate) fn py_split(s: &str) -> Vec<&str> {
     s.split(py_space).filter(|w| !w.is_empty()).collect()
 }
 
-/// Python's `str.splitlines(keepends)`.
-pub(crate) fn py_lines(s: &str, keepends: bool) -> Vec<&str> {
-    let mut lines = Vec::new();
-    let mut start = 0;
-    let mut chars = s.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        let is_break = matches!(
-            c,
-            '\n' | '\r'
-                | '\x0b'
-                | '\x0c'
-                | '\x1c'
-                | '\x1d'
-                | '\x1e'
-                | '\u{85}'
-                | '\u{2028}'
-                | '\u{2029}'
-        );
-        if !is_break {
-            continue;
-        }
-        let mut end = i + c.len_utf8();
-        if c == '\r' {
-            if let Some(&(j, '\n')) = chars.peek() {
-                chars.next();
-                end = j + 1;
-            }
-        }
-        lines.push(if keepends {
-            &s[start..end]
-        } else {
-            &s[start..i]
-        });
-        start = end;
-    }
-    if start < s.len() {
-        lines.push(&s[start..]);
-    }
-    lines
-}
 
 /// Salt's `_needs_change`: whether `new` asks for something other than `old` (`None` asks
 /// for nothing, `random` only replaces `*`).
@@ -472,7 +432,7 @@ impl Crontab {
         let mut comment: Option<String> = None;
         let mut identifier: Option<String> = None;
         let text = |s: Option<String>| s.map_or(Value::Nil, Value::from);
-        for line in py_lines(data, false) {
+        for line in brine_protocol::nested::splitlines(data) {
             if line == TAG {
                 managed = true;
                 continue;
@@ -599,7 +559,7 @@ fn is_env_line(line: &str) -> bool {
 
 /// `crontab -l` output without the three header lines some crontab programs print.
 fn strip_header(text: &str) -> String {
-    let lines = py_lines(text, true);
+    let lines = brine_protocol::nested::splitlines_keepends(text);
     if lines.first().is_some_and(|l| l.starts_with(HEADER)) {
         lines.iter().skip(3).copied().collect()
     } else {
@@ -1339,8 +1299,14 @@ mod tests {
         let listed = format!("{HEADER}\n# (/tmp/x installed)\n# (Cron version)\n* * * * * a\n");
         assert_eq!(strip_header(&listed), "* * * * * a\n");
         assert_eq!(strip_header("* * * * * a\r\n"), "* * * * * a\r\n");
-        assert_eq!(py_lines("a\r\nb\rc\x0bd\n", false), ["a", "b", "c", "d"]);
-        assert_eq!(py_lines("a\r\nb", true), ["a\r\n", "b"]);
+        assert_eq!(
+            brine_protocol::nested::splitlines("a\r\nb\rc\x0bd\n"),
+            ["a", "b", "c", "d"]
+        );
+        assert_eq!(
+            brine_protocol::nested::splitlines_keepends("a\r\nb"),
+            ["a\r\n", "b"]
+        );
         assert_eq!(py_split(" a \x1c b\t"), ["a", "b"]);
         assert!(is_env_line("A=b c"));
         assert!(!is_env_line("=b"));

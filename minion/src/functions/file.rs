@@ -8,6 +8,7 @@
 //! `re` patterns, translated to the `regex` crate (no back-references, no look-around but a
 //! negative look-ahead opening a search/replace pattern) and compiled with a size limit.
 
+use brine_protocol::posixpath::{abspath, dirname, normpath, split};
 use std::collections::VecDeque;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -998,62 +999,9 @@ fn expandvars(path: &str) -> String {
     out
 }
 
-/// `os.path.normpath`.
-fn normpath(path: &str) -> String {
-    if path.is_empty() {
-        return ".".into();
-    }
-    let initial = if path.starts_with("//") && !path.starts_with("///") {
-        2
-    } else if path.starts_with('/') {
-        1
-    } else {
-        0
-    };
-    let mut parts: Vec<&str> = Vec::new();
-    for comp in path.split('/') {
-        if comp.is_empty() || comp == "." {
-            continue;
-        }
-        if comp != ".." || (initial == 0 && parts.is_empty()) || parts.last() == Some(&"..") {
-            parts.push(comp);
-        } else if !parts.is_empty() {
-            parts.pop();
-        }
-    }
-    let joined = format!("{}{}", "/".repeat(initial), parts.join("/"));
-    if joined.is_empty() {
-        ".".into()
-    } else {
-        joined
-    }
-}
 
-/// `os.path.dirname`.
-fn dirname(path: &str) -> String {
-    let head = &path[..path.rfind('/').map_or(0, |i| i + 1)];
-    if !head.is_empty() && head.chars().any(|c| c != '/') {
-        head.trim_end_matches('/').to_string()
-    } else {
-        head.to_string()
-    }
-}
 
-/// `os.path.split`.
-fn split(path: &str) -> (String, String) {
-    let i = path.rfind('/').map_or(0, |i| i + 1);
-    (dirname(path), path[i..].to_string())
-}
 
-fn abspath(path: &str) -> String {
-    if path.starts_with('/') {
-        return normpath(path);
-    }
-    let cwd = std::env::current_dir()
-        .map(|d| d.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| "/".into());
-    normpath(&format!("{cwd}/{path}"))
-}
 
 /// `os.path.realpath` (not strict: missing parts are kept as they are).
 fn realpath(path: &str) -> String {
@@ -2814,29 +2762,6 @@ fn decode_line(line: &[u8]) -> String {
     }
 }
 
-/// Salt's `stringutils.is_binary`: NUL bytes, or over 30% bytes that are not text.
-fn is_binary_data(block: &[u8]) -> bool {
-    if block.is_empty() {
-        return false;
-    }
-    if block.contains(&0) {
-        return true;
-    }
-    let high_is_text = match std::str::from_utf8(block) {
-        Ok(_) => true,
-        Err(e) => e.error_len().is_none(),
-    };
-    let nontext = block
-        .iter()
-        .filter(|&&c| {
-            let text = (32..127).contains(&c)
-                || matches!(c, b'\n' | b'\r' | b'\t' | 0x0c | 0x08)
-                || (high_is_text && (128..255).contains(&c));
-            !text
-        })
-        .count();
-    (nontext as f64) / (block.len() as f64) > 0.30
-}
 
 /// The first `size` bytes of a file.
 fn head(path: &str, size: u64) -> std::io::Result<Vec<u8>> {
@@ -2850,7 +2775,7 @@ fn head(path: &str, size: u64) -> std::io::Result<Vec<u8>> {
 /// Salt's `files.is_text`: `stringutils.is_binary` negated on the first 512 bytes of a file
 /// (a file that cannot be read counts as binary).
 fn is_text_file(path: &str) -> bool {
-    head(path, 512).is_ok_and(|block| !is_binary_data(&block))
+    head(path, 512).is_ok_and(|block| !brine_protocol::nested::is_binary(&block))
 }
 
 // ---------------------------------------------------------------------------
@@ -3616,7 +3541,7 @@ fn line(b: &Bound) -> Result<Value, FnError> {
     if changed {
         if show_changes {
             let current = decode_utf8(std::fs::read(&path).map_err(|e| os_exception(&e, &path))?)?;
-            let current: Vec<String> = brine_state::states::file::splitlines_keepends(&current)
+            let current: Vec<String> = brine_protocol::nested::splitlines_keepends(&current)
                 .into_iter()
                 .map(str::to_string)
                 .collect();
@@ -3686,7 +3611,7 @@ fn blockreplace(b: &Bound) -> Result<Value, FnError> {
     }
     let encoded = utf8_encoded(&path)?;
     let binary =
-        Path::new(&path).is_file() && head(&path, 2048).is_ok_and(|block| is_binary_data(&block));
+        Path::new(&path).is_file() && head(&path, 2048).is_ok_and(|block| brine_protocol::nested::is_binary(&block));
     if !encoded && binary {
         return Err(FnError::Invocation(format!(
             "Cannot perform string replacements on a binary file: {path}"

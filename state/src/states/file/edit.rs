@@ -4,53 +4,20 @@
 //! (`file.replace`, `file.blockreplace`, `file.line`, `file.comment_line`, `file.search`,
 //! `file.append`, `file.prepend`), called through the host; `file.keyvalue` is all state.
 
+use brine_protocol::posixpath::dirname;
 use std::path::Path;
 
-use brine_protocol::nested::splitlines;
+use brine_protocol::nested::{is_binary, splitlines, splitlines_keepends};
 use brine_protocol::payload::json_truthy;
 use serde_json::{json, Map, Value};
 
 use super::{changes, error, expanduser, set, Ret};
 use crate::diff;
 use crate::states::{ret, Call};
-use crate::verify::py_text;
+use crate::verify::{py_text, py_type};
 
 // ---------------------------------------------------------------------------
 // Python's text functions
-
-/// Python's `str.splitlines(True)`: the lines with their line breaks.
-pub fn splitlines_keepends(text: &str) -> Vec<&str> {
-    let mut lines = Vec::new();
-    let mut start = 0;
-    let mut chars = text.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        let is_break = matches!(
-            c,
-            '\n' | '\r'
-                | '\x0b'
-                | '\x0c'
-                | '\x1c'
-                | '\x1d'
-                | '\x1e'
-                | '\u{85}'
-                | '\u{2028}'
-                | '\u{2029}'
-        );
-        if is_break {
-            let mut end = i + c.len_utf8();
-            if c == '\r' && chars.peek().is_some_and(|&(_, n)| n == '\n') {
-                chars.next();
-                end += 1;
-            }
-            lines.push(&text[start..end]);
-            start = end;
-        }
-    }
-    if start < text.len() {
-        lines.push(&text[start..]);
-    }
-    lines
-}
 
 /// The lines of a text as Salt's `fopen(path, "r")` reads them (`newline=""`): split after
 /// `\n`, `\r` and `\r\n`, the endings kept.
@@ -95,29 +62,6 @@ fn py_lstrip<'s>(s: &'s str, chars: Option<&str>) -> &'s str {
     match chars {
         Some(set) => s.trim_start_matches(|c| set.contains(c)),
         None => s.trim_start_matches(py_space),
-    }
-}
-
-/// Python's `type(value).__name__`.
-fn py_type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "NoneType",
-        Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_f64() => "float",
-        Value::Number(_) => "int",
-        Value::String(_) => "str",
-        Value::Array(_) => "list",
-        Value::Object(_) => "dict",
-    }
-}
-
-/// `os.path.dirname`.
-fn py_dirname(path: &str) -> String {
-    let head = &path[..path.rfind('/').map_or(0, |i| i + 1)];
-    if head.chars().any(|c| c != '/') {
-        head.trim_end_matches('/').to_string()
-    } else {
-        head.to_string()
     }
 }
 
@@ -228,30 +172,6 @@ fn unanchor(regex: &str) -> String {
     format!("{core}{tail}")
 }
 
-/// Salt's `stringutils.is_binary` on a block of bytes.
-fn is_binary_data(block: &[u8]) -> bool {
-    if block.is_empty() {
-        return false;
-    }
-    if block.contains(&0) {
-        return true;
-    }
-    let high_is_text = match std::str::from_utf8(block) {
-        Ok(_) => true,
-        Err(e) => e.error_len().is_none(),
-    };
-    let nontext = block
-        .iter()
-        .filter(|&&c| {
-            let text = (32..127).contains(&c)
-                || matches!(c, b'\n' | b'\r' | b'\t' | 0x0c | 0x08)
-                || (high_is_text && (128..255).contains(&c));
-            !text
-        })
-        .count();
-    (nontext as f64) / (block.len() as f64) > 0.30
-}
-
 /// Salt's `files.is_text`: the first 512 bytes are not binary (an unreadable file is not
 /// text).
 fn is_text(path: &str) -> bool {
@@ -259,7 +179,7 @@ fn is_text(path: &str) -> bool {
     let mut block = Vec::with_capacity(512);
     std::fs::File::open(path)
         .and_then(|f| f.take(512).read_to_end(&mut block))
-        .is_ok_and(|_| !is_binary_data(&block))
+        .is_ok_and(|_| !is_binary(&block))
 }
 
 /// A Python `OSError` as its traceback's last line.
@@ -568,7 +488,7 @@ fn sub_call(
 fn prepare(c: &Call, name: &str, r: &mut Ret) -> Result<Option<Ret>, String> {
     let makedirs = c.low.get("makedirs").cloned().unwrap_or(json!(false));
     if makedirs == json!(true) {
-        let dir = py_dirname(name);
+        let dir = dirname(name);
         if c.test {
             say(r, format!("Directory {dir} is set to be updated"));
             set(r, "result", Value::Null);
@@ -816,7 +736,7 @@ pub(super) fn comment(c: &Call) -> Result<Ret, String> {
         other => {
             return Err(format!(
                 "TypeError: expected string or bytes-like object, got '{}'",
-                py_type_name(other.unwrap_or(&Value::Null))
+                py_type(other.unwrap_or(&Value::Null))
             ))
         }
     };
@@ -894,7 +814,7 @@ pub(super) fn uncomment(c: &Call) -> Result<Ret, String> {
         other => {
             return Err(format!(
                 "AttributeError: '{}' object has no attribute 'lstrip'",
-                py_type_name(other.unwrap_or(&Value::Null))
+                py_type(other.unwrap_or(&Value::Null))
             ))
         }
     };
@@ -1156,7 +1076,7 @@ pub(super) fn line(c: &Call) -> Result<Ret, String> {
         Some(other) if json_truthy(other) => {
             return Err(format!(
                 "AttributeError: '{}' object has no attribute 'lower'",
-                py_type_name(other)
+                py_type(other)
             ))
         }
         Some(other) => Some(py_text(other)),
@@ -1237,7 +1157,7 @@ pub(super) fn keyvalue(c: &Call) -> Result<Ret, String> {
         Some(other) => {
             return Err(format!(
                 "TypeError: '>' not supported between instances of '{}' and 'int'",
-                py_type_name(other)
+                py_type(other)
             ))
         }
     };
@@ -1332,7 +1252,7 @@ pub(super) fn keyvalue(c: &Call) -> Result<Ret, String> {
                         diff.push(format!(
                             "+ {} (from {} type)\n",
                             new_line.trim_end_matches(py_space),
-                            py_type_name(value)
+                            py_type(value)
                         ));
                     }
                     new_line
@@ -1422,9 +1342,9 @@ mod tests {
             fopen_lines("a\r\nb\rc\x0cd\n"),
             vec!["a\r\n", "b\r", "c\x0cd\n"]
         );
-        assert_eq!(py_dirname("/a/b/c"), "/a/b");
-        assert_eq!(py_dirname("/c"), "/");
-        assert_eq!(py_dirname("c"), "");
+        assert_eq!(dirname("/a/b/c"), "/a/b");
+        assert_eq!(dirname("/c"), "/");
+        assert_eq!(dirname("c"), "");
     }
 
     #[test]
@@ -1502,10 +1422,10 @@ mod tests {
 
     #[test]
     fn binary_blocks() {
-        assert!(!is_binary_data(b""));
-        assert!(!is_binary_data("héllo\n".as_bytes()));
-        assert!(is_binary_data(b"a\0b"));
-        assert!(is_binary_data(&[0x01, 0x02, 0x03, b'a']));
+        assert!(!is_binary(b""));
+        assert!(!is_binary("héllo\n".as_bytes()));
+        assert!(is_binary(b"a\0b"));
+        assert!(is_binary(&[0x01, 0x02, 0x03, b'a']));
         assert_eq!(
             decode(vec![b'a', 0xff], false).unwrap_err(),
             "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in position 1: invalid start byte"

@@ -17,7 +17,6 @@ use crate::verify::py_text;
 mod tree;
 
 mod edit;
-pub use edit::splitlines_keepends;
 
 pub const FUNCTIONS: &[Spec] = &[
     Spec {

@@ -5,6 +5,7 @@
 //! through `file.managed` and `file.directory`, as Salt does; `file.serialize` writes through
 //! `file.managed` with the text of Salt's `yaml` or `json` serializer.
 
+use brine_protocol::posixpath::{basename, dirname, join, normpath};
 use std::collections::{BTreeSet, HashSet};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
@@ -25,62 +26,6 @@ use crate::states::{ret, Call};
 use crate::verify::py_text;
 
 // ---------------------------------------------------------------- paths as Python sees them
-
-/// `posixpath.normpath`.
-fn normpath(path: &str) -> String {
-    if path.is_empty() {
-        return ".".into();
-    }
-    // POSIX keeps exactly two leading slashes; three or more become one.
-    let lead = match path.len() - path.trim_start_matches('/').len() {
-        0 => "",
-        2 => "//",
-        _ => "/",
-    };
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." if parts.last().is_some_and(|p| *p != "..") => {
-                parts.pop();
-            }
-            ".." if !lead.is_empty() => {}
-            other => parts.push(other),
-        }
-    }
-    let joined = format!("{lead}{}", parts.join("/"));
-    if joined.is_empty() {
-        ".".into()
-    } else {
-        joined
-    }
-}
-
-/// `posixpath.dirname`.
-fn dirname(path: &str) -> String {
-    let head = &path[..path.rfind('/').map_or(0, |i| i + 1)];
-    if !head.is_empty() && head.chars().any(|c| c != '/') {
-        head.trim_end_matches('/').to_string()
-    } else {
-        head.to_string()
-    }
-}
-
-/// `posixpath.basename`.
-fn basename(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
-/// `posixpath.join(a, b)`.
-fn join(a: &str, b: &str) -> String {
-    if b.starts_with('/') || a.is_empty() {
-        b.to_string()
-    } else if a.ends_with('/') {
-        format!("{a}{b}")
-    } else {
-        format!("{a}/{b}")
-    }
-}
 
 /// `posixpath.relpath(path, start)` for two absolute or two relative paths.
 fn relpath(path: &str, start: &str) -> String {
