@@ -543,19 +543,26 @@ const PROVIDER_FILES: &[(&str, &str)] = &[
     ("group", "groupadd"),
 ];
 
-/// The provider of `module`, or `None` when this minion has no such module.
-pub(crate) fn provider(module: &str) -> Option<&'static str> {
+/// The provider of `module`, or `None` when this minion has no such module. `pkg` and
+/// `service` depend on the machine, as Salt's loader picks `aptpkg` or `yumpkg`,
+/// `systemd_service` or `debian_service`.
+pub(crate) fn provider(module: &str, ctx: &Context) -> Option<&'static str> {
     let name = Function::all()
         .map(|f| f.spec().name)
         .find(|n| n.split('.').next() == Some(module))?
         .split('.')
         .next()?;
-    Some(
+    let by_machine = match name {
+        "pkg" => pkg::provider(ctx),
+        "service" => service::provider(ctx),
+        _ => None,
+    };
+    Some(by_machine.unwrap_or_else(|| {
         PROVIDER_FILES
             .iter()
             .find(|(m, _)| *m == name)
-            .map_or(name, |(_, file)| file),
-    )
+            .map_or(name, |(_, file)| file)
+    }))
 }
 
 /// The parameters of the execution function `name`, `None` when there is no such function.

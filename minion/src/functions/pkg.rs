@@ -30,6 +30,14 @@ pub(crate) enum Backend {
     Dnf,
 }
 
+/// The file Salt's loader loads as `pkg` here: `aptpkg` or `yumpkg` (which serves dnf).
+pub(crate) fn provider(ctx: &Context) -> Option<&'static str> {
+    match Backend::of(ctx).ok()? {
+        Backend::Apt => Some("aptpkg"),
+        Backend::Dnf => Some("yumpkg"),
+    }
+}
+
 impl Backend {
     fn of(ctx: &Context) -> Result<Backend, FnError> {
         let grains = ctx.grains.as_ref();

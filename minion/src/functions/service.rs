@@ -21,6 +21,15 @@ pub(crate) enum Init {
     Sysv,
 }
 
+/// The file Salt's loader loads as `service` here: `systemd_service` where systemd runs,
+/// `debian_service` on a Debian machine without it.
+pub(crate) fn provider(ctx: &Context) -> Option<&'static str> {
+    match Init::of(ctx).ok()? {
+        Init::Systemd => Some("systemd_service"),
+        Init::Sysv => Some("debian_service"),
+    }
+}
+
 impl Init {
     fn of(ctx: &Context) -> Result<Init, FnError> {
         if Path::new("/run/systemd/system").is_dir() {

@@ -316,7 +316,7 @@ impl Fun {
         }
     }
 
-    pub(crate) async fn run(self, _ctx: &Context, b: &Bound, st: &mut CallState) -> Result<Value, FnError> {
+    pub(crate) async fn run(self, ctx: &Context, b: &Bound, st: &mut CallState) -> Result<Value, FnError> {
         Ok(match self {
             Fun::Arg => args_and_kwargs(b, |_| true),
             Fun::ArgClean => args_and_kwargs(b, |k| !k.starts_with("__")),
@@ -340,13 +340,13 @@ impl Fun {
             Fun::Echo => b.get("text").cloned().unwrap_or(Value::Nil),
             Fun::Provider => {
                 let module = b.get("module").map(super::args::py_str).unwrap_or_default();
-                Value::from(super::provider(&module).unwrap_or_default())
+                Value::from(super::provider(&module, ctx).unwrap_or_default())
             }
             Fun::Providers => {
                 let mut seen: Vec<(String, Value)> = Vec::new();
                 for name in super::list_functions() {
                     let module = name.split('.').next().unwrap_or_default();
-                    let file = super::provider(module).unwrap_or_default();
+                    let file = super::provider(module, ctx).unwrap_or_default();
                     if !seen.iter().any(|(k, _)| *k == file) {
                         seen.push((file.to_string(), Value::from(module)));
                     }
@@ -568,6 +568,32 @@ mod tests {
             s("cmdmod")
         );
         assert_eq!(call(&c, "test.provider", &[s("nope")]).await.ret, s(""));
+        // On a Debian machine: apt, and init scripts unless systemd runs.
+        let service = if std::path::Path::new("/run/systemd/system").is_dir() {
+            "systemd_service"
+        } else {
+            "debian_service"
+        };
+        assert_eq!(
+            call(&c, "test.provider", &[s("service")]).await.ret,
+            s(service)
+        );
+        let mut debian = c.clone();
+        if let Value::Map(g) = std::sync::Arc::make_mut(&mut debian.grains) {
+            g.push((s("os_family"), s("Debian")));
+        }
+        assert_eq!(
+            call(&debian, "test.provider", &[s("pkg")]).await.ret,
+            s("aptpkg")
+        );
+        if let Value::Map(g) = std::sync::Arc::make_mut(&mut debian.grains) {
+            g.retain(|(k, _)| k.as_str() != Some("os_family"));
+            g.push((s("os_family"), s("RedHat")));
+        }
+        assert_eq!(
+            call(&debian, "test.provider", &[s("pkg")]).await.ret,
+            s("yumpkg")
+        );
         let providers = call(&c, "test.providers", &[]).await.ret;
         for (file, module) in [("cmdmod", "cmd"), ("test", "test"), ("grains", "grains")] {
             assert_eq!(super::super::get(&providers, file), Some(&s(module)));
