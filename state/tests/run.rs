@@ -2,7 +2,7 @@
 //! Brine's engine and by Salt 3007's own (`HighState.render_highstate` + `State.call_high` in
 //! the real-Salt venv) on this machine must give the same results: per state `result`,
 //! `changes` (a command's `pid` aside), `comment`, `name`, `__run_num__`, `__sls__`, `__id__`,
-//! `__state_ran__` and `skip_watch`, and the same errors.
+//! `__state_ran__`, `skip_watch`, `warnings` and `__parallel__`, and the same errors.
 
 mod common;
 
@@ -198,6 +198,7 @@ fn comparable(ret: &Value) -> Value {
         "__state_ran__",
         "skip_watch",
         "warnings",
+        "__parallel__",
     ] {
         if let Some(v) = ret.get(key) {
             out.insert(key.into(), v.clone());

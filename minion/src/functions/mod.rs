@@ -526,6 +526,8 @@ modules! {
     File => file,
     Cron => cron,
     Hosts => hosts,
+    Network => network,
+    Disk => disk,
 }
 
 impl Function {
@@ -643,6 +645,19 @@ pub async fn call(ctx: &Context, fun: &str, arg: &[Value]) -> CallResult {
 async fn invoke(ctx: &Context, function: Function, arg: &[Value]) -> Result<(Value, i32), FnError> {
     let spec = function.spec();
     let (args, kwargs) = args::load_args_and_kwargs(&spec.sig, arg, &ctx.pub_load)?;
+    invoke_bound(ctx, function, args, kwargs).await
+}
+
+/// Run one function called as Python code calls it (`__salt__[name](*args, **kwargs)` from a
+/// state or a template): no `key=value` parsing of the arguments and no `__pub_*` keywords,
+/// so a cross-module call behaves as Salt's does (`cmd.run_all` without a shell, ...).
+async fn invoke_bound(
+    ctx: &Context,
+    function: Function,
+    args: Vec<Value>,
+    kwargs: Vec<(String, Value)>,
+) -> Result<(Value, i32), FnError> {
+    let spec = function.spec();
     let bound = args::bind(&spec.sig, spec.pyname, args, kwargs).map_err(FnError::InvalidArgs)?;
     let mut state = CallState::default();
     let ret = function.run(ctx, &bound, &mut state).await?;
@@ -697,27 +712,21 @@ impl brine_render::Functions for TemplateFunctions {
         // Salt's templates call `cmd.shell` for `cmd.run`: a shell by default.
         let name = if name == "cmd.run" { "cmd.shell" } else { name };
         let function = Function::from_name(name)?;
-        let mut arg: Vec<Value> = args
+        let arg: Vec<Value> = args
             .iter()
             .map(brine_protocol::payload::from_json)
             .collect();
-        if !kwargs.is_empty() {
-            let mut map = vec![(Value::from("__kwarg__"), Value::Boolean(true))];
-            map.extend(kwargs.iter().map(|(k, v)| {
-                (
-                    Value::from(k.as_str()),
-                    brine_protocol::payload::from_json(v),
-                )
-            }));
-            arg.push(Value::Map(map));
-        }
+        let kwarg: Vec<(String, Value)> = kwargs
+            .iter()
+            .map(|(k, v)| (k.clone(), brine_protocol::payload::from_json(v)))
+            .collect();
         let failed = |e: FnError| {
             let ret = error_result(name, function.spec().doc, e).ret;
             ret.as_str().map_or_else(|| ret.to_string(), str::to_string)
         };
         let outcome = match &self.runtime {
             Some(handle) => handle
-                .block_on(invoke(&self.ctx, function, &arg))
+                .block_on(invoke_bound(&self.ctx, function, arg, kwarg))
                 .map_err(failed),
             // Templates render on plain threads and inside async tasks alike: run the call
             // on a thread of its own with its own small runtime.
@@ -729,7 +738,7 @@ impl brine_render::Functions for TemplateFunctions {
                             .build()
                             .map_err(|e| e.to_string())?;
                         runtime
-                            .block_on(invoke(&self.ctx, function, &arg))
+                            .block_on(invoke_bound(&self.ctx, function, arg, kwarg))
                             .map_err(failed)
                     })
                     .join()

@@ -21,7 +21,9 @@ pub mod test;
 pub mod user;
 
 /// What a state run acts through: execution functions, the file server, the templates.
-pub trait Host {
+/// States run with `parallel: True` call it from their own threads at the same time as the
+/// rest of the run, hence `Sync`.
+pub trait Host: Sync {
     /// An execution function (`cmd.run_all`, `cmd.retcode`, ...) with positional and keyword
     /// arguments; its error text when it fails.
     fn call(&self, fun: &str, args: &[Value], kwargs: &Map<String, Value>)

@@ -80,3 +80,14 @@ with_env:
     - name: echo $GREETING
     - env:
       - GREETING: hi
+assignment_first:
+  cmd.run:
+    - name: c=$(echo assigned); echo $c
+    - unless: x=1; test $x = 2
+module_run_assignment:
+  module.run:
+    - cmd.run_stdout:
+      - a=b; echo shell ran
+      - python_shell: True
+    - test.echo:
+      - k=v
