@@ -245,3 +245,29 @@ fn lists_and_hashes_follow_changes_to_the_tree() {
 fn md5_of(s: &str) -> String {
     brine_protocol::crypt::hash_hex(s.as_bytes(), brine_protocol::crypt::HashType::Md5)
 }
+
+#[test]
+fn a_directory_linked_twice_is_listed_under_both_paths_and_a_loop_is_not_entered() {
+    let tmp = tempfile::tempdir().unwrap();
+    tree(tmp.path());
+    let a = tmp.path().join("a");
+    std::os::unix::fs::symlink("web/files", a.join("site")).unwrap();
+    std::os::unix::fs::symlink("..", a.join("web/up")).unwrap();
+    let fs = server("", tmp.path());
+    let base = fs.lists("base").unwrap();
+    for f in ["web/files/index.html", "site/index.html"] {
+        assert!(base.files.iter().any(|x| x == f), "{f} not in {base:?}");
+    }
+    for d in ["site", "web/files", "web/up"] {
+        assert!(base.dirs.iter().any(|x| x == d), "{d} not in {base:?}");
+    }
+    // `web/up` leads back to the root: listed, not walked again.
+    assert!(
+        !base.files.iter().any(|f| f.starts_with("web/up/")),
+        "{base:?}"
+    );
+    assert_eq!(
+        base.links.get("site").map(String::as_str),
+        Some("web/files")
+    );
+}

@@ -2,7 +2,7 @@
 //! its roots, merged and sorted, with the modification times of every directory read, so a
 //! cached list can tell whether it is still current.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -33,7 +33,10 @@ fn mtime_of(p: &Path) -> Option<SystemTime> {
     std::fs::metadata(p).and_then(|m| m.modified()).ok()
 }
 
-/// Walk `roots` (first root first; one relative path is listed once).
+/// Walk `roots` (first root first; one relative path is listed once). With `follow`, a
+/// directory reached through several symlinks is listed under each path, as Salt's
+/// `os.walk(followlinks=True)` lists it; a link back to one of its own ancestors is listed
+/// but not entered (Salt would descend until the path is too long).
 pub fn walk(roots: &[PathBuf], ignore: &Ignore, follow: bool, ignore_links: bool) -> Lists {
     let mut files = BTreeSet::new();
     let mut dirs = BTreeSet::new();
@@ -45,9 +48,9 @@ pub fn walk(roots: &[PathBuf], ignore: &Ignore, follow: bool, ignore_links: bool
         let Ok(croot) = root.canonicalize() else {
             continue;
         };
-        let mut visited = HashSet::from([croot.clone()]);
-        let mut stack = vec![(root.clone(), String::new())];
-        while let Some((dir, prefix)) = stack.pop() {
+        // Each directory to read, with the real paths of the directories above it.
+        let mut stack = vec![(root.clone(), String::new(), vec![croot.clone()])];
+        while let Some((dir, prefix, ancestors)) = stack.pop() {
             let Ok(entries) = std::fs::read_dir(&dir) else {
                 continue;
             };
@@ -83,8 +86,10 @@ pub fn walk(roots: &[PathBuf], ignore: &Ignore, follow: bool, ignore_links: bool
                         empty.insert(rel.clone());
                     }
                     dirs.insert(rel.clone());
-                    if (!is_link || follow) && visited.insert(real) {
-                        stack.push((abs, format!("{rel}/")));
+                    if (!is_link || follow) && !ancestors.contains(&real) {
+                        let mut below = ancestors.clone();
+                        below.push(real);
+                        stack.push((abs, format!("{rel}/"), below));
                     }
                 } else {
                     files.insert(rel);
