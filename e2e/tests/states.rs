@@ -6,11 +6,16 @@
 //!
 //! Needs BRINE_SALT3007 (set by scripts/test).
 
+use std::collections::BTreeMap;
 use std::fs;
+use std::io::Read;
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use brine_e2e::real::{self, Fleet, RealMaster};
 use brine_e2e::Stack;
+use brine_protocol::event::{unpack_body, PubDecoder};
 use serde_json::{json, Value};
 
 const REAL: &str = "real7";
@@ -184,6 +189,61 @@ impl Master {
             Master::Real(rm) => rm.logs(),
         }
     }
+
+    /// The master's event bus, for reading what it publishes.
+    fn bus(&self) -> UnixStream {
+        let root = match self {
+            Master::Brine(st) => st.master_root(),
+            Master::Real(rm) => rm.root(),
+        };
+        let bus = UnixStream::connect(root.join("sock/master_event_pub.ipc")).expect("event bus");
+        bus.set_read_timeout(Some(Duration::from_millis(300)))
+            .expect("read timeout");
+        bus
+    }
+}
+
+/// The `state_events` progress events on `bus` (`salt/job/<jid>/prog/<id>/<n>`) until it has
+/// been quiet for two seconds, per minion: the tag's run number, the keys of the load, `len`
+/// and each state's `__id__`, `result` and `__run_num__`.
+fn progress_events(bus: &mut UnixStream) -> BTreeMap<String, Vec<Value>> {
+    let mut dec = PubDecoder::new(1 << 20);
+    let mut buf = [0u8; 65536];
+    let mut out: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    let mut quiet_since = Instant::now();
+    while quiet_since.elapsed() < Duration::from_secs(2) {
+        if let Ok(n) = bus.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            quiet_since = Instant::now();
+            dec.push(&buf[..n]);
+        }
+        while let Ok(Some(body)) = dec.next_body() {
+            let Ok((tag, data)) = unpack_body(&body) else {
+                continue;
+            };
+            let parts: Vec<&str> = tag.split('/').collect();
+            if let ["salt", "job", _, "prog", id, n] = parts.as_slice() {
+                let data = brine_protocol::payload::to_json(&data);
+                let mut keys: Vec<&String> = data
+                    .as_object()
+                    .map(|m| m.keys().filter(|k| *k != "_stamp").collect())
+                    .unwrap_or_default();
+                keys.sort();
+                let ret = &data["data"]["ret"];
+                out.entry(id.to_string()).or_default().push(json!({
+                    "n": n,
+                    "keys": keys,
+                    "len": data["data"]["len"],
+                    "__id__": ret["__id__"],
+                    "result": ret["result"],
+                    "__run_num__": ret["__run_num__"],
+                }));
+            }
+        }
+    }
+    out
 }
 
 /// The roots of the tree written by `write_tree`, as master config.
@@ -411,6 +471,26 @@ fn compare_minions(st: &Master, v7: &Path) {
     // salt-minion synced it with its first highstate and runs it.
     let (v, _) = st.salt_json(&["-t", "60", REAL, "custom.hello"]);
     assert_eq!(v[REAL], json!("hi"));
+
+    // `state_events=True`: the same progress events from both minions.
+    let mut bus = st.bus();
+    st.salt_json(&[
+        "-t",
+        "120",
+        "-L",
+        "real7,brine1",
+        "state.sls",
+        "checks",
+        "state_events=True",
+    ]);
+    let events = progress_events(&mut bus);
+    let (real, brine) = (&events.get(REAL), &events.get(BRINE));
+    assert!(real.is_some_and(|e| e.len() >= 6), "{events:?}");
+    if real != brine {
+        failures.push(format!(
+            "state_events:\n  salt-minion: {real:?}\n  brine:       {brine:?}"
+        ));
+    }
 
     // The files on disk are the same.
     for file in [

@@ -26,6 +26,19 @@ pub struct Options {
     pub test: bool,
     /// `failhard`: stop at the first failure.
     pub failhard: bool,
+    /// The job the run belongs to, for the events it fires; `None` when there is no master to
+    /// fire them to (`salt-call --local`).
+    pub job: Option<Job>,
+}
+
+/// The job a state run belongs to, and whether it fires Salt's `state_events`.
+#[derive(Debug, Clone, Default)]
+pub struct Job {
+    pub jid: String,
+    /// The minion's id.
+    pub id: String,
+    /// `state_events`: an event after every state (`salt/job/<jid>/prog/<id>/<run_num>`).
+    pub state_events: bool,
 }
 
 /// What the requisites of a chunk say (Salt's `check_requisite` statuses).
@@ -493,6 +506,54 @@ impl<'a, 's> Runner<'a, 's> {
         self.stamp(tag, &low, ret, false);
     }
 
+    /// Salt's `State.event`: after a state, with `state_events` on, an event carrying its
+    /// return (`salt/job/<jid>/prog/<id>/<run_num>`, `{ret, len}`); with the state's own
+    /// `fire_event`, `salt/state_result/<jid>/<id>/<name or the fire_event text>` instead.
+    fn event(&self, idx: usize, tag: &str, from_pre: bool) {
+        let Some(job) = &self.opts.job else {
+            return;
+        };
+        let fire_event = self.chunks[idx]
+            .get("fire_event")
+            .cloned()
+            .unwrap_or(Value::Null);
+        if !job.state_events && !truthy(Some(&fire_event)) {
+            return;
+        }
+        let results = if from_pre { &self.pre } else { &self.running };
+        let Some(chunk_ret) = results.get(tag) else {
+            return;
+        };
+        let (event_tag, data) = match &fire_event {
+            Value::Bool(true) => (
+                format!(
+                    "salt/state_result/{}/{}/{}",
+                    job.jid,
+                    job.id,
+                    chunk_ret.get("name").map(py_text).unwrap_or_default()
+                ),
+                json!({ "ret": chunk_ret }),
+            ),
+            Value::String(text) => (
+                format!("salt/state_result/{}/{}/{text}", job.jid, job.id),
+                json!({ "ret": chunk_ret }),
+            ),
+            _ => (
+                format!(
+                    "salt/job/{}/prog/{}/{}",
+                    job.jid,
+                    job.id,
+                    chunk_ret
+                        .get("__run_num__")
+                        .map(py_text)
+                        .unwrap_or_default()
+                ),
+                json!({ "ret": chunk_ret, "len": self.chunks.len() }),
+            ),
+        };
+        self.host.fire_event(&event_tag, data, &job.jid);
+    }
+
     /// A failed state's return, `{result: False, name, changes: {}}`, with a comment if given.
     fn failed(low: &Low, comment: Option<String>) -> Map<String, Value> {
         let mut ret = Map::new();
@@ -911,6 +972,7 @@ impl<'a, 's> Runner<'a, 's> {
                     }
                     let ret = Self::not_run(Value::Bool(false), &comment);
                     self.stamp(&t, &low, ret, is_prereq);
+                    self.event(idx, &t, is_prereq);
                     return;
                 }
                 let mut last = None;
@@ -930,6 +992,7 @@ impl<'a, 's> Runner<'a, 's> {
                             return;
                         }
                         self.recursive(idx, &t);
+                        self.event(idx, &t, false);
                         return;
                     }
                     self.call_chunk(c, 0);
@@ -954,6 +1017,7 @@ impl<'a, 's> Runner<'a, 's> {
                 if let Some(c) = last {
                     if self.check_failhard(c) {
                         self.failhard_hit = true;
+                        return;
                     }
                 }
             }
@@ -1049,6 +1113,9 @@ impl<'a, 's> Runner<'a, 's> {
                 let ret = self.call_idx(idx);
                 self.pre.insert(t.clone(), Value::Object(ret));
             }
+        }
+        if self.running.contains_key(&t) {
+            self.event(idx, &t, false);
         }
     }
 
@@ -1474,6 +1541,8 @@ mod tests {
         pillar: Value,
         calls: Mutex<HashMap<String, usize>>,
         met: (Mutex<usize>, Condvar),
+        /// The events fired: (tag, data, jid).
+        events: Mutex<Vec<(String, Value, String)>>,
     }
 
     impl Mock {
@@ -1483,6 +1552,7 @@ mod tests {
                 pillar: json!({}),
                 calls: Mutex::default(),
                 met: (Mutex::new(0), Condvar::new()),
+                events: Mutex::default(),
             }
         }
 
@@ -1573,6 +1643,13 @@ mod tests {
 
         fn list_master(&self, _saltenv: &str, _prefix: &str) -> Result<MasterList, String> {
             Ok(MasterList::default())
+        }
+
+        fn fire_event(&self, tag: &str, data: Value, jid: &str) {
+            self.events
+                .lock()
+                .unwrap()
+                .push((tag.to_string(), data, jid.to_string()));
         }
     }
 
@@ -1784,7 +1861,7 @@ mod tests {
             &host,
             Options {
                 test: true,
-                failhard: false,
+                ..Options::default()
             },
         );
         assert_eq!(
@@ -1952,5 +2029,88 @@ mod tests {
         assert_eq!(rets.len(), 2);
         // The thread still ran to its end before the run returned.
         assert_eq!(host.calls("sleep 200"), 1);
+    }
+
+    #[test]
+    fn state_events_follow_salts_state_event() {
+        // Expected from Salt 3007's State.call_high on the same states with state_events on:
+        // a state whose requisite runs first fires twice, fire_event replaces the progress
+        // event, and a missing requisite still fires.
+        let h = high(&[
+            ("b", "test.nop", json!({"require": [{"test": "a"}]})),
+            ("a", "test.succeed_with_changes", json!({})),
+            ("c", "test.nop", json!({"fire_event": true})),
+            ("d", "test.nop", json!({"fire_event": "custom/tag"})),
+            ("e", "test.nop", json!({"require": [{"test": "nothere"}]})),
+        ]);
+        let host = Mock::new();
+        let job = Job {
+            jid: "J1".into(),
+            id: "m1".into(),
+            state_events: true,
+        };
+        run(
+            &h,
+            &host,
+            Options {
+                job: Some(job.clone()),
+                ..Options::default()
+            },
+        );
+        let events = host.events.lock().unwrap().clone();
+        let seen: Vec<(String, Value, Value, Value)> = events
+            .iter()
+            .map(|(tag, data, jid)| {
+                assert_eq!(jid, "J1");
+                (
+                    tag.clone(),
+                    data.get("len").cloned().unwrap_or(Value::Null),
+                    data["ret"]["__id__"].clone(),
+                    data["ret"]["result"].clone(),
+                )
+            })
+            .collect();
+        let want = [
+            ("salt/job/J1/prog/m1/0", json!(5), "a", true),
+            ("salt/job/J1/prog/m1/1", json!(5), "b", true),
+            ("salt/job/J1/prog/m1/1", json!(5), "b", true),
+            ("salt/state_result/J1/m1/c", Value::Null, "c", true),
+            ("salt/state_result/J1/m1/custom/tag", Value::Null, "d", true),
+            ("salt/job/J1/prog/m1/4", json!(5), "e", false),
+        ]
+        .map(|(t, len, id, ok)| (t.to_string(), len, json!(id), json!(ok)));
+        assert_eq!(seen, want);
+
+        // Without state_events only fire_event fires; without a job nothing does.
+        let host = Mock::new();
+        let quiet = Job {
+            state_events: false,
+            ..job
+        };
+        run(
+            &h,
+            &host,
+            Options {
+                job: Some(quiet),
+                ..Options::default()
+            },
+        );
+        let tags: Vec<String> = host
+            .events
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|e| e.0.clone())
+            .collect();
+        assert_eq!(
+            tags,
+            [
+                "salt/state_result/J1/m1/c",
+                "salt/state_result/J1/m1/custom/tag"
+            ]
+        );
+        let host = Mock::new();
+        run(&h, &host, Options::default());
+        assert!(host.events.lock().unwrap().is_empty());
     }
 }

@@ -31,8 +31,16 @@ pub enum Fun {
     Test,
 }
 
-const SLS_PARAMS: &[&str] = &["mods", "test", "exclude", "queue", "saltenv", "pillar"];
-const HIGH_PARAMS: &[&str] = &["test", "queue", "saltenv", "pillar"];
+const SLS_PARAMS: &[&str] = &[
+    "mods",
+    "test",
+    "exclude",
+    "queue",
+    "saltenv",
+    "pillar",
+    "state_events",
+];
+const HIGH_PARAMS: &[&str] = &["test", "queue", "saltenv", "pillar", "state_events"];
 
 impl Fun {
     pub(crate) const ALL: &'static [Fun] = &[
@@ -333,6 +341,9 @@ struct Run {
     test: bool,
     exclude: Vec<Json>,
     cachedir: PathBuf,
+    /// Where the run's events go, and whether `state_events` fires one per state.
+    master: Arc<crate::channel::Channel>,
+    job: Option<brine_state::Job>,
 }
 
 impl Run {
@@ -366,8 +377,25 @@ impl Run {
                 .collect(),
             None => Vec::new(),
         };
+        // `state_events` from the minion's options, or given to the call.
+        let state_events = arg("state_events")
+            .map(|v| is_true(Some(v)))
+            .or_else(|| {
+                ctx.services
+                    .opts
+                    .get("state_events")
+                    .map(brine_protocol::payload::json_truthy)
+            })
+            .unwrap_or(false);
+        let job = ctx.jid().map(|jid| brine_state::Job {
+            jid: jid.to_string(),
+            id: ctx.id.clone(),
+            state_events,
+        });
         Ok(Run {
-            files: Arc::new(FileClient::new(master, &ctx.services.cachedir)),
+            files: Arc::new(FileClient::new(master.clone(), &ctx.services.cachedir)),
+            master,
+            job,
             // Run on a blocking thread of the minion's runtime (see `Fun::run`).
             functions: Arc::new(super::TemplateFunctions::on_blocking_thread_of(
                 ctx.clone(),
@@ -455,6 +483,7 @@ impl Run {
         let opts = Options {
             test: self.test,
             failhard: false,
+            job: self.job.clone(),
         };
         match call_high(high, &host, opts) {
             Ok(ret) => {
@@ -562,5 +591,19 @@ impl Host for MinionHost<'_> {
             links: files.symlink_list(saltenv, prefix)?.into_iter().collect(),
         };
         Ok(list.under(prefix))
+    }
+
+    fn fire_event(&self, tag: &str, data: Json, jid: &str) {
+        // Salt's `event.fire_master` with a preload: the raw load on the request channel.
+        let load = brine_protocol::payload::map(vec![
+            ("id", Value::from(self.run.id.as_str())),
+            ("tag", Value::from(tag)),
+            ("data", from_json(&data)),
+            ("cmd", Value::from("_minion_event")),
+            ("jid", Value::from(jid)),
+        ]);
+        if let Err(e) = self.run.master.request(&load) {
+            tracing::warn!("event {tag} not sent: {e}");
+        }
     }
 }

@@ -53,6 +53,9 @@ pub trait Host: Sync {
     /// `cp.list_master_dirs` and `cp.list_master_symlinks`), filtered as
     /// [`MasterList::under`] filters.
     fn list_master(&self, saltenv: &str, prefix: &str) -> Result<MasterList, String>;
+    /// Fire `tag` with `data` on the master's event bus for job `jid` (Salt's
+    /// `event.fire_master` with the jid preloaded); a failure is only logged.
+    fn fire_event(&self, tag: &str, data: Value, jid: &str);
 }
 
 /// An execution function's parameters, as Python's argspec gives them.
