@@ -15,14 +15,17 @@ const MASTER_TAGS: &[&str] = &[
 /// families (a forged `salt/auth` could make a reactor accept a key; a forged
 /// `salt/job/<jid>/ret/<id>` a return in another's name), not a bare jid, and events naming a
 /// minion (`salt/minion/<id>/..`, `salt/beacon/<id>/..`, `minion/refresh/<id>`, a state run's
-/// `salt/job/<jid>/prog/<id>/..`) only in its own name.
+/// `salt/job/<jid>/prog/<id>/..`, a state's `salt/state_result/<jid>/<id>/..`) only in its own
+/// name.
 pub fn minion_may_fire(id: &str, tag: &str) -> bool {
     if brine_protocol::jid::is_jid(tag) {
         return false;
     }
     let parts: Vec<&str> = tag.split('/').collect();
     match parts.as_slice() {
-        ["salt", "job", _jid, "prog", who, ..] => *who == id,
+        ["salt", "job", _jid, "prog", who, ..] | ["salt", "state_result", _jid, who, ..] => {
+            *who == id
+        }
         ["salt", "minion" | "beacon", who, ..] | ["minion", "refresh", who, ..] => *who == id,
         ["salt", family, ..] => !MASTER_TAGS.contains(family),
         _ => true,
