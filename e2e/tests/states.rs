@@ -190,12 +190,17 @@ impl Master {
         }
     }
 
-    /// The master's event bus, for reading what it publishes.
-    fn bus(&self) -> UnixStream {
-        let root = match self {
+    /// The master's own directory (`cachedir` is its `cache/`, `sock_dir` its `sock/`).
+    fn root(&self) -> PathBuf {
+        match self {
             Master::Brine(st) => st.master_root(),
             Master::Real(rm) => rm.root(),
-        };
+        }
+    }
+
+    /// The master's event bus, for reading what it publishes.
+    fn bus(&self) -> UnixStream {
+        let root = self.root();
         let bus = UnixStream::connect(root.join("sock/master_event_pub.ipc")).expect("event bus");
         bus.set_read_timeout(Some(Duration::from_millis(300)))
             .expect("read timeout");
@@ -259,7 +264,7 @@ fn brines_minion_applies_states_as_salt_minion_does() {
     let Some((v7, _)) = real::venvs() else {
         return;
     };
-    let mut st = Stack::new("timeout: 60\n");
+    let mut st = Stack::new("timeout: 60\nfile_recv: True\n");
     let tree = st.dir.path().join("tree");
     write_tree(&tree);
     let conf = st.master_conf_dir().join("master");
@@ -293,7 +298,7 @@ fn brines_minion_applies_states_as_salt_minion_does_under_a_real_master() {
     let Some((v7, _)) = real::venvs() else {
         return;
     };
-    let mut rm = RealMaster::new(&v7, "timeout: 60\n");
+    let mut rm = RealMaster::new(&v7, "timeout: 60\nfile_recv: True\n");
     let tree = rm.dir.path().join("tree");
     write_tree(&tree);
     let conf = rm.conf_dir().join("master");
@@ -471,6 +476,33 @@ fn compare_minions(st: &Master, v7: &Path) {
     // salt-minion synced it with its first highstate and runs it.
     let (v, _) = st.salt_json(&["-t", "60", REAL, "custom.hello"]);
     assert_eq!(v[REAL], json!("hi"));
+
+    // cp.push: each minion's file lands in the master's cache under its own id.
+    fs::write(base_dir.join("pushed.txt"), "pushed\n").unwrap();
+    let pushed = base_dir.join("pushed.txt").display().to_string();
+    compare("cp.push", &["cp.push", &pushed], same);
+    compare(
+        "cp.push upload_path",
+        &["cp.push", &pushed, "upload_path=/up/loaded.txt"],
+        same,
+    );
+    compare("cp.push relative", &["cp.push", "pushed.txt"], same);
+    compare("cp.push missing", &["cp.push", "/no/such/file"], same);
+    compare(
+        "cp.push climbing",
+        &["cp.push", &pushed, "upload_path=/a/../../x"],
+        same,
+    );
+    for id in [REAL, BRINE] {
+        let files = st.root().join("cache/minions").join(id).join("files");
+        let rel = pushed.trim_start_matches('/');
+        for got in [files.join(rel), files.join("up/loaded.txt")] {
+            assert_eq!(
+                fs::read_to_string(&got).unwrap_or_else(|e| format!("{}: {e}", got.display())),
+                "pushed\n"
+            );
+        }
+    }
 
     // `state_events=True`: the same progress events from both minions.
     let mut bus = st.bus();

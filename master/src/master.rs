@@ -491,6 +491,7 @@ impl Master {
             AesCmd::MineDelete => self.on_mine_delete(id, &inner),
             AesCmd::MineFlush => self.on_mine_flush(id),
             AesCmd::MineGet => self.on_mine_get(id, &inner),
+            AesCmd::FileRecv => self.on_file_recv(id, &inner),
             other => match self.on_file_request(&other, &inner) {
                 Some(v) => v,
                 None => {

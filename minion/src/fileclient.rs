@@ -32,7 +32,8 @@ impl FileClient {
         }
     }
 
-    fn request(&self, load: Vec<(&str, Value)>) -> Result<Value, String> {
+    /// One request to the master on the minion's channel.
+    pub(crate) fn request(&self, load: Vec<(&str, Value)>) -> Result<Value, String> {
         self.channel
             .request(&map(load))
             .map_err(|e| format!("the master did not answer: {e}"))

@@ -871,6 +871,10 @@ pub struct MasterConfig {
     pub fileserver_ignoresymlinks: bool,
     /// `file_buffer_size`: the bytes of one `_serve_file` chunk (default 262144).
     pub file_buffer_size: u64,
+    /// `file_recv` (default false): accept files minions push with `cp.push`.
+    pub file_recv: bool,
+    /// `file_recv_max_size`: the largest pushed file, in MiB (default 100).
+    pub file_recv_max_size: u64,
     /// `top_file_merging_strategy` (default `merge`).
     pub top_file_merging_strategy: String,
     /// `env_order` (default empty).
@@ -1086,6 +1090,8 @@ impl MasterConfig {
                 0 => 262_144,
                 n => n,
             },
+            file_recv: r.bool("file_recv", false)?,
+            file_recv_max_size: r.unsigned("file_recv_max_size", 100)?,
             top_file_merging_strategy: r.string("top_file_merging_strategy", "merge")?,
             env_order: r.string_list("env_order", &[], false)?,
             default_top: r.string("default_top", "base")?,
@@ -1191,6 +1197,8 @@ impl MasterConfig {
             ("hash_type", Value::from(self.hash_type.clone())),
             ("file_roots", roots(&file_roots)),
             ("file_buffer_size", Value::from(self.file_buffer_size)),
+            ("file_recv", Value::from(self.file_recv)),
+            ("file_recv_max_size", Value::from(self.file_recv_max_size)),
             (
                 "top_file_merging_strategy",
                 Value::from(self.top_file_merging_strategy.clone()),

@@ -446,6 +446,7 @@ commands!(
         MineGet = "_mine_get",
         MineDelete = "_mine_delete",
         MineFlush = "_mine_flush",
+        FileRecv = "_file_recv",
     }
 );
 
@@ -488,6 +489,41 @@ impl FileRequest {
                 .and_then(int)
                 .filter(|level| *level != 0),
         }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// `_file_recv`: one chunk of a file a minion pushes (`cp.push`)
+
+/// One chunk of `cp.push`: the file's path on the minion as a list of components, where the
+/// chunk goes (`loc`) and its bytes. Salt answers `False` to anything else.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileRecvLoad {
+    pub path: Vec<String>,
+    pub loc: i64,
+    pub data: Vec<u8>,
+}
+
+impl FileRecvLoad {
+    pub fn parse(load: &Value) -> Option<FileRecvLoad> {
+        let Some(Value::Array(parts)) = crate::payload::get(load, "path") else {
+            return None;
+        };
+        let path = parts
+            .iter()
+            .map(|p| match p {
+                Value::String(s) => s.as_str().map(str::to_string),
+                Value::Binary(b) => std::str::from_utf8(b).ok().map(str::to_string),
+                _ => None,
+            })
+            .collect::<Option<Vec<String>>>()?;
+        let loc = crate::payload::get(load, "loc").and_then(int)?;
+        let data = match crate::payload::get(load, "data")? {
+            Value::Binary(b) => b.clone(),
+            Value::String(s) => s.as_bytes().to_vec(),
+            _ => return None,
+        };
+        Some(FileRecvLoad { path, loc, data })
     }
 }
 

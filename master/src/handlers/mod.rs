@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod events;
+pub mod file_recv;
 pub mod files;
 pub mod master_opts;
 pub mod mine;

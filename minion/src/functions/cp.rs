@@ -1,7 +1,8 @@
 //! The `cp` execution module: files from the master's file server (`cp.cache_file`,
 //! `cp.get_file`, `cp.get_dir`, `cp.get_template`, `cp.cache_master`), what it lists
 //! (`cp.list_master`, `cp.list_master_dirs`, `cp.list_states`) and hashes (`cp.hash_file`),
-//! and the local cache (`cp.is_cached`), through the minion's file client.
+//! and the local cache (`cp.is_cached`), through the minion's file client; `cp.push` sends a
+//! file of the minion to the master.
 
 use std::path::{Path, PathBuf};
 
@@ -24,6 +25,7 @@ pub enum Fun {
     ListMaster,
     ListMasterDirs,
     ListStates,
+    Push,
 }
 
 impl Fun {
@@ -38,6 +40,7 @@ impl Fun {
         Fun::ListMaster,
         Fun::ListMasterDirs,
         Fun::ListStates,
+        Fun::Push,
     ];
 
     pub(crate) fn spec(self) -> Spec {
@@ -166,6 +169,25 @@ impl Fun {
         salt '*' cp.list_states
     ",
             ),
+            Fun::Push => (
+                "cp.push",
+                "push",
+                Signature::new(&["path", "keep_symlinks", "upload_path", "remove_source"], 1, false, false),
+                "
+    Send a file of this minion (an absolute path) to the master, which keeps it
+    under its cachedir/minions/<minion id>/files/ when its file_recv option is
+    on. upload_path names it differently there; remove_source deletes the
+    file once sent; keep_symlinks sends a symlink's own path rather than its
+    target's. Returns True, or False when the file cannot be sent or the
+    master refuses it (file_recv off, file_recv_max_size exceeded).
+
+    CLI Example:
+
+        salt '*' cp.push /etc/fstab
+        salt '*' cp.push /etc/system-release keep_symlinks=True
+        salt '*' cp.push /etc/fstab upload_path='/new/path/fstab'
+    ",
+            ),
         };
         Spec {
             name,
@@ -234,6 +256,16 @@ impl Fun {
             Fun::ListMasterDirs => {
                 let prefix = text("prefix").unwrap_or_default();
                 strings(client.dir_list(&saltenv, &prefix)?)
+            }
+            Fun::Push => {
+                let chunk = ctx
+                    .services
+                    .opts
+                    .get("file_buffer_size")
+                    .and_then(serde_json::Value::as_u64)
+                    .filter(|n| *n > 0)
+                    .unwrap_or(DEFAULT_FILE_BUFFER_SIZE);
+                push(&client, &ctx.id, b, chunk as usize)
             }
             Fun::ListStates => {
                 let mut names = brine_state::high::sls_names_of(&client.list(&saltenv)?);
@@ -332,4 +364,91 @@ fn place(cached: &Path, source: &str, dest: &str, makedirs: bool) -> Result<Opti
     }
     std::fs::copy(cached, &target).map_err(|e| e.to_string())?;
     Ok(Some(target))
+}
+
+/// Salt's default `file_buffer_size`: the bytes of one `cp.push` chunk.
+const DEFAULT_FILE_BUFFER_SIZE: u64 = 262_144;
+
+/// `cp.push`: the file sent in `_file_recv` chunks as Salt's minion sends them (the path on
+/// the minion as a list of parts, each chunk with its offset), `True` once the master took
+/// every chunk; `False` when the path is not an absolute path of a file or the master refuses.
+fn push(client: &FileClient, id: &str, b: &Bound, chunk: usize) -> Value {
+    use std::io::Read;
+    let text = |key: &str| b.opt(key).filter(|v| !v.is_nil()).map(py_str);
+    let path = text("path").unwrap_or_default();
+    if path.contains("../") || !path.starts_with('/') {
+        tracing::debug!("cp.push: path must be absolute: {path}");
+        return Value::Boolean(false);
+    }
+    let path = if is_true(b.opt("keep_symlinks")) {
+        PathBuf::from(&path)
+    } else {
+        match std::fs::canonicalize(&path) {
+            Ok(p) => p,
+            Err(_) => return Value::Boolean(false),
+        }
+    };
+    if !path.is_file() {
+        return Value::Boolean(false);
+    }
+    let load_path = match text("upload_path") {
+        Some(up) if up.contains("../") => return Value::Boolean(false),
+        Some(up) => up,
+        None => path.display().to_string(),
+    };
+    let normal = brine_protocol::posixpath::normpath(load_path.trim_start_matches('/'));
+    let parts: Vec<Value> = normal
+        .split('/')
+        .filter(|p| !p.is_empty())
+        .map(Value::from)
+        .collect();
+    let Ok(mut file) = std::fs::File::open(&path) else {
+        return Value::Boolean(false);
+    };
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut loc: u64 = 0;
+    let mut buf = vec![0u8; chunk];
+    let mut sent_one = false;
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::error!("cp.push: cannot read {}: {e}", path.display());
+                return Value::Boolean(false);
+            }
+        };
+        if n == 0 && sent_one {
+            break;
+        }
+        let load = vec![
+            ("cmd", Value::from("_file_recv")),
+            ("id", Value::from(id)),
+            ("path", Value::Array(parts.clone())),
+            ("size", Value::from(size)),
+            ("loc", Value::from(loc)),
+            ("data", Value::Binary(buf[..n].to_vec())),
+        ];
+        match client.request(load) {
+            Ok(Value::Boolean(true)) => {}
+            Ok(other) => {
+                tracing::error!(
+                    "cp.push Failed transfer failed. Ensure master has 'file_recv' set to 'True' \
+                     and that the file is not larger than the 'file_recv_max_size' setting on \
+                     the master."
+                );
+                return if other.is_nil() { Value::Boolean(false) } else { other };
+            }
+            Err(e) => {
+                tracing::error!("cp.push: {e}");
+                return Value::Boolean(false);
+            }
+        }
+        sent_one = true;
+        loc += n as u64;
+    }
+    if is_true(b.opt("remove_source")) && std::fs::remove_file(&path).is_err() {
+        tracing::error!("cp.push failed to remove file '{}'", path.display());
+        return Value::Boolean(false);
+    }
+    Value::Boolean(true)
 }
