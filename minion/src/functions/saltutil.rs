@@ -473,7 +473,7 @@ async fn custom_modules(
             for file in client.list(&env)? {
                 for kind in &kinds {
                     let (_, _, _, form) = kind.names();
-                    let dir = format!("_{}/", if *kind == Kind::Proxymodules { "proxy" } else { form });
+                    let dir = format!("_{form}/");
                     if let Some(rel) = file.strip_prefix(&dir) {
                         let stem = rel.rsplit_once('.').map_or(rel, |(s, _)| s);
                         found.push((
