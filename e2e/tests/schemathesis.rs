@@ -101,6 +101,18 @@ fn schemathesis(venv: &Path, cwd: &Path, args: &[String], limit: Duration) -> (i
     }
 }
 
+/// True when schemathesis failed only because its own test-case generator raised (a
+/// "Runtime Error" whose traceback is Hypothesis's flaky-generation error), with no failed
+/// check and no error talking to the API.
+fn only_generator_faults(out: &str) -> bool {
+    let errors = out.matches("\nRuntime Error").count();
+    errors > 0
+        && !out.contains("= FAILURES =")
+        && !out.contains("Network Error")
+        && out.matches("hypothesis.errors.FlakyFailure:").count() >= errors
+        && out.contains(&format!(" {errors} error"))
+}
+
 #[test]
 fn openapi_schema_holds_against_live_api() {
     let Some(venv) = test_venv("openapi_schema_holds_against_live_api") else {
@@ -165,7 +177,15 @@ fn openapi_schema_holds_against_live_api() {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let (code, out) = schemathesis(&venv, &work, &args, Duration::from_secs(420));
+    let (mut code, mut out) = schemathesis(&venv, &work, &args, Duration::from_secs(420));
+    if code != 0 && only_generator_faults(&out) {
+        // Hypothesis sometimes trips over its own example generation on a loaded machine
+        // (a "FlakyFailure" raised inside schemathesis, before any request is sent). That
+        // says nothing about the API: run once more. Failed checks and network errors are
+        // never retried.
+        println!("{out}\nschemathesis failed inside its own generator; running it once more");
+        (code, out) = schemathesis(&venv, &work, &args, Duration::from_secs(420));
+    }
     println!("{out}");
     assert_eq!(code, 0, "schemathesis reported failures:\n{out}");
     assert!(

@@ -627,10 +627,14 @@ devtmpfs                 3083608    114  3083494    1% /dev
     }
 
     /// Keeps what stays the same from one df to the next: the mount points, the
-    /// filesystems and their sizes, and the kind of every figure.
+    /// filesystems, and the kind of every figure. Sizes are figures too: on filesystems
+    /// whose size follows their use (btrfs, ZFS, thin pools) they change between calls.
     fn loose(fun: &str, ret: &mut J) {
         let shape = |v: &J| match v {
             J::String(t) if t.ends_with('%') => J::from("<percent>"),
+            J::String(t) if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) => {
+                J::from("<figure>")
+            }
             J::String(_) => J::from("<text>"),
             other => other.clone(),
         };
@@ -638,7 +642,15 @@ devtmpfs                 3083608    114  3083494    1% /dev
             "disk.usage" | "disk.inodeusage" => {
                 if let Some(mounts) = ret.as_object_mut() {
                     for entry in mounts.values_mut().filter_map(J::as_object_mut) {
-                        for key in ["used", "available", "capacity", "free", "use"] {
+                        for key in [
+                            "1K-blocks",
+                            "used",
+                            "available",
+                            "capacity",
+                            "inodes",
+                            "free",
+                            "use",
+                        ] {
                             if let Some(v) = entry.get_mut(key) {
                                 *v = shape(v);
                             }
