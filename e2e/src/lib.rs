@@ -3,6 +3,7 @@
 //! fails, the logs of every process are printed.
 
 pub mod http;
+pub mod masters;
 pub mod real;
 
 use std::collections::BTreeMap;

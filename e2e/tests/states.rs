@@ -8,14 +8,13 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Read;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use brine_e2e::masters::{events_until_quiet, Master};
 use brine_e2e::real::{self, Fleet, RealMaster};
 use brine_e2e::Stack;
-use brine_protocol::event::{unpack_body, PubDecoder};
 use serde_json::{json, Value};
 
 const REAL: &str = "real7";
@@ -153,99 +152,28 @@ fn states(v: &Value) -> Value {
     }
 }
 
-/// The master both minions connect to: Brine's, or a real salt-master 3007, each with its own
-/// tools (`salt`, `salt-key`, `salt-run`).
-enum Master {
-    Brine(Stack),
-    Real(RealMaster),
-}
-
-impl Master {
-    /// Where the minions' directories (`minion-<id>`) are.
-    fn base(&self) -> PathBuf {
-        match self {
-            Master::Brine(st) => st.dir.path().to_path_buf(),
-            Master::Real(rm) => rm.dir.path().to_path_buf(),
-        }
-    }
-
-    fn salt_json(&self, args: &[&str]) -> (Value, i32) {
-        match self {
-            Master::Brine(st) => st.salt_json(args),
-            Master::Real(rm) => rm.salt_json(args),
-        }
-    }
-
-    fn tool(&self, name: &str, args: &[&str]) -> std::process::Output {
-        match self {
-            Master::Brine(st) => st.tool(name, args),
-            Master::Real(rm) => rm.tool(name, args),
-        }
-    }
-
-    fn logs(&self) -> String {
-        match self {
-            Master::Brine(st) => st.logs(),
-            Master::Real(rm) => rm.logs(),
-        }
-    }
-
-    /// The master's own directory (`cachedir` is its `cache/`, `sock_dir` its `sock/`).
-    fn root(&self) -> PathBuf {
-        match self {
-            Master::Brine(st) => st.master_root(),
-            Master::Real(rm) => rm.root(),
-        }
-    }
-
-    /// The master's event bus, for reading what it publishes.
-    fn bus(&self) -> UnixStream {
-        let root = self.root();
-        let bus = UnixStream::connect(root.join("sock/master_event_pub.ipc")).expect("event bus");
-        bus.set_read_timeout(Some(Duration::from_millis(300)))
-            .expect("read timeout");
-        bus
-    }
-}
-
 /// The `state_events` progress events on `bus` (`salt/job/<jid>/prog/<id>/<n>`) until it has
 /// been quiet for two seconds, per minion: the tag's run number, the keys of the load, `len`
 /// and each state's `__id__`, `result` and `__run_num__`.
 fn progress_events(bus: &mut UnixStream) -> BTreeMap<String, Vec<Value>> {
-    let mut dec = PubDecoder::new(1 << 20);
-    let mut buf = [0u8; 65536];
     let mut out: BTreeMap<String, Vec<Value>> = BTreeMap::new();
-    let mut quiet_since = Instant::now();
-    while quiet_since.elapsed() < Duration::from_secs(2) {
-        if let Ok(n) = bus.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            quiet_since = Instant::now();
-            dec.push(&buf[..n]);
-        }
-        while let Ok(Some(body)) = dec.next_body() {
-            let Ok((tag, data)) = unpack_body(&body) else {
-                continue;
-            };
-            let parts: Vec<&str> = tag.split('/').collect();
-            if let ["salt", "job", _, "prog", id, n] = parts.as_slice() {
-                let data = brine_protocol::payload::to_json(&data);
-                let mut keys: Vec<&String> = data
-                    .as_object()
-                    .map(|m| m.keys().filter(|k| *k != "_stamp").collect())
-                    .unwrap_or_default();
-                keys.sort();
-                let ret = &data["data"]["ret"];
-                out.entry(id.to_string()).or_default().push(json!({
-                    "n": n,
-                    "keys": keys,
-                    "len": data["data"]["len"],
-                    "__id__": ret["__id__"],
-                    "result": ret["result"],
-                    "__run_num__": ret["__run_num__"],
-                }));
-            }
+    for (tag, data) in events_until_quiet(bus, Duration::from_secs(2)) {
+        let parts: Vec<&str> = tag.split('/').collect();
+        if let ["salt", "job", _, "prog", id, n] = parts.as_slice() {
+            let mut keys: Vec<&String> = data
+                .as_object()
+                .map(|m| m.keys().filter(|k| *k != "_stamp").collect())
+                .unwrap_or_default();
+            keys.sort();
+            let ret = &data["data"]["ret"];
+            out.entry(id.to_string()).or_default().push(json!({
+                "n": n,
+                "keys": keys,
+                "len": data["data"]["len"],
+                "__id__": ret["__id__"],
+                "result": ret["result"],
+                "__run_num__": ret["__run_num__"],
+            }));
         }
     }
     out

@@ -30,6 +30,7 @@ pub mod handlers;
 pub mod jobstore;
 pub mod keys;
 pub mod master;
+pub mod orchestrate;
 pub mod pillar;
 pub mod presence;
 pub mod privileges;

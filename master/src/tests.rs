@@ -545,6 +545,7 @@ async fn fileserver_runners_and_the_file_roots_wheel() {
                     .collect(),
             },
             timeout: std::time::Duration::from_secs(1),
+            user: "root".into(),
         })
     };
     let s = |v: &str| Value::from(v);

@@ -107,14 +107,55 @@ fn jinja_text(
     functions: Arc<dyn Functions>,
 ) -> Result<String, String> {
     jinja::render(source, path, ctx, loader, functions).map_err(|e| {
-        let mut cause = match e.kind() {
-            minijinja::ErrorKind::UndefinedError => format!("Jinja variable {e}"),
-            minijinja::ErrorKind::SyntaxError => format!("Jinja syntax error: {e}"),
+        // Jinja2's wording for a name that is not defined: 'name' is undefined.
+        let undefined = e
+            .detail()
+            .and_then(|d| d.strip_suffix(" is undefined"))
+            .and_then(|d| d.strip_prefix('`')?.strip_suffix('`'));
+        let mut cause = match (e.kind(), undefined) {
+            (minijinja::ErrorKind::UndefinedError, Some(name)) => {
+                format!("Jinja variable '{name}' is undefined")
+            }
+            (minijinja::ErrorKind::UndefinedError, None) => format!("Jinja variable {e}"),
+            (minijinja::ErrorKind::SyntaxError, _) => format!("Jinja syntax error: {e}"),
             _ => format!("Jinja error: {e}"),
         };
-        if let Some(line) = e.line() {
-            cause.push_str(&format!("; line {line} of {}", e.name().unwrap_or(path)));
+        match (e.line(), e.name()) {
+            // In the file itself: Salt's line and the lines around it, the failing one marked.
+            (Some(line), name) if name.is_none_or(|n| n == path) => {
+                cause.push_str(&format!("; line {line}\n\n{}", error_context(source, line)));
+            }
+            (Some(line), name) => {
+                cause.push_str(&format!("; line {line} of {}", name.unwrap_or(path)));
+            }
+            (None, _) => {}
         }
         cause
     })
+}
+
+/// Salt's `get_context`: up to five lines either side of `line` (1-based) between `---`
+/// lines, `[...]` where lines are left out, the failing line marked.
+fn error_context(source: &str, line: usize) -> String {
+    let lines: Vec<&str> = source.lines().collect();
+    if line > lines.len() || line == 0 {
+        return source.to_string();
+    }
+    let start = line.saturating_sub(6);
+    let end = lines.len().min(line + 5);
+    let mut buf: Vec<String> = Vec::new();
+    if start > 0 {
+        buf.push("[...]".into());
+    }
+    for (i, text) in lines[start..end].iter().enumerate() {
+        if start + i + 1 == line {
+            buf.push(format!("{text}    <======================"));
+        } else {
+            buf.push(text.to_string());
+        }
+    }
+    if end < lines.len() {
+        buf.push("[...]".into());
+    }
+    format!("---\n{}\n---", buf.join("\n"))
 }

@@ -110,6 +110,34 @@ pub struct Runner<'a, 's> {
     mod_inited: HashSet<String>,
 }
 
+/// Salt's `check_result` (without the highstate, so no `onfail` handler rescues a failure):
+/// whether a run's return, `{tag: state return}` or nested maps of them, has no state with
+/// `result: False`. Anything but a non-empty map fails; at the top level (`recurse` false)
+/// every value must be a map (a list for `__extend__`).
+pub fn check_result(running: &Value, recurse: bool) -> bool {
+    let Some(states) = running.as_object().filter(|m| !m.is_empty()) else {
+        return false;
+    };
+    states.iter().all(|(id, result)| {
+        let shaped = if id == "__extend__" {
+            result.is_array()
+        } else {
+            result.is_object()
+        };
+        if !recurse && !shaped {
+            return false;
+        }
+        match result.as_object() {
+            Some(m) => match m.get("result") {
+                Some(Value::Bool(false)) => false,
+                Some(_) => true,
+                None => check_result(result, true),
+            },
+            None => true,
+        }
+    })
+}
+
 /// Salt's `call_high`: the high data prepared (extend, requisite_in, exclude), compiled and
 /// run. Errors in the high data are returned instead of results, as Salt returns them.
 pub fn call_high(

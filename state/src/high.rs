@@ -91,6 +91,32 @@ impl Compiler {
         self.avail.get(env).map_or(&[], Vec::as_slice)
     }
 
+    /// The high data of `matches` (as [`Compiler::render_highstate`] renders it) with
+    /// `exclude` (IDs or SLS names, as `state.sls exclude=` takes them) added to what the
+    /// files exclude, checked as Salt checks it: the high data, or every error found.
+    pub fn compile(
+        &mut self,
+        matches: &[(String, Vec<String>)],
+        exclude: &[Value],
+    ) -> Result<High, Vec<String>> {
+        let (mut high, mut errors) = self.render_highstate(matches);
+        if !exclude.is_empty() {
+            let mut all = high
+                .get("__exclude__")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            all.extend(exclude.iter().cloned());
+            high.insert("__exclude__".into(), Value::Array(all));
+        }
+        errors.extend(crate::verify_high(&high));
+        if errors.is_empty() {
+            Ok(high)
+        } else {
+            Err(errors)
+        }
+    }
+
     /// Salt's `render_highstate`: the SLS names (globs) of each saltenv rendered and merged.
     pub fn render_highstate(&mut self, matches: &[(String, Vec<String>)]) -> (High, Vec<String>) {
         let mut high = High::new();
@@ -138,8 +164,13 @@ impl Compiler {
     }
 
     /// Render one SLS file to data (an empty mapping for an empty file).
+    /// An SLS file rendered, or Salt's "Rendering SLS '<saltenv>:<sls>' failed: ..." error.
     fn render_file(&self, rel: &str, saltenv: &str, sls: &str) -> Result<Value, String> {
-        let Some(text) = self.loader.load(saltenv, rel)? else {
+        let loaded = self
+            .loader
+            .load(saltenv, rel)
+            .map_err(|e| format!("Rendering SLS '{saltenv}:{sls}' failed: {e}"))?;
+        let Some(text) = loaded else {
             return Ok(json!({}));
         };
         if text.trim().is_empty() {
@@ -179,7 +210,7 @@ impl Compiler {
             Some(f) => {
                 match self.render_file(&f.rel, saltenv, sls) {
                     Ok(v) => state = v,
-                    Err(e) => errors.push(format!("Rendering SLS '{saltenv}:{sls}' failed: {e}")),
+                    Err(e) => errors.push(e),
                 }
                 mods.insert(format!("{saltenv}:{sls}"));
             }

@@ -20,7 +20,7 @@ pub mod states;
 pub mod top;
 pub mod verify;
 
-pub use engine::{call_high, Job, Options};
+pub use engine::{call_high, check_result, Job, Options};
 pub use high::{Compiler, Tree};
 pub use states::Host;
 pub use verify::verify_high;

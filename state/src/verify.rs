@@ -151,7 +151,7 @@ pub fn verify_high(high: &High) -> Vec<String> {
 }
 
 /// Python's `str()` of a value as Salt's messages show it.
-pub(crate) fn py_text(v: &Value) -> String {
+pub fn py_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         other => py_repr(other),

@@ -103,7 +103,7 @@ fn run(cli: Cli) -> Result<i32, CliError> {
     };
     let local = Local::open(&cli.config_dir)?;
     let mut args = parse_args(&cli.args);
-    let kwarg = match args.last() {
+    let mut kwarg = match args.last() {
         Some(Value::Map(m))
             if m.iter()
                 .any(|(k, v)| k == &Value::from("__kwarg__") && v == &Value::from(true)) =>
@@ -124,8 +124,21 @@ fn run(cli: Cli) -> Result<i32, CliError> {
     } else {
         Some(local.listen()?)
     };
+    // As Salt's salt-run: the jid is chosen here, and an orchestration is told it is its own.
+    let jid = brine_protocol::jid::gen_jid();
+    if ORCHESTRATE.contains(&cli.function.as_str()) {
+        if let Value::Map(m) = &mut kwarg {
+            if !m
+                .iter()
+                .any(|(k, _)| k == &Value::from("orchestration_jid"))
+            {
+                m.push((Value::from("orchestration_jid"), Value::from(jid.clone())));
+            }
+        }
+    }
     let mut load = vec![
         ("cmd", Value::from("runner")),
+        ("jid", Value::from(jid.clone())),
         ("fun", Value::from(cli.function.clone())),
         (
             "kwarg",
@@ -179,7 +192,9 @@ fn run(cli: Cli) -> Result<i32, CliError> {
         };
         match suffix {
             "ret" => break ev,
-            "new" => {}
+            // Fired on the bus for others (an orchestration's `args`), not by the runner's
+            // own event channel: Salt's salt-run does not print them.
+            "new" | "args" => {}
             "stdout" => {
                 if let Some(text) = get_str(&ev.data, "text") {
                     print!("{text}");
@@ -196,10 +211,41 @@ fn run(cli: Cli) -> Result<i32, CliError> {
         }
     };
     let ret = get(&ev.data, "return").cloned().unwrap_or(Value::Nil);
-    let text = render(out, &to_json(&ret), &opts);
+    let (shown, out) = shown(&ret, cli.out.is_some().then_some(out));
+    let text = render(out, &to_json(shown), &opts);
     if !text.is_empty() && !cli.quiet {
         println!("{text}");
     }
     let success = get(&ev.data, "success") != Some(&Value::from(false));
-    Ok(if success { 0 } else { 1 })
+    Ok(exit_code(&ret).unwrap_or(if success { 0 } else { 1 }))
+}
+
+/// The runners an orchestration jid is given to.
+const ORCHESTRATE: &[&str] = &["state.orchestrate", "state.orch", "state.sls"];
+
+/// What Salt's salt-run prints of a return, and with which outputter (`--out`, else the one
+/// the return names): `data` alone when the return is exactly `{data, outputter}`, else all
+/// of it.
+fn shown(ret: &Value, forced: Option<Outputter>) -> (&Value, Outputter) {
+    let named = get_str(ret, "outputter").and_then(|o| o.parse::<Outputter>().ok());
+    if let Value::Map(m) = ret {
+        let keys: Vec<&str> = m.iter().filter_map(|(k, _)| k.as_str()).collect();
+        if keys.len() == 2 && keys.contains(&"data") && keys.contains(&"outputter") {
+            if let Some(data) = get(ret, "data") {
+                return (data, forced.or(named).unwrap_or(Outputter::Nested));
+            }
+        }
+    }
+    (ret, forced.or(named).unwrap_or(Outputter::Nested))
+}
+
+/// Salt's exit code from a return that carries one: its `retcode`, or that of its `data`.
+fn exit_code(ret: &Value) -> Option<i32> {
+    let code = |v: &Value| get(v, "retcode").and_then(brine_protocol::loads::int);
+    if !matches!(ret, Value::Map(_)) {
+        return None;
+    }
+    code(ret)
+        .or_else(|| get(ret, "data").and_then(code))
+        .map(|c| c as i32)
 }

@@ -313,6 +313,17 @@ impl FileServer {
     /// The text of `path` in `saltenv`: `Ok(None)` when there is no such file, an error when
     /// it cannot be read, is larger than [`MAX_TEMPLATE_SIZE`] or is not UTF-8.
     pub fn read_text(&self, path: &str, saltenv: &str) -> Result<Option<String>, String> {
+        let Some(bytes) = self.read(path, saltenv)? else {
+            return Ok(None);
+        };
+        String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| format!("{path} is not UTF-8 text"))
+    }
+
+    /// The bytes of `path` in `saltenv`: `Ok(None)` when there is no such file, an error when
+    /// it cannot be read or is larger than [`MAX_TEMPLATE_SIZE`].
+    pub fn read(&self, path: &str, saltenv: &str) -> Result<Option<Vec<u8>>, String> {
         let Some(found) = self.find(path, saltenv) else {
             return Ok(None);
         };
@@ -326,9 +337,7 @@ impl FileServer {
         if bytes.len() as u64 > MAX_TEMPLATE_SIZE {
             return Err(format!("{path} is larger than {MAX_TEMPLATE_SIZE} bytes"));
         }
-        String::from_utf8(bytes)
-            .map(Some)
-            .map_err(|_| format!("{path} is not UTF-8 text"))
+        Ok(Some(bytes))
     }
 
     /// Salt's `list_states`: the SLS names of `saltenv` (`a/b.sls` is `a.b`, `a/init.sls`

@@ -28,7 +28,7 @@ use std::time::Duration;
 use brine_client::{ClientError, LocalClient, Publish, Timeouts};
 use brine_protocol::jid::{gen_jid, jid_to_time};
 use brine_protocol::loads::{PublishReply, PublishRequest};
-use brine_protocol::payload::{get, get_str, map, set, Value};
+use brine_protocol::payload::{get, get_str, map, Value};
 
 use crate::master::Master;
 
@@ -80,6 +80,8 @@ pub struct Call {
     pub args: Args,
     /// How long a runner that asks the minions waits for them (`timeout`, else the config's).
     pub timeout: Duration,
+    /// Who runs it (`__user__`).
+    pub user: String,
 }
 
 /// Every runner function, sorted by name.
@@ -156,22 +158,11 @@ impl Master {
             return Master::auth_error("AuthenticationError");
         };
         let fun = get_str(&load, "fun").unwrap_or("").to_string();
-        // Salt's runner client sends {"fun", "kwarg": {"arg": [...], "kwarg": {...}}}.
+        // Salt's runner client sends {"fun", "kwarg": {"arg": [...], "kwarg": {...}}}: the
+        // inner map's keys are all the runner's (`fun` and `name` among them, for
+        // `state.orchestrate_single`).
         let call = match get(&load, "kwarg") {
-            Some(kw @ Value::Map(_)) => {
-                let mut flat = kw.clone();
-                if let Some(inner @ Value::Map(_)) = get(kw, "kwarg").cloned() {
-                    brine_protocol::payload::remove(&mut flat, "kwarg");
-                    if let Value::Map(m) = inner {
-                        for (k, v) in m {
-                            if let Some(k) = k.as_str() {
-                                set(&mut flat, k, v);
-                            }
-                        }
-                    }
-                }
-                flat
-            }
+            Some(kw @ Value::Map(_)) => kw.clone(),
             _ => load.clone(),
         };
         let args = Args::from_flat_load(&call);
@@ -187,8 +178,16 @@ impl Master {
         map(vec![("tag", Value::from(tag)), ("jid", Value::from(jid))])
     }
 
-    /// Run a runner as a job: events `salt/run/<jid>/new` and `/ret`, and the job store.
-    pub async fn run_runner_job(self: &Arc<Self>, jid: &str, fun: &str, args: Args, user: &str) {
+    /// Run a runner as a job: events `salt/run/<jid>/new` and `/ret`, and the job store. Its
+    /// return and whether it succeeded come back: a return with `data` (an orchestration's)
+    /// succeeds when Salt's `check_result` passes on that data.
+    pub async fn run_runner_job(
+        self: &Arc<Self>,
+        jid: &str,
+        fun: &str,
+        args: Args,
+        user: &str,
+    ) -> (Value, bool) {
         let mut fun_args: Vec<Value> = args.args.clone();
         if !args.kwargs.is_empty() {
             fun_args.push(Value::Map(
@@ -206,12 +205,20 @@ impl Master {
         ];
         self.bus
             .fire(&format!("salt/run/{jid}/new"), map(head.clone()));
-        let (ret, success) = match self.run_runner(jid, fun, args).await {
-            Ok(v) => (v, true),
+        let (ret, success) = match self.run_runner(jid, fun, args, user).await {
+            Ok(v) => {
+                let success = match get(&v, "data") {
+                    Some(data) if matches!(v, Value::Map(_)) => {
+                        brine_state::check_result(&brine_protocol::payload::to_json(data), false)
+                    }
+                    _ => true,
+                };
+                (v, success)
+            }
             Err(msg) => (Value::from(msg), false),
         };
         let mut data = head.clone();
-        data.push(("return", ret));
+        data.push(("return", ret.clone()));
         data.push(("success", Value::from(success)));
         let data = map(data);
         self.bus.fire(&format!("salt/run/{jid}/ret"), data.clone());
@@ -226,15 +233,16 @@ impl Master {
                 ("user", Value::from(user)),
             ]);
             let _ = self.store.save_load(jid, &load, &[]);
-            let ret = map(vec![
+            let stored = map(vec![
                 ("id", Value::from(self.cfg.id.clone())),
                 ("jid", Value::from(jid)),
                 ("fun", Value::from(format!("runner.{fun}"))),
                 ("return", data),
                 ("success", Value::from(success)),
             ]);
-            let _ = self.store.save_return(&ret);
+            let _ = self.store.save_return(&stored);
         }
+        (ret, success)
     }
 
     /// Publish a job from inside the master and gather its returns with the one local
@@ -325,10 +333,14 @@ impl Master {
         jid: &str,
         fun: &str,
         a: Args,
+        user: &str,
     ) -> Result<Value, String> {
         let Some(runner) = find(fun) else {
             return Err(format!("'{fun}' is not available."));
         };
+        if let Some(usage) = missing_arguments(runner, &a) {
+            return Ok(Value::from(usage));
+        }
         let timeout = a
             .get(99, "timeout")
             .and_then(brine_protocol::loads::int)
@@ -340,9 +352,43 @@ impl Master {
             fun: runner.name,
             args: a,
             timeout: Duration::from_secs(timeout),
+            user: user.to_string(),
         })
         .await
     }
+}
+
+/// Salt's answer to a runner called without an argument it requires (the `TypeError`
+/// Salt's runner client turns into a successful return): "Passed invalid arguments:
+/// <function>() missing 1 required positional argument: 'jid'" and the usage.
+fn missing_arguments(runner: &Runner, a: &Args) -> Option<String> {
+    let required: Vec<&str> = runner
+        .args
+        .iter()
+        .filter(|p| !p.contains('=') && !p.starts_with('*'))
+        .copied()
+        .collect();
+    let missing: Vec<String> = required
+        .iter()
+        .enumerate()
+        .filter(|(pos, name)| a.get(*pos, name).is_none())
+        .map(|(_, name)| format!("'{name}'"))
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let list = match missing.as_slice() {
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+        [] => unreachable!("not empty"),
+    };
+    let short = runner.name.rsplit('.').next().unwrap_or(runner.name);
+    Some(format!(
+        "\nPassed invalid arguments: {short}() missing {} required positional argument{}: {list}\n\nUsage:\n{}",
+        missing.len(),
+        if missing.len() == 1 { "" } else { "s" },
+        runner.doc
+    ))
 }
 
 fn value_text(v: &Value) -> String {

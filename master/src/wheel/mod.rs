@@ -68,7 +68,7 @@ pub fn find(name: &str) -> Option<&'static Wheel> {
 }
 
 /// The arguments of a wheel call: `arg` list, `kwarg` map, and any other top-level key.
-#[derive(Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Args {
     pub args: Vec<Value>,
     pub kwargs: Vec<(String, Value)>,
@@ -266,19 +266,27 @@ impl Master {
             _ => gen_jid(),
         };
         let tag = format!("salt/wheel/{jid}");
+        let args = Args::from_flat_load(&load);
+        let data = self.run_wheel_job(&jid, &fun, &args, &user);
+        map(vec![("tag", Value::from(tag)), ("data", data)])
+    }
+
+    /// Run a wheel function as a job: events `salt/wheel/<jid>/new` and `/ret` fired by
+    /// `user`; the `ret` event's data (with its `_stamp`) is returned.
+    pub fn run_wheel_job(&self, jid: &str, fun: &str, args: &Args, user: &str) -> Value {
+        let tag = format!("salt/wheel/{jid}");
         let base = |extra: Vec<(&str, Value)>| {
             let mut v = vec![
                 ("fun", Value::from(format!("wheel.{fun}"))),
-                ("jid", Value::from(jid.clone())),
+                ("jid", Value::from(jid)),
                 ("tag", Value::from(tag.clone())),
-                ("user", Value::from(user.clone())),
+                ("user", Value::from(user)),
             ];
             v.extend(extra);
             map(v)
         };
         self.bus.fire(&format!("{tag}/new"), base(vec![]));
-        let args = Args::from_flat_load(&load);
-        let (ret, success) = match self.run_wheel(&fun, &args) {
+        let (ret, success) = match self.run_wheel(fun, args) {
             Ok(v) => (v, true),
             Err(msg) => (Value::from(msg), false),
         };
@@ -290,6 +298,64 @@ impl Master {
             "_stamp",
             Value::from(brine_protocol::jid::stamp_now()),
         );
-        map(vec![("tag", Value::from(tag)), ("data", data)])
+        data
+    }
+
+    /// Run a wheel function as Salt's `WheelClient.low` does (the reactor): the events
+    /// `salt/wheel/<jid>/new` and `/ret` carry `fun_args` (the arguments, then the keyword
+    /// arguments as one map) and no `tag`, unlike the clear `wheel` command's
+    /// ([`Master::run_wheel_job`]); the job is kept in the job store. Returns the `ret` data.
+    pub fn run_wheel_low_job(&self, jid: &str, fun: &str, args: &Args, user: &str) -> Value {
+        let mut fun_args = args.args.clone();
+        if !args.kwargs.is_empty() {
+            fun_args.push(map(args
+                .kwargs
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.clone()))));
+        }
+        let head = vec![
+            ("fun", Value::from(format!("wheel.{fun}"))),
+            ("jid", Value::from(jid)),
+            ("user", Value::from(user)),
+            ("fun_args", Value::Array(fun_args.clone())),
+        ];
+        self.bus
+            .fire(&format!("salt/wheel/{jid}/new"), map(head.clone()));
+        let (ret, success) = match self.run_wheel(fun, args) {
+            Ok(v) => (v, true),
+            Err(msg) => (Value::from(msg), false),
+        };
+        let mut data = head;
+        data.push(("return", ret));
+        data.push(("success", Value::from(success)));
+        let data = map(data);
+        self.bus
+            .fire(&format!("salt/wheel/{jid}/ret"), data.clone());
+        if self.cfg.job_cache {
+            let id = Value::from(self.cfg.id.as_str());
+            let load = map(vec![
+                ("id", id.clone()),
+                ("tgt", id.clone()),
+                ("jid", Value::from(jid)),
+                ("fun", Value::from(format!("wheel.{fun}"))),
+                ("arg", Value::Array(fun_args)),
+                ("tgt_type", Value::from("list")),
+                ("user", Value::from(user)),
+            ]);
+            if let Err(e) = self.store.save_load(jid, &load, &[]) {
+                tracing::error!("wheel job {jid} not stored: {e}");
+            }
+            let ret = map(vec![
+                ("id", id),
+                ("jid", Value::from(jid)),
+                ("fun", Value::from(format!("wheel.{fun}"))),
+                ("return", data.clone()),
+                ("success", Value::from(success)),
+            ]);
+            if let Err(e) = self.store.save_return(&ret) {
+                tracing::error!("wheel job {jid}: return not stored: {e}");
+            }
+        }
+        data
     }
 }

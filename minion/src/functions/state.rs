@@ -460,22 +460,7 @@ impl Run {
     fn compile(&self, matches: &[(String, Vec<String>)]) -> Result<High, Vec<String>> {
         let envs = self.files.envs().map_err(|e| vec![e])?;
         let mut compiler = Compiler::new(self.files.clone(), &envs, self.functions.clone(), self.render_context());
-        let (mut high, mut errors) = compiler.render_highstate(matches);
-        if !self.exclude.is_empty() {
-            let mut all = high
-                .get("__exclude__")
-                .and_then(Json::as_array)
-                .cloned()
-                .unwrap_or_default();
-            all.extend(self.exclude.clone());
-            high.insert("__exclude__".into(), Json::Array(all));
-        }
-        errors.extend(brine_state::verify_high(&high));
-        if errors.is_empty() {
-            Ok(high)
-        } else {
-            Err(errors)
-        }
+        compiler.compile(matches, &self.exclude)
     }
 
     fn execute(&self, high: &High) -> (Value, i32) {

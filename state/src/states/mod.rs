@@ -16,6 +16,7 @@ pub mod group;
 pub mod host;
 pub mod module;
 pub mod pkg;
+pub mod salt;
 pub mod service;
 pub mod test;
 pub mod user;
@@ -56,6 +57,11 @@ pub trait Host: Sync {
     /// Fire `tag` with `data` on the master's event bus for job `jid` (Salt's
     /// `event.fire_master` with the jid preloaded); a failure is only logged.
     fn fire_event(&self, tag: &str, data: Value, jid: &str);
+    /// The jid of the orchestration this run is (Salt's `__orchestration_jid__`): only the
+    /// master's orchestrate runners have one.
+    fn orchestration_jid(&self) -> Option<String> {
+        None
+    }
 }
 
 /// An execution function's parameters, as Python's argspec gives them.
@@ -134,6 +140,14 @@ impl Call<'_> {
             .map_or(default, brine_protocol::payload::json_truthy)
     }
 
+    /// The state's own arguments: the chunk without the engine's keys.
+    pub fn state_kwargs(&self) -> Vec<(&String, &Value)> {
+        self.low
+            .iter()
+            .filter(|(k, _)| !crate::low::is_internal(k))
+            .collect()
+    }
+
     /// `name` as text.
     pub fn name(&self) -> String {
         self.text("name").unwrap_or_default()
@@ -175,6 +189,7 @@ const MODULES: &[(&str, &[Spec])] = &[
     ("service", service::FUNCTIONS),
     ("cron", cron::FUNCTIONS),
     ("host", host::FUNCTIONS),
+    ("salt", salt::FUNCTIONS),
 ];
 
 /// A module's initialiser.

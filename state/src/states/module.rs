@@ -6,7 +6,6 @@
 use serde_json::{json, Map, Value};
 
 use super::{ret, Call, Params, Spec};
-use crate::low::is_internal;
 use crate::verify::py_text;
 
 pub const FUNCTIONS: &[Spec] = &[
@@ -42,13 +41,8 @@ fn wait(c: &Call) -> Result<Ret, String> {
     Ok(ret(&c.name(), json!(true), "", json!({})))
 }
 
-/// The state's own arguments: the chunk without the engine's keys.
-fn state_kwargs<'a>(c: &'a Call) -> Vec<(&'a String, &'a Value)> {
-    c.low.iter().filter(|(k, _)| !is_internal(k)).collect()
-}
-
 fn run(c: &Call) -> Result<Ret, String> {
-    let kwargs = state_kwargs(c);
+    let kwargs = c.state_kwargs();
     let keys: Vec<&String> = kwargs
         .iter()
         .map(|(k, _)| *k)

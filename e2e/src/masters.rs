@@ -1,0 +1,93 @@
+//! A master the same scenario runs against, Brine's or a real salt-master 3007 (each with
+//! its own tools), and what its event bus says.
+
+use std::io::Read;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use brine_protocol::event::{unpack_body, PubDecoder};
+
+use crate::real::RealMaster;
+use crate::Stack;
+
+/// Brine's master or a real salt-master 3007.
+pub enum Master {
+    Brine(Stack),
+    Real(RealMaster),
+}
+
+impl Master {
+    /// Where the minions' directories (`minion-<id>`) are.
+    pub fn base(&self) -> PathBuf {
+        match self {
+            Master::Brine(st) => st.dir.path().to_path_buf(),
+            Master::Real(rm) => rm.dir.path().to_path_buf(),
+        }
+    }
+
+    pub fn salt_json(&self, args: &[&str]) -> (serde_json::Value, i32) {
+        match self {
+            Master::Brine(st) => st.salt_json(args),
+            Master::Real(rm) => rm.salt_json(args),
+        }
+    }
+
+    pub fn tool(&self, name: &str, args: &[&str]) -> Output {
+        match self {
+            Master::Brine(st) => st.tool(name, args),
+            Master::Real(rm) => rm.tool(name, args),
+        }
+    }
+
+    pub fn logs(&self) -> String {
+        match self {
+            Master::Brine(st) => st.logs(),
+            Master::Real(rm) => rm.logs(),
+        }
+    }
+
+    /// The master's own directory (`cachedir` is its `cache/`, `sock_dir` its `sock/`).
+    pub fn root(&self) -> PathBuf {
+        match self {
+            Master::Brine(st) => st.master_root(),
+            Master::Real(rm) => rm.root(),
+        }
+    }
+
+    /// The master's event bus, for reading what it publishes.
+    pub fn bus(&self) -> UnixStream {
+        let root = self.root();
+        let bus = UnixStream::connect(root.join("sock/master_event_pub.ipc")).expect("event bus");
+        bus.set_read_timeout(Some(Duration::from_millis(300)))
+            .expect("read timeout");
+        bus
+    }
+}
+
+/// The events read from `bus` until it has been quiet for `quiet`: (tag, data) in order.
+pub fn events_until_quiet(
+    bus: &mut UnixStream,
+    quiet: Duration,
+) -> Vec<(String, serde_json::Value)> {
+    let mut dec = PubDecoder::new(1 << 20);
+    let mut buf = [0u8; 65536];
+    let mut out = Vec::new();
+    let mut quiet_since = Instant::now();
+    while quiet_since.elapsed() < quiet {
+        if let Ok(n) = bus.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            quiet_since = Instant::now();
+            dec.push(&buf[..n]);
+        }
+        while let Ok(Some(body)) = dec.next_body() {
+            if let Ok((tag, data)) = unpack_body(&body) {
+                out.push((tag, brine_protocol::payload::to_json(&data)));
+            }
+        }
+    }
+    out
+}

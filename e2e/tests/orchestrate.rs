@@ -1,0 +1,500 @@
+//! Orchestration as Salt runs it: the same orchestration SLS files, run by `salt-run
+//! state.orchestrate` against Brine's master and against a real salt-master 3007 (each with
+//! the same two minions, Brine's), give the same envelope (`data`, `outputter`, `retcode`),
+//! the same per-state results, comments, changes and order, the same exit codes and the
+//! same events on the master's bus (`salt/run/<jid>/args` before each job, runner or wheel
+//! call; sub-jobs and sub-runners as jobs of their own).
+//!
+//! What differs by nature is normalised on both sides: jids, times, key fingerprints,
+//! Python tracebacks (only the exception line is kept), and lists of minions that Salt
+//! joins in arrival or set order (sorted).
+//!
+//! Needs BRINE_SALT3007 (set by scripts/test).
+
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+use brine_e2e::masters::{events_until_quiet, Master};
+use brine_e2e::real::{self, RealMaster};
+use brine_e2e::Stack;
+use serde_json::{json, Map, Value};
+
+const MASTER_ID: &str = "orch_master";
+const MINIONS: [&str; 2] = ["m1", "m2"];
+
+fn write(path: &Path, text: &str) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+/// The states tree (`salt/`) and the pillar tree (`pillar/`) under `root`.
+fn write_trees(salt: &Path, pillar: &Path) {
+    let files: &[(&str, &str)] = &[
+        ("top.sls", "base:\n  '*':\n    - ok\n"),
+        (
+            "ok.sls",
+            "ok_changes:\n  test.succeed_with_changes:\n    - name: ok_changes\n\
+             ok_nochanges:\n  test.succeed_without_changes:\n    - name: ok_nochanges\n",
+        ),
+        (
+            "quiet.sls",
+            "quiet_nochanges:\n  test.succeed_without_changes:\n    - name: quiet_nochanges\n",
+        ),
+        (
+            "bad.sls",
+            "bad_state:\n  test.fail_without_changes:\n    - name: bad_state\n",
+        ),
+        (
+            "orch/simple.sls",
+            "ping_m1:\n  salt.function:\n    - name: test.ping\n    - tgt: m1\n",
+        ),
+        (
+            "orch/func.sls",
+            "ping_all:\n  salt.function:\n    - name: test.ping\n    - tgt: '*'\n\
+             arg_kwarg:\n  salt.function:\n    - name: test.arg\n    - tgt: m1\n\
+             \x20   - arg:\n      - one\n      - 2\n    - kwarg:\n        color: blue\n\
+             list_target:\n  salt.function:\n    - name: test.echo\n    - tgt: [m1, m2]\n\
+             \x20   - tgt_type: list\n    - arg:\n      - hello\n\
+             string_arg:\n  salt.function:\n    - name: test.echo\n    - tgt: m2\n\
+             \x20   - arg: \"hello world\"\n\
+             retcode_fail:\n  salt.function:\n    - name: test.retcode\n    - tgt: m1\n\
+             \x20   - kwarg:\n        code: 3\n\
+             false_return_allowed:\n  salt.function:\n    - name: test.false\n    - tgt: '*'\n\
+             \x20   - fail_minions: m2\n\
+             fail_function_check:\n  salt.function:\n    - name: test.echo\n    - tgt: m1\n\
+             \x20   - arg: [x]\n    - fail_function: test.false\n",
+        ),
+        (
+            "orch/failfn.sls",
+            "fail_function_true:\n  salt.function:\n    - name: test.echo\n    - tgt: m1\n\
+             \x20   - arg: [os]\n    - fail_function: grains.has_value\n\
+             fail_function_false:\n  salt.function:\n    - name: test.echo\n    - tgt: m1\n\
+             \x20   - arg: [nosuchgrain]\n    - fail_function: grains.has_value\n\
+             fail_minions_list:\n  salt.function:\n    - name: test.false\n    - tgt: '*'\n\
+             \x20   - fail_minions: [m1, m2]\n\
+             fail_minions_bad_type:\n  salt.function:\n    - name: test.ping\n    - tgt: m1\n\
+             \x20   - fail_minions: 5\n\
+             state_allow_fail:\n  salt.state:\n    - tgt: m1\n    - sls: bad\n    - allow_fail: 1\n\
+             state_bad_allow:\n  salt.state:\n    - tgt: m1\n    - sls: bad\n    - allow_fail: many\n\
+             state_bad_concurrent:\n  salt.state:\n    - tgt: m1\n    - sls: bad\n    - concurrent: yes please\n",
+        ),
+        (
+            "orch/state.sls",
+            "sls_run:\n  salt.state:\n    - tgt: m1\n    - sls: ok\n\
+             sls_list_nochange:\n  salt.state:\n    - tgt: '*'\n    - sls:\n      - quiet\n\
+             highstate_run:\n  salt.state:\n    - tgt: m2\n    - highstate: True\n\
+             sls_test:\n  salt.state:\n    - tgt: m1\n    - sls: ok\n    - test: True\n\
+             sls_fail:\n  salt.state:\n    - tgt: m1\n    - sls: bad\n\
+             sls_fail_allowed:\n  salt.state:\n    - tgt: m1\n    - sls: bad\n    - fail_minions: m1\n\
+             no_sls:\n  salt.state:\n    - tgt: m1\n",
+        ),
+        (
+            "orch/runner.sls",
+            "runner_arg:\n  salt.runner:\n    - name: test.arg\n    - arg:\n      - a1\n\
+             \x20   - kwarg:\n        k1: v1\n    - extra: e1\n\
+             runner_list_jobs:\n  salt.runner:\n    - name: jobs.list_jobs\n\
+             \x20   - search_function: nosuch.function\n\
+             runner_missing:\n  salt.runner:\n    - name: nosuch.runner\n\
+             runner_error:\n  salt.runner:\n    - name: jobs.lookup_jid\n\
+             nested:\n  salt.runner:\n    - name: state.orchestrate\n    - mods: orch.simple\n",
+        ),
+        (
+            "orch/wheel.sls",
+            "wheel_list:\n  salt.wheel:\n    - name: key.list_all\n\
+             wheel_finger:\n  salt.wheel:\n    - name: key.finger\n    - match: m1\n\
+             wheel_missing:\n  salt.wheel:\n    - name: nosuch.wheel\n",
+        ),
+        (
+            "orch/req.sls",
+            "first_fail:\n  salt.function:\n    - name: test.false\n    - tgt: m1\n\
+             needs_first:\n  salt.function:\n    - name: test.ping\n    - tgt: m1\n\
+             \x20   - require:\n      - salt: first_fail\n\
+             on_first_fail:\n  salt.runner:\n    - name: test.arg\n    - arg: [recovered]\n\
+             \x20   - onfail:\n      - salt: first_fail\n\
+             second_ok:\n  salt.wheel:\n    - name: key.list_all\n    - require:\n      - salt: needs_first\n\
+             onfail_not_triggered:\n  salt.function:\n    - name: test.ping\n    - tgt: m2\n\
+             \x20   - onfail:\n      - salt: ok_state\n\
+             ok_state:\n  salt.state:\n    - tgt: m2\n    - sls: quiet\n",
+        ),
+        (
+            "orch/unknown.sls",
+            "fn_nobody:\n  salt.function:\n    - name: test.ping\n    - tgt: nosuchminion\n\
+             fn_nobody_expect:\n  salt.function:\n    - name: test.ping\n    - tgt: nosuchminion\n\
+             \x20   - expect_minions: True\n\
+             state_nobody:\n  salt.state:\n    - tgt: nosuchminion\n    - sls: ok\n\
+             state_nobody_noexpect:\n  salt.state:\n    - tgt: nosuchminion\n    - sls: ok\n\
+             \x20   - expect_minions: False\n",
+        ),
+        (
+            "orch/render_err.sls",
+            "broken:\n  salt.function:\n    - name: test.ping\n    - tgt: '*'\n  {{ undefined_var.attr }}\n",
+        ),
+        (
+            "orch/pillar.sls",
+            "echo_pillar:\n  salt.function:\n    - name: test.echo\n    - tgt: m1\n\
+             \x20   - arg:\n      - {{ pillar.get('msg', 'no-msg') }}\n\
+             show_common:\n  salt.function:\n    - name: test.echo\n    - tgt: m1\n\
+             \x20   - arg:\n      - {{ pillar.get('common_key', 'no-common') }}\n\
+             state_with_pillar:\n  salt.state:\n    - tgt: m1\n    - sls: quiet\n\
+             \x20   - pillar:\n        inner: {{ pillar.get('msg', 'none') }}\n",
+        ),
+        (
+            "orch/all.sls",
+            "all_function:\n  salt.function:\n    - name: test.ping\n    - tgt: m1\n\
+             all_state:\n  salt.state:\n    - tgt: m1\n    - sls: ok\n\
+             all_runner:\n  salt.runner:\n    - name: test.arg\n    - arg: [x]\n\
+             all_wheel:\n  salt.wheel:\n    - name: key.list_all\n",
+        ),
+        ("orch/empty.sls", "{# nothing #}\n"),
+    ];
+    for (path, text) in files {
+        write(&salt.join(path), text);
+    }
+    write(&pillar.join("top.sls"), "base:\n  '*':\n    - common\n");
+    write(&pillar.join("common.sls"), "common_key: common_value\n");
+}
+
+/// The orchestrations run: `salt-run` arguments.
+const CASES: &[(&str, &[&str])] = &[
+    ("simple", &["state.orchestrate", "orch.simple"]),
+    ("func", &["state.orchestrate", "orch.func"]),
+    ("failfn", &["state.orchestrate", "orch.failfn"]),
+    ("state", &["state.orchestrate", "orch.state"]),
+    ("runner", &["state.orchestrate", "orch.runner"]),
+    ("wheel", &["state.orchestrate", "orch.wheel"]),
+    ("req", &["state.orchestrate", "orch.req"]),
+    ("unknown", &["state.orchestrate", "orch.unknown"]),
+    ("render_err", &["state.orchestrate", "orch.render_err"]),
+    ("missing_sls", &["state.orchestrate", "orch.nosuch"]),
+    (
+        "pillar",
+        &[
+            "state.orch",
+            "orch.pillar",
+            "pillar={\"msg\": \"from-cli\"}",
+        ],
+    ),
+    (
+        "pillar_bad",
+        &["state.orchestrate", "orch.pillar", "pillar=notadict"],
+    ),
+    ("all_test", &["state.sls", "orch.all", "test=True"]),
+    ("empty", &["state.orchestrate", "orch.empty"]),
+    (
+        "comma_mods",
+        &["state.orchestrate", "orch.simple,orch.wheel"],
+    ),
+    ("no_mods", &["state.orchestrate"]),
+    (
+        "single",
+        &[
+            "state.orchestrate_single",
+            "fun=salt.wheel",
+            "name=key.list_all",
+        ],
+    ),
+    (
+        "single_fn",
+        &[
+            "state.orchestrate_single",
+            "fun=salt.function",
+            "name=test.ping",
+            "tgt=m1",
+        ],
+    ),
+    (
+        "high",
+        &[
+            "state.orchestrate_high",
+            r#"{"stage_one": {"salt": ["function", {"name": "test.ping"}, {"tgt": "m1"}]}}"#,
+        ],
+    ),
+];
+
+/// The orchestrations whose text (the highstate outputter's) is compared too.
+const TEXT_CASES: &[(&str, &[&str])] = &[
+    ("state", &["state.orchestrate", "orch.state"]),
+    ("req", &["state.orchestrate", "orch.req"]),
+    ("render_err", &["state.orchestrate", "orch.render_err"]),
+    ("all_test", &["state.orchestrate", "orch.all", "test=True"]),
+    ("empty", &["state.orchestrate", "orch.empty"]),
+];
+
+/// Python's traceback in a comment: only the exception's line.
+fn exception_line(text: &str) -> String {
+    match text.strip_prefix("An exception occurred in this state: ") {
+        Some(rest) => {
+            let last = rest
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
+            format!("An exception occurred in this state: {}", last.trim())
+        }
+        None => text.to_string(),
+    }
+}
+
+/// Lists of minions that Salt joins in arrival or set order, sorted.
+fn sort_minion_lists(text: &str) -> String {
+    let re = regex::Regex::new(
+        r"(ran on |failed on minions: |No changes made to |Updating )((?:m\d|nosuchminion)(?:, (?:m\d|nosuchminion))*)",
+    )
+    .unwrap();
+    re.replace_all(text, |c: &regex::Captures| {
+        let mut ids: Vec<&str> = c[2].split(", ").collect();
+        ids.sort();
+        format!("{}{}", &c[1], ids.join(", "))
+    })
+    .into_owned()
+}
+
+/// What stays the same from one run to the next, and from one master to the other.
+fn normal(v: &Value) -> Value {
+    let jid = regex::Regex::new(r"^\d{20}$").unwrap();
+    let finger = regex::Regex::new(r"^([0-9a-f]{2}:){15,}[0-9a-f]{2}$").unwrap();
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| {
+                    !matches!(
+                        k.as_str(),
+                        "start_time" | "duration" | "_stamp" | "__pub_jid" | "StartTime"
+                    )
+                })
+                .map(|(k, v)| {
+                    let v = match (k.as_str(), v) {
+                        ("comment", Value::String(s)) => {
+                            Value::String(sort_minion_lists(&exception_line(s)))
+                        }
+                        _ => normal(v),
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(normal).collect()),
+        Value::String(s) if jid.is_match(s) => json!("<JID>"),
+        Value::String(s) if finger.is_match(s) => json!("<FINGER>"),
+        // A usage text: its first lines, not the documentation that follows.
+        Value::String(s) if s.contains("\n\nUsage:\n") => {
+            json!(s.split("\n\nUsage:\n").next().unwrap_or_default())
+        }
+        other => other.clone(),
+    }
+}
+
+/// `salt-run --out json <args>` on `m`: every JSON document printed (after any text line
+/// Salt's local client prints first) and the exit code.
+fn salt_run(m: &Master, args: &[&str]) -> (Value, i32) {
+    let mut a = vec!["--out", "json"];
+    a.extend_from_slice(args);
+    let out = m.tool("salt-run", &a);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let json_start = stdout.find(['{', '[', '"']).unwrap_or(0);
+    let docs: Result<Vec<Value>, _> = serde_json::Deserializer::from_str(&stdout[json_start..])
+        .into_iter::<Value>()
+        .collect();
+    let docs = docs.unwrap_or_else(|e| {
+        panic!(
+            "salt-run {args:?} printed no JSON ({e}):\n{stdout}\n{}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            m.logs()
+        )
+    });
+    let v = match docs.len() {
+        1 => docs.into_iter().next().unwrap(),
+        _ => Value::Array(docs),
+    };
+    (v, out.status.code().unwrap_or(-1))
+}
+
+/// `salt-run <args>` on `m` printed with the highstate outputter, times and jids taken out.
+fn salt_run_text(m: &Master, args: &[&str]) -> (String, i32) {
+    let out = m.tool("salt-run", args);
+    let times = regex::Regex::new(r"(?m)^(\s*(?:Started|Duration|Total run time):).*$").unwrap();
+    let jid = regex::Regex::new(r"\d{20}").unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let text = times.replace_all(&text, "$1 <T>");
+    (
+        sort_minion_lists(&jid.replace_all(&text, "<JID>")),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+/// What one master did: each case's normalised return and exit code, each text case's text
+/// and exit code, and the events of the orchestrations watched.
+type Outcome = (
+    Vec<(String, Value, i32)>,
+    Vec<(String, String, i32)>,
+    Vec<Value>,
+);
+
+/// Each case's normalised return and exit code, the text of the text cases, and the events
+/// `orch.all`, `orch.runner` and `orch.wheel` fire (their jids named by the role they play).
+fn run_cases(m: &Master) -> Outcome {
+    let mut out = Vec::new();
+    for (name, args) in CASES {
+        let (v, code) = salt_run(m, args);
+        out.push((name.to_string(), normal(&v), code));
+    }
+    let mut texts = Vec::new();
+    for (name, args) in TEXT_CASES {
+        let (text, code) = salt_run_text(m, args);
+        texts.push((name.to_string(), text, code));
+    }
+    let mut events = Vec::new();
+    for sls in ["orch.all", "orch.runner", "orch.wheel"] {
+        let mut bus = m.bus();
+        salt_run(m, &["state.orchestrate", sls]);
+        events.push(event_story(&events_until_quiet(
+            &mut bus,
+            Duration::from_secs(2),
+        )));
+    }
+    (out, texts, events)
+}
+
+/// The events of one orchestration as a story: each tag with jids named by order of first
+/// appearance (`J0` is the orchestration), and what the `args` events carry.
+fn event_story(events: &[(String, Value)]) -> Value {
+    let jid = regex::Regex::new(r"\d{20}").unwrap();
+    // Salt's local client asks slow minions whether they still run a job: when it does so
+    // depends on timing alone, so those jobs are left out on both sides.
+    let find_jobs: Vec<&str> = events
+        .iter()
+        .filter(|(tag, data)| tag.ends_with("/new") && data["fun"] == "saltutil.find_job")
+        .filter_map(|(tag, _)| tag.split('/').nth(2))
+        .collect();
+    let mut names: Vec<String> = Vec::new();
+    let mut story = Vec::new();
+    for (tag, data) in events {
+        if find_jobs.iter().any(|j| tag.contains(j)) {
+            continue;
+        }
+        // Minion-side noise that depends on the minion's own timing.
+        if tag.starts_with("minion/refresh") || tag.starts_with("salt/auth") {
+            continue;
+        }
+        let named = jid
+            .replace_all(tag, |c: &regex::Captures| {
+                let j = c[0].to_string();
+                let i = match names.iter().position(|n| *n == j) {
+                    Some(i) => i,
+                    None => {
+                        names.push(j);
+                        names.len() - 1
+                    }
+                };
+                format!("J{i}")
+            })
+            .into_owned();
+        // The plain-jid publish notice carries nothing a test can rely on.
+        if named.starts_with('J') && !named.contains('/') {
+            continue;
+        }
+        let mut entry = Map::new();
+        entry.insert("tag".into(), json!(named));
+        if named.ends_with("/args") || named.ends_with("/new") && named.starts_with("salt/run") {
+            entry.insert("data".into(), normal(data));
+        }
+        if named.starts_with("salt/job/") && named.ends_with("/new") {
+            let job: Map<String, Value> = ["fun", "arg", "tgt", "tgt_type", "minions"]
+                .iter()
+                .filter_map(|k| Some((k.to_string(), normal(data.get(*k)?))))
+                .collect();
+            entry.insert("data".into(), Value::Object(job));
+        }
+        if let Some(user) = data.get("user") {
+            entry.insert("user".into(), user.clone());
+        }
+        story.push(Value::Object(entry));
+    }
+    Value::Array(story)
+}
+
+fn master_conf() -> String {
+    format!("id: {MASTER_ID}\ntimeout: 10\n")
+}
+
+fn brine_master(minions: &[&str]) -> Master {
+    let mut st = Stack::new(&master_conf());
+    let salt = st.dir.path().join("srv/salt");
+    let pillar = st.dir.path().join("srv/pillar");
+    write_trees(&salt, &pillar);
+    let conf = st.master_conf_dir().join("master");
+    let text = fs::read_to_string(&conf).unwrap();
+    fs::write(
+        &conf,
+        format!(
+            "{text}file_roots:\n  base: [{}]\npillar_roots:\n  base: [{}]\n",
+            salt.display(),
+            pillar.display()
+        ),
+    )
+    .unwrap();
+    st.start_master();
+    for id in minions {
+        st.start_minion(id, "");
+    }
+    st.wait_pending(minions);
+    for id in minions {
+        assert!(st.tool("salt-key", &["-y", "-a", id]).status.success());
+    }
+    st.wait_answering(minions);
+    Master::Brine(st)
+}
+
+fn real_master(v7: &Path, minions: &[&str]) -> Master {
+    let mut rm = RealMaster::new(v7, &master_conf());
+    let r = rm.root();
+    write_trees(&r.join("srv/salt"), &r.join("srv/pillar"));
+    rm.start();
+    for id in minions {
+        rm.start_brine_minion(id, "");
+    }
+    rm.accept(minions);
+    rm.wait_answering(minions);
+    Master::Real(rm)
+}
+
+#[test]
+fn orchestrations_run_as_salt_master_runs_them() {
+    let Some((v7, _)) = real::venvs() else {
+        return;
+    };
+    let brine = brine_master(&MINIONS);
+    let (brine_cases, brine_texts, brine_events) = run_cases(&brine);
+    drop(brine);
+    let real = real_master(&v7, &MINIONS);
+    let (real_cases, real_texts, real_events) = run_cases(&real);
+    drop(real);
+    let mut diffs = Vec::new();
+    for ((name, b, bcode), (_, r, rcode)) in brine_cases.iter().zip(&real_cases) {
+        if b != r || bcode != rcode {
+            diffs.push(format!(
+                "case {name}: exit {bcode} (Brine) vs {rcode} (Salt)\nBrine: {}\nSalt:  {}",
+                serde_json::to_string_pretty(b).unwrap(),
+                serde_json::to_string_pretty(r).unwrap()
+            ));
+        }
+    }
+    for ((name, b, bcode), (_, r, rcode)) in brine_texts.iter().zip(&real_texts) {
+        if b != r || bcode != rcode {
+            diffs.push(format!(
+                "text of {name}: exit {bcode} (Brine) vs {rcode} (Salt)\nBrine:\n{b}\nSalt:\n{r}"
+            ));
+        }
+    }
+    for (i, (b, r)) in brine_events.iter().zip(&real_events).enumerate() {
+        if b != r {
+            diffs.push(format!(
+                "events of run {i}:\nBrine: {}\nSalt:  {}",
+                serde_json::to_string_pretty(b).unwrap(),
+                serde_json::to_string_pretty(r).unwrap()
+            ));
+        }
+    }
+    assert!(diffs.is_empty(), "{}", diffs.join("\n\n"));
+}

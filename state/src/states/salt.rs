@@ -1,0 +1,562 @@
+//! The `salt` state module, the orchestrator's: `salt.function`, `salt.state`, `salt.runner`
+//! and `salt.wheel` run jobs, runners and wheel functions from a state run on the master.
+//! They act through the host's `saltutil.cmd`, `saltutil.runner` and `saltutil.wheel`, as
+//! Salt's do through the master minion's; a host without them (a minion) fails the state.
+//! Where Salt joins a Python set of minion ids into a comment, this joins them sorted.
+
+use serde_json::{json, Map, Value};
+
+use super::{Call, Spec};
+use crate::engine::check_result;
+use crate::verify::py_text;
+use brine_protocol::payload::json_truthy;
+
+pub const FUNCTIONS: &[Spec] = &[
+    Spec {
+        name: "function",
+        required: &["name", "tgt"],
+        run: function,
+    },
+    Spec {
+        name: "state",
+        required: &["name", "tgt"],
+        run: state,
+    },
+    Spec {
+        name: "runner",
+        required: &["name"],
+        run: runner,
+    },
+    Spec {
+        name: "wheel",
+        required: &["name"],
+        run: wheel,
+    },
+];
+
+type Ret = Map<String, Value>;
+
+/// Each minion's entry in what `saltutil.cmd` answered, in arrival order.
+type Returns = Vec<(String, Map<String, Value>)>;
+
+/// A new return with Salt's first keys for `salt.function` and `salt.state`.
+fn start(name: &str) -> Ret {
+    let mut r = Map::new();
+    r.insert("name".into(), json!(name));
+    r.insert("changes".into(), json!({}));
+    r.insert("comment".into(), json!(""));
+    r.insert("result".into(), json!(true));
+    r
+}
+
+fn done(mut r: Ret, result: Value, comment: impl Into<String>) -> Result<Ret, String> {
+    r.insert("result".into(), result);
+    r.insert("comment".into(), Value::String(comment.into()));
+    Ok(r)
+}
+
+/// Salt's `_fire_args`: `salt/run/<orchestration jid>/args` before each job, runner or wheel
+/// call of an orchestration (not fired outside one).
+fn fire_args(c: &Call, data: Value) {
+    if let Some(jid) = c.host.orchestration_jid() {
+        c.host
+            .fire_event(&format!("salt/run/{jid}/args"), data, &jid);
+    }
+}
+
+/// The keyword arguments `saltutil.cmd` gets in both `salt.function` and `salt.state`, after
+/// `arg`, `kwarg`, `ret` and `timeout`.
+fn target_kw(c: &Call, kw: &mut Map<String, Value>) {
+    kw.insert(
+        "tgt_type".into(),
+        c.arg("tgt_type").cloned().unwrap_or(json!("glob")),
+    );
+    kw.insert("ssh".into(), c.arg("ssh").cloned().unwrap_or(json!(false)));
+    if let Some(roster) = c.low.get("roster") {
+        kw.insert("roster".into(), roster.clone());
+    }
+}
+
+/// `ret`, `timeout`, `batch` and `subset` as Salt passes them on.
+fn ret_timeout(c: &Call, kw: &mut Map<String, Value>) {
+    kw.insert("ret".into(), c.arg("ret").cloned().unwrap_or(json!("")));
+    kw.insert(
+        "timeout".into(),
+        c.arg("timeout").cloned().unwrap_or(Value::Null),
+    );
+}
+
+fn batch_subset_failhard(c: &Call, kw: &mut Map<String, Value>) {
+    if let Some(batch) = c.arg("batch") {
+        kw.insert("batch".into(), json!(py_text(batch)));
+    }
+    if let Some(subset) = c.arg("subset") {
+        kw.insert("subset".into(), subset.clone());
+    }
+    if c.arg("failhard") == Some(&json!(true)) {
+        kw.insert("failhard".into(), json!(true));
+    }
+}
+
+/// `fail_minions` as Salt reads it: a list, or a comma-separated string; anything else is
+/// ignored with a warning.
+fn fail_minions(c: &Call, r: &mut Ret) -> Vec<String> {
+    match c.arg("fail_minions") {
+        None => Vec::new(),
+        Some(Value::String(s)) => s.split(',').map(|m| m.trim().to_string()).collect(),
+        Some(Value::Array(items)) => items.iter().map(py_text).collect(),
+        Some(_) => {
+            let warnings = r.entry("warnings").or_insert_with(|| json!([]));
+            if let Some(w) = warnings.as_array_mut() {
+                w.push(json!(
+                    "'fail_minions' needs to be a list or a comma separated string. Ignored."
+                ));
+            }
+            Vec::new()
+        }
+    }
+}
+
+/// What `saltutil.cmd` answered: each minion's entry in arrival order.
+fn cmd(c: &Call, tgt: &Value, fun: &str, kw: Map<String, Value>) -> Result<Returns, String> {
+    let answer = c
+        .host
+        .call("saltutil.cmd", &[tgt.clone(), json!(fun)], &kw)?;
+    let Value::Object(by_minion) = answer else {
+        return Err(format!(
+            "saltutil.cmd answered {answer} instead of returns by minion"
+        ));
+    };
+    Ok(by_minion
+        .into_iter()
+        .map(|(id, data)| {
+            let mut data = match data {
+                Value::Object(m) => m,
+                other => Map::from_iter([("ret".to_string(), other)]),
+            };
+            if !data.contains_key("ret") {
+                if let Some(ret) = data.remove("return") {
+                    data.insert("ret".into(), ret);
+                }
+            }
+            (id, data)
+        })
+        .collect())
+}
+
+fn first_jid(returns: &Returns, r: &mut Ret) {
+    if let Some(jid) = returns.first().and_then(|(_, d)| d.get("jid")) {
+        r.insert("__jid__".into(), jid.clone());
+    }
+}
+
+/// `salt.function`: run an execution function on the targeted minions.
+fn function(c: &Call) -> Result<Ret, String> {
+    let name = c.name();
+    let tgt = c.arg("tgt").cloned().unwrap_or(Value::Null);
+    let mut r = start(&name);
+    let arg = match c.arg("arg") {
+        Some(Value::String(s)) => {
+            r.insert(
+                "warnings".into(),
+                json!(["Please specify 'arg' as a list of arguments."]),
+            );
+            json!(s.split_whitespace().collect::<Vec<_>>())
+        }
+        Some(v) if json_truthy(v) => v.clone(),
+        _ => json!([]),
+    };
+    let mut kw = Map::new();
+    kw.insert("arg".into(), arg);
+    kw.insert("kwarg".into(), c.arg("kwarg").cloned().unwrap_or(json!({})));
+    ret_timeout(c, &mut kw);
+    if let Some(batch) = c.arg("batch") {
+        kw.insert("batch".into(), json!(py_text(batch)));
+    }
+    if let Some(subset) = c.arg("subset") {
+        kw.insert("subset".into(), subset.clone());
+    }
+    target_kw(c, &mut kw);
+    let expect_minions = c.arg("expect_minions").cloned().unwrap_or(json!(false));
+    kw.insert("expect_minions".into(), expect_minions);
+    kw.insert("_cmd_meta".into(), json!(true));
+    if c.arg("failhard") == Some(&json!(true)) {
+        kw.insert("failhard".into(), json!(true));
+    }
+    for key in ["ret_config", "ret_kwargs"] {
+        if let Some(v) = c.arg(key).filter(|v| json_truthy(v)) {
+            kw.insert(key.into(), v.clone());
+        }
+    }
+    if c.test {
+        let comment = format!(
+            "Function {name} would be executed on target {}",
+            py_text(&tgt)
+        );
+        return done(r, Value::Null, comment);
+    }
+    fire_args(
+        c,
+        json!({"type": "function", "tgt": tgt, "name": name, "args": Value::Object(kw.clone())}),
+    );
+    let returns = match cmd(c, &tgt, &name, kw) {
+        Ok(returns) => returns,
+        Err(e) => return done(r, json!(false), e),
+    };
+    first_jid(&returns, &mut r);
+    let allowed = fail_minions(c, &mut r);
+    let fail_function = c.text("fail_function").filter(|f| !f.is_empty());
+    let mut result = true;
+    let mut fail: Vec<String> = Vec::new();
+    let mut changes = Map::new();
+    for (minion, data) in returns.iter() {
+        let mut m_ret = json!(false);
+        if data.get("retcode").is_some_and(json_truthy) {
+            result = false;
+            push_unique(&mut fail, minion);
+        }
+        let m_func = if data.get("failed").is_some_and(json_truthy) {
+            false
+        } else {
+            m_ret = data.get("ret").cloned().unwrap_or(Value::Null);
+            let ok = match &fail_function {
+                None => true,
+                Some(f) => json_truthy(
+                    &c.host
+                        .call(f, std::slice::from_ref(&m_ret), &Map::new())
+                        .map_err(|e| as_type_error(f, &e))?,
+                ),
+            };
+            ok && m_ret != json!(false)
+        };
+        if !m_func && !allowed.contains(minion) {
+            push_unique(&mut fail, minion);
+        }
+        changes.insert(minion.clone(), m_ret);
+    }
+    if returns.is_empty() {
+        return done(r, json!(false), "No minions responded");
+    }
+    let ran_on = changes.keys().cloned().collect::<Vec<_>>().join(", ");
+    r.insert("changes".into(), json!({"ret": changes}));
+    let comment = if fail.is_empty() {
+        "Function ran successfully.".to_string()
+    } else {
+        result = false;
+        fail.sort();
+        format!(
+            "Running function {name} failed on minions: {}",
+            fail.join(", ")
+        )
+    };
+    done(
+        r,
+        json!(result),
+        format!("{comment} Function {name} ran on {ran_on}."),
+    )
+}
+
+/// A function's refusal of its arguments as the `TypeError` Salt's state shows when it calls
+/// the function directly: "TypeError: false_() takes 0 positional arguments but 1 was given".
+fn as_type_error(fun: &str, error: &str) -> String {
+    let first = error.lines().next().unwrap_or_default();
+    match first.strip_prefix(&format!("Passed invalid arguments to {fun}: ")) {
+        Some(why) => format!("TypeError: {why}"),
+        None => error.to_string(),
+    }
+}
+
+fn push_unique(list: &mut Vec<String>, item: &str) {
+    if !list.iter().any(|m| m == item) {
+        list.push(item.to_string());
+    }
+}
+
+/// Python's `int()` of `allow_fail`: `None` for a text that is no number, an error for a
+/// value `int()` does not take.
+fn allow_fail_of(v: &Value) -> Result<Option<i64>, String> {
+    match v {
+        Value::Array(_) | Value::Object(_) => Err(format!(
+            "TypeError: int() argument must be a string, a bytes-like object or a real number, not '{}'",
+            crate::verify::py_type(v)
+        )),
+        other => Ok(super::group::py_int(other)),
+    }
+}
+
+/// Salt's `_format_failure_detail`: why a minion's return is no state result, for the
+/// comment.
+fn failure_detail(minion: &str, m_ret: &Value, no_return: bool) -> String {
+    if no_return {
+        return format!("Minion {minion} did not return a state result.");
+    }
+    match m_ret {
+        Value::Array(items) => {
+            let parts: Vec<String> = items
+                .iter()
+                .filter(|i| json_truthy(i))
+                .map(py_text)
+                .collect();
+            if parts.is_empty() {
+                format!("Minion {minion} returned an empty error list.")
+            } else {
+                format!("Minion {minion} returned errors: {}", parts.join("; "))
+            }
+        }
+        Value::Object(_) => String::new(),
+        other => format!(
+            "Minion {minion} returned {} instead of a state result.",
+            crate::verify::py_repr(other)
+        ),
+    }
+}
+
+/// `salt.state`: run a highstate, SLS files or a top file on the targeted minions.
+fn state(c: &Call) -> Result<Ret, String> {
+    let name = c.name();
+    let tgt = c.arg("tgt").cloned().unwrap_or(Value::Null);
+    let mut kw = Map::new();
+    kw.insert("arg".into(), json!([]));
+    kw.insert("kwarg".into(), json!({}));
+    ret_timeout(c, &mut kw);
+    for key in ["ret_config", "ret_kwargs"] {
+        if let Some(v) = c.arg(key).filter(|v| json_truthy(v)) {
+            kw.insert(key.into(), v.clone());
+        }
+    }
+    let mut r = start(&name);
+    let allow_fail = match c.arg("allow_fail") {
+        None => 0,
+        Some(v) => match allow_fail_of(v)? {
+            Some(n) => n,
+            None => {
+                return done(
+                    r,
+                    json!(false),
+                    "Passed invalid value for 'allow_fail', must be an int",
+                )
+            }
+        },
+    };
+    target_kw(c, &mut kw);
+    let expect_minions = c.arg("expect_minions").cloned().unwrap_or(json!(true));
+    kw.insert("expect_minions".into(), expect_minions.clone());
+    let mut arg = Vec::new();
+    let fun = if c.arg("highstate").is_some_and(json_truthy) {
+        "state.highstate"
+    } else if let Some(top) = c.arg("top").filter(|t| json_truthy(t)) {
+        arg.push(top.clone());
+        "state.top"
+    } else if let Some(sls) = c.arg("sls").filter(|s| json_truthy(s)) {
+        arg.push(match sls {
+            Value::Array(items) => json!(items.iter().map(py_text).collect::<Vec<_>>().join(",")),
+            other => other.clone(),
+        });
+        "state.sls"
+    } else {
+        return done(
+            r,
+            json!(false),
+            "No highstate or sls specified, no execution made",
+        );
+    };
+    kw.insert("arg".into(), Value::Array(arg));
+    let mut kwarg = Map::new();
+    let test = c.arg("test").cloned();
+    match (&test, c.test) {
+        (Some(t), _) => {
+            kwarg.insert("test".into(), t.clone());
+        }
+        (None, true) => {
+            kwarg.insert("test".into(), json!(true));
+        }
+        (None, false) => {}
+    }
+    if let Some(pillar) = c.arg("pillar").filter(|p| json_truthy(p)) {
+        kwarg.insert("pillar".into(), pillar.clone());
+    }
+    for key in ["pillarenv", "saltenv", "exclude"] {
+        if let Some(v) = c.low.get(key).filter(|v| !v.is_null()) {
+            kwarg.insert(key.into(), v.clone());
+        }
+    }
+    kwarg.insert(
+        "queue".into(),
+        c.arg("queue").cloned().unwrap_or(json!(false)),
+    );
+    match c.arg("concurrent").cloned().unwrap_or(json!(false)) {
+        b @ Value::Bool(_) => {
+            kwarg.insert("concurrent".into(), b);
+        }
+        _ => {
+            return done(
+                r,
+                json!(false),
+                "Must pass in boolean for value of 'concurrent'",
+            )
+        }
+    }
+    kw.insert("kwarg".into(), Value::Object(kwarg));
+    batch_subset_failhard(c, &mut kw);
+    fire_args(
+        c,
+        json!({"type": "state", "tgt": tgt, "name": name, "args": Value::Object(kw.clone())}),
+    );
+    let returns = cmd(c, &tgt, fun, kw)?;
+    first_jid(&returns, &mut r);
+    let allowed = fail_minions(c, &mut r);
+    if returns.is_empty() && json_truthy(&expect_minions) {
+        return done(r, json!(false), "No minions returned");
+    }
+    let mut changes = Map::new();
+    let mut fail: Vec<String> = Vec::new();
+    let mut details = std::collections::BTreeMap::new();
+    let mut no_change: Vec<String> = Vec::new();
+    for (minion, data) in &returns {
+        if data.get("out").and_then(Value::as_str) != Some("highstate") {
+            tracing::warn!("Output from salt state not highstate");
+        }
+        let raw = data.get("ret");
+        let (ok, m_ret, no_return) = if data.get("failed").is_some_and(json_truthy) {
+            (false, json!(false), raw.is_none())
+        } else {
+            match raw {
+                None => (false, json!(false), true),
+                Some(v) => (check_result(v, true), v.clone(), false),
+            }
+        };
+        if !ok {
+            if !allowed.contains(minion) {
+                push_unique(&mut fail, minion);
+                details.insert(
+                    minion.clone(),
+                    failure_detail(minion, raw.unwrap_or(&m_ret), no_return),
+                );
+            }
+            changes.insert(minion.clone(), m_ret);
+            continue;
+        }
+        let changed = m_ret.as_object().is_some_and(|states| {
+            states
+                .values()
+                .any(|s| s.get("changes").is_some_and(json_truthy))
+        });
+        if changed {
+            changes.insert(minion.clone(), m_ret);
+        } else {
+            push_unique(&mut no_change, minion);
+        }
+    }
+    if !changes.is_empty() {
+        let updated: Vec<String> = changes.keys().cloned().collect();
+        r.insert(
+            "changes".into(),
+            json!({"out": "highstate", "ret": changes}),
+        );
+        if fail.len() as i64 <= allow_fail {
+            let mut comment = format!("States ran successfully. Updating {}.", updated.join(", "));
+            if !no_change.is_empty() {
+                comment.push_str(&format!(" No changes made to {}.", no_change.join(", ")));
+            }
+            let result = if test.as_ref().is_some_and(json_truthy) || c.test {
+                Value::Null
+            } else {
+                json!(true)
+            };
+            return done(r, result, comment);
+        }
+    }
+    if fail.len() as i64 > allow_fail {
+        fail.sort();
+        let mut comment = format!("Run failed on minions: {}", fail.join(", "));
+        let lines: Vec<&String> = fail
+            .iter()
+            .filter_map(|m| details.get(m))
+            .filter(|d| !d.is_empty())
+            .collect();
+        if !lines.is_empty() {
+            comment.push('\n');
+            comment.push_str(
+                &lines
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            );
+        }
+        return done(r, json!(false), comment);
+    }
+    let mut comment = "States ran successfully.".to_string();
+    if !no_change.is_empty() {
+        comment.push_str(&format!(" No changes made to {}.", no_change.join(", ")));
+    }
+    done(r, json!(true), comment)
+}
+
+/// The keyword arguments a state passes on to a runner or wheel function: every argument
+/// of the chunk that is not the engine's, nor `name`.
+fn passed_on(c: &Call) -> Map<String, Value> {
+    c.state_kwargs()
+        .into_iter()
+        .filter(|(k, _)| k.as_str() != "name")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// `salt.runner` and `salt.wheel`: the function's full return as the state's changes.
+fn master_call(c: &Call, kind: &str, label: &str) -> Result<Ret, String> {
+    let name = c.name();
+    if c.test {
+        let mut r = Map::new();
+        r.insert("name".into(), json!(name));
+        r.insert("result".into(), Value::Null);
+        r.insert("changes".into(), json!({}));
+        r.insert(
+            "comment".into(),
+            json!(format!("{label} function '{name}' would be executed.")),
+        );
+        return Ok(r);
+    }
+    let mut kwargs = passed_on(c);
+    kwargs.insert(
+        "__orchestration_jid__".into(),
+        c.host
+            .orchestration_jid()
+            .map_or(Value::Null, Value::String),
+    );
+    kwargs.insert("__env__".into(), json!(c.saltenv));
+    if kind == "runner" {
+        kwargs.insert("full_return".into(), json!(true));
+    }
+    let out = c
+        .host
+        .call(&format!("saltutil.{kind}"), &[json!(name)], &kwargs)?;
+    let ret = out.get("return").cloned().unwrap_or(Value::Null);
+    let errored = ret.as_object().is_some_and(|m| m.contains_key("Error"));
+    let success = !errored && out.get("success").is_none_or(json_truthy);
+    let mut r = Map::new();
+    r.insert("name".into(), json!(name));
+    r.insert("changes".into(), json!({"return": ret}));
+    r.insert("result".into(), json!(success));
+    r.insert(
+        "comment".into(),
+        json!(format!(
+            "{label} function '{name}' {}.",
+            if success { "executed" } else { "failed" }
+        )),
+    );
+    if let Some(jid) = out.get("jid") {
+        r.insert("__jid__".into(), jid.clone());
+    }
+    Ok(r)
+}
+
+/// `salt.runner`: run a runner function on the master.
+fn runner(c: &Call) -> Result<Ret, String> {
+    master_call(c, "runner", "Runner")
+}
+
+/// `salt.wheel`: run a wheel function on the master.
+fn wheel(c: &Call) -> Result<Ret, String> {
+    master_call(c, "wheel", "Wheel")
+}
