@@ -1,6 +1,6 @@
 //! Configuration management on the master: W8 (`_serve_file` throughput), W9 (highstate of
-//! real minions) and W10 (pillar compiled for a swarm refreshing at once), on the tree of
-//! [`crate::tree`] that both masters serve.
+//! real minions), W10 (pillar compiled for a swarm refreshing at once) and W12 (an
+//! orchestration), on the tree of [`crate::tree`] that both masters serve.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -227,6 +227,65 @@ pub(crate) fn pillar_refresh(
         );
     }
     forget(st, "w10-")
+}
+
+/// W12: the orchestration `orch.bench` (two jobs to `n` swarm minions, a runner and a wheel
+/// function) run through salt-api's `runner` client, which answers when it is done.
+pub(crate) fn orchestrate(
+    st: &mut Stack,
+    opts: &SwarmOpts,
+    n: usize,
+    runs: usize,
+    kind: Kind,
+    rep: &mut Report,
+) -> anyhow::Result<()> {
+    let swarm = fresh_swarm(st, opts, "w12-", n, &["--no-startup"])?;
+    let http = http(opts.limit + Duration::from_secs(120))?;
+    let tok = token(&http, st)?;
+    let body = json!({"client": "runner", "fun": "state.orchestrate", "mods": "orch.bench"});
+    let mut outcome = Ok(());
+    for _ in 0..runs {
+        let call = local_call(&http, st, &tok, &body)?;
+        let states = call
+            .returns
+            .get("data")
+            .and_then(|d| d.as_object())
+            .and_then(|d| d.values().next().and_then(Value::as_object).cloned());
+        let retcode = call.returns.get("retcode").cloned();
+        let ok = states
+            .as_ref()
+            .is_some_and(|s| s.len() == 4 && s.values().all(|r| r["result"] == json!(true)));
+        if !ok || retcode != Some(json!(0)) {
+            outcome = Err(anyhow::anyhow!(
+                "the orchestration failed (retcode {retcode:?}): {:?}",
+                call.returns
+            ));
+            break;
+        }
+        crate::log(format!(
+            "  W12 orchestration of 4 steps, {n} minions: {:.3} s, master CPU {:.3} s",
+            call.seconds, call.master_cpu
+        ));
+        rep.add(
+            "W12",
+            &format!("orchestration (2 jobs to {n} minions, a runner, a wheel): wall time"),
+            "s",
+            Better::Lower,
+            kind,
+            call.seconds,
+        );
+        rep.add(
+            "W12",
+            &format!("orchestration (2 jobs to {n} minions, a runner, a wheel): master CPU"),
+            "CPU ms",
+            Better::Lower,
+            kind,
+            call.master_cpu * 1000.0,
+        );
+    }
+    swarm.stop();
+    forget(st, "w12-")?;
+    outcome
 }
 
 /// W9, swarm: `n` swarm minions make the master-side requests of a highstate of the bench

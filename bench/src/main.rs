@@ -78,6 +78,9 @@ struct Cli {
     /// Swarm minions refreshing their pillar at once (W10).
     #[arg(long, default_value_t = 1000)]
     pillar_minions: usize,
+    /// Swarm minions the orchestration's jobs go to (W12).
+    #[arg(long, default_value_t = 100)]
+    orchestrate_minions: usize,
     /// Seconds of idleness before the idle memory is read (W7).
     #[arg(long, default_value_t = 10.0)]
     idle: f64,
@@ -114,6 +117,7 @@ impl Cli {
             self.idle = 0.5;
             self.serve_mib = 1;
             self.pillar_minions = 5;
+            self.orchestrate_minions = 3;
             self.highstate_swarm = 5;
         }
         self
@@ -700,7 +704,7 @@ fn swarm_opts(cli: &Cli) -> Option<swarm::SwarmOpts> {
     })
 }
 
-/// W8, W9, W10 and W11: the file server, highstate, pillar and the minions' state runs.
+/// W8 to W12: the file server, highstate, pillar, the minions' state runs, orchestration.
 fn config_management(cli: &Cli, kind: Kind, st: &mut Stack, rep: &mut Report) {
     let opts = swarm_opts(cli);
     if cli.wants("W8") {
@@ -757,6 +761,19 @@ fn config_management(cli: &Cli, kind: Kind, st: &mut Stack, rep: &mut Report) {
                 }
             }
             None => rep.note("W11", "not measured: salt-minion comes from --salt-venv."),
+        }
+    }
+    if cli.wants("W12") {
+        let n = cli.orchestrate_minions;
+        log(format!("W12 orchestration: {n} swarm minions"));
+        let r = match &opts {
+            Some(o) => cm::orchestrate(st, o, n, cli.runs, kind, rep),
+            None => Err(anyhow::anyhow!("the brine-swarm binary is not built")),
+        };
+        if let Err(e) = r {
+            let name =
+                format!("orchestration (2 jobs to {n} minions, a runner, a wheel): wall time");
+            failed(rep, "W12", &name, "s", Better::Lower, kind, &e);
         }
     }
     if cli.wants("W10") {

@@ -141,6 +141,16 @@ pub(crate) const SECTIONS: &[(&str, &str, &str)] = &[
          CPU (its process tree, reaped job processes included) and peak RSS (sampled every 20 ms). \
          Then N minions of each kind at once.",
     ),
+    (
+        "W12",
+        "W12: an orchestration",
+        "`state.orchestrate orch.bench` through `POST /` (salt-api's `runner` client, which answers \
+         when the orchestration is done), with N `brine-swarm` minions signed in: `salt.function` \
+         `test.ping` to all of them, `salt.function` `test.echo` to all of them (requiring the \
+         first), `salt.runner` `test.arg` and `salt.wheel` `key.list_all`; every step must \
+         succeed. Wall time from the request to the answer; master CPU (whole process tree) per \
+         orchestration.",
+    ),
 ];
 
 /// The report's whole content.
@@ -520,7 +530,7 @@ impl Report {
 
     /// A few one-line comparisons of the most telling figures.
     pub(crate) fn headline(&self) -> Vec<String> {
-        let picks: [(&str, &str, &str); 13] = [
+        let picks: [(&str, &str, &str); 14] = [
             ("W1", "p50", "W1 test.ping p50 latency, 1 client"),
             ("W2", "requests", "W2 test.ping throughput, 16 clients"),
             ("W3", "local_async", "W3 local_async submissions"),
@@ -561,6 +571,11 @@ impl Report {
                 "W11",
                 "one minion, first run",
                 "W11 a 200-state run on one minion, wall time",
+            ),
+            (
+                "W12",
+                "a wheel): wall time",
+                "W12 an orchestration of four steps, wall time",
             ),
         ];
         let mut out = vec![];

@@ -31,6 +31,15 @@ fn put(path: &Path, text: &str) -> anyhow::Result<()> {
 /// Write the tree under `srv` (`salt/` and `pillar/`).
 pub(crate) fn write(srv: &Path) -> anyhow::Result<()> {
     let salt = srv.join("salt");
+    // W12's orchestration: a job to every W12 minion, a runner and a wheel function.
+    put(
+        &salt.join("orch/bench.sls"),
+        "ping:\n  salt.function:\n    - name: test.ping\n    - tgt: 'w12-*'\n\
+         echo:\n  salt.function:\n    - name: test.echo\n    - tgt: 'w12-*'\n    - arg: [bench]\n\
+         \x20   - require:\n      - salt: ping\n\
+         runner:\n  salt.runner:\n    - name: test.arg\n    - arg: [bench]\n\
+         keys:\n  salt.wheel:\n    - name: key.list_all\n",
+    )?;
     put(
         &salt.join("top.sls"),
         "base:\n  '*':\n    - bench\n  'G@benchrole:web':\n    - bench.site\n",

@@ -45,6 +45,7 @@ fn smoke_run_writes_a_report_with_every_section() {
         "## W8:",
         "## W9:",
         "## W10:",
+        "## W12:",
         "## Baselines",
     ] {
         assert!(md.contains(section), "missing {section}:\n{md}\n{stderr}");
@@ -64,6 +65,7 @@ fn smoke_run_writes_a_report_with_every_section() {
         "| 5 minions: pillar p50 (ms, ↓) |",
         "| 5 minions: all refreshed after",
         "| 5 swarm minions, a highstate's requests at once: wall time (s, ↓) |",
+        "| orchestration (2 jobs to 3 minions, a runner, a wheel): wall time (s, ↓) |",
         "| axum hello-world, 1 client: p50 latency",
         "| ZeroMQ REQ/REP round trip: p50",
     ] {

@@ -91,3 +91,68 @@ pub fn events_until_quiet(
     }
     out
 }
+
+impl Master {
+    /// Brine's master (its configuration ending with `extra`) serving `<root>/srv/salt` and
+    /// `<root>/srv/pillar`, with Brine minions `ids` whose keys are accepted and who answer.
+    /// Before it starts, `setup(root)` writes what the test needs under the master's root and
+    /// returns more configuration lines.
+    pub fn brine_with_minions(
+        extra: &str,
+        ids: &[&str],
+        setup: impl FnOnce(&std::path::Path) -> String,
+    ) -> Master {
+        let mut st = Stack::new(extra);
+        let root = st.master_root();
+        let more = setup(&root);
+        let conf = st.master_conf_dir().join("master");
+        let text = std::fs::read_to_string(&conf).unwrap();
+        std::fs::write(
+            &conf,
+            format!(
+                "{text}file_roots:\n  base: [{r}/srv/salt]\npillar_roots:\n  base: [{r}/srv/pillar]\n{more}",
+                r = root.display()
+            ),
+        )
+        .unwrap();
+        st.start_master();
+        for id in ids {
+            st.start_minion(id, "");
+        }
+        st.wait_pending(ids);
+        for id in ids {
+            assert!(st.tool("salt-key", &["-y", "-a", id]).status.success());
+        }
+        st.wait_answering(ids);
+        Master::Brine(st)
+    }
+
+    /// The same with a real salt-master 3007 from `venv` (which serves `<root>/srv/salt` and
+    /// `<root>/srv/pillar` too).
+    pub fn real_with_minions(
+        venv: &std::path::Path,
+        extra: &str,
+        ids: &[&str],
+        setup: impl FnOnce(&std::path::Path) -> String,
+    ) -> Master {
+        let mut rm = RealMaster::new(venv, extra);
+        let root = rm.root();
+        let more = setup(&root);
+        let conf = rm.conf_dir().join("master");
+        let text = std::fs::read_to_string(&conf).unwrap();
+        std::fs::write(&conf, format!("{text}{more}")).unwrap();
+        rm.start();
+        for id in ids {
+            rm.start_brine_minion(id, "");
+        }
+        rm.accept(ids);
+        rm.wait_answering(ids);
+        Master::Real(rm)
+    }
+}
+
+/// Write `text` at `path`, its directories made first.
+pub fn write(path: &std::path::Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("a file's directory")).unwrap();
+    std::fs::write(path, text).unwrap();
+}

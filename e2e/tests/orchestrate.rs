@@ -11,22 +11,15 @@
 //!
 //! Needs BRINE_SALT3007 (set by scripts/test).
 
-use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
-use brine_e2e::masters::{events_until_quiet, Master};
-use brine_e2e::real::{self, RealMaster};
-use brine_e2e::Stack;
+use brine_e2e::masters::{events_until_quiet, write, Master};
+use brine_e2e::real;
 use serde_json::{json, Map, Value};
 
 const MASTER_ID: &str = "orch_master";
 const MINIONS: [&str; 2] = ["m1", "m2"];
-
-fn write(path: &Path, text: &str) {
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, text).unwrap();
-}
 
 /// The states tree (`salt/`) and the pillar tree (`pillar/`) under `root`.
 fn write_trees(salt: &Path, pillar: &Path) {
@@ -396,7 +389,7 @@ fn event_story(events: &[(String, Value)]) -> Value {
         }
         let mut entry = Map::new();
         entry.insert("tag".into(), json!(named));
-        if named.ends_with("/args") || named.ends_with("/new") && named.starts_with("salt/run") {
+        if named.ends_with("/args") || named.ends_with("/new") && !named.starts_with("salt/job/") {
             entry.insert("data".into(), normal(data));
         }
         if named.starts_with("salt/job/") && named.ends_with("/new") {
@@ -418,45 +411,10 @@ fn master_conf() -> String {
     format!("id: {MASTER_ID}\ntimeout: 10\n")
 }
 
-fn brine_master(minions: &[&str]) -> Master {
-    let mut st = Stack::new(&master_conf());
-    let salt = st.dir.path().join("srv/salt");
-    let pillar = st.dir.path().join("srv/pillar");
-    write_trees(&salt, &pillar);
-    let conf = st.master_conf_dir().join("master");
-    let text = fs::read_to_string(&conf).unwrap();
-    fs::write(
-        &conf,
-        format!(
-            "{text}file_roots:\n  base: [{}]\npillar_roots:\n  base: [{}]\n",
-            salt.display(),
-            pillar.display()
-        ),
-    )
-    .unwrap();
-    st.start_master();
-    for id in minions {
-        st.start_minion(id, "");
-    }
-    st.wait_pending(minions);
-    for id in minions {
-        assert!(st.tool("salt-key", &["-y", "-a", id]).status.success());
-    }
-    st.wait_answering(minions);
-    Master::Brine(st)
-}
-
-fn real_master(v7: &Path, minions: &[&str]) -> Master {
-    let mut rm = RealMaster::new(v7, &master_conf());
-    let r = rm.root();
-    write_trees(&r.join("srv/salt"), &r.join("srv/pillar"));
-    rm.start();
-    for id in minions {
-        rm.start_brine_minion(id, "");
-    }
-    rm.accept(minions);
-    rm.wait_answering(minions);
-    Master::Real(rm)
+/// The trees under a master's root, for both masters.
+fn setup(root: &Path) -> String {
+    write_trees(&root.join("srv/salt"), &root.join("srv/pillar"));
+    String::new()
 }
 
 #[test]
@@ -464,10 +422,10 @@ fn orchestrations_run_as_salt_master_runs_them() {
     let Some((v7, _)) = real::venvs() else {
         return;
     };
-    let brine = brine_master(&MINIONS);
+    let brine = Master::brine_with_minions(&master_conf(), &MINIONS, setup);
     let (brine_cases, brine_texts, brine_events) = run_cases(&brine);
     drop(brine);
-    let real = real_master(&v7, &MINIONS);
+    let real = Master::real_with_minions(&v7, &master_conf(), &MINIONS, setup);
     let (real_cases, real_texts, real_events) = run_cases(&real);
     drop(real);
     let mut diffs = Vec::new();

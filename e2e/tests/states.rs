@@ -12,18 +12,17 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use brine_e2e::masters::{events_until_quiet, Master};
+use brine_e2e::masters::{events_until_quiet, write, Master};
 use brine_e2e::real::{self, Fleet, RealMaster};
 use brine_e2e::Stack;
 use serde_json::{json, Value};
 
 const REAL: &str = "real7";
-const BRINE: &str = "brine1";
 
-fn write(path: &Path, text: &str) {
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, text).unwrap();
-}
+/// Both masters' options: `state_events` reaches the minions' state runs through the
+/// master's options (`_master_opts`).
+const MASTER_CONF: &str = "timeout: 60\nfile_recv: True\nstate_events: True\n";
+const BRINE: &str = "brine1";
 
 fn write_tree(tree: &Path) {
     let base = tree.join("base");
@@ -192,7 +191,7 @@ fn brines_minion_applies_states_as_salt_minion_does() {
     let Some((v7, _)) = real::venvs() else {
         return;
     };
-    let mut st = Stack::new("timeout: 60\nfile_recv: True\n");
+    let mut st = Stack::new(MASTER_CONF);
     let tree = st.dir.path().join("tree");
     write_tree(&tree);
     let conf = st.master_conf_dir().join("master");
@@ -226,7 +225,7 @@ fn brines_minion_applies_states_as_salt_minion_does_under_a_real_master() {
     let Some((v7, _)) = real::venvs() else {
         return;
     };
-    let mut rm = RealMaster::new(&v7, "timeout: 60\nfile_recv: True\n");
+    let mut rm = RealMaster::new(&v7, MASTER_CONF);
     let tree = rm.dir.path().join("tree");
     write_tree(&tree);
     let conf = rm.conf_dir().join("master");
@@ -432,17 +431,9 @@ fn compare_minions(st: &Master, v7: &Path) {
         }
     }
 
-    // `state_events=True`: the same progress events from both minions.
+    // The master's `state_events: True`: the same progress events from both minions.
     let mut bus = st.bus();
-    st.salt_json(&[
-        "-t",
-        "120",
-        "-L",
-        "real7,brine1",
-        "state.sls",
-        "checks",
-        "state_events=True",
-    ]);
+    st.salt_json(&["-t", "120", "-L", "real7,brine1", "state.sls", "checks"]);
     let events = progress_events(&mut bus);
     let (real, brine) = (&events.get(REAL), &events.get(BRINE));
     assert!(real.is_some_and(|e| e.len() >= 6), "{events:?}");

@@ -105,6 +105,7 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
     );
     let maint = tokio::spawn(maintenance(master.clone()));
     let keywatch = tokio::spawn(watch_key_events(master.clone()));
+    let reactor = crate::reactor::spawn(&master);
     let recorder = master
         .cfg
         .store_events
@@ -118,6 +119,9 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
     tracing::warn!("salt-master shutting down");
     maint.abort();
     keywatch.abort();
+    if let Some(r) = reactor {
+        r.abort();
+    }
     if let Some(r) = recorder {
         r.abort();
     }

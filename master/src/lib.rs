@@ -4,7 +4,8 @@
 //! Layout: [`master`] holds the master's state ([`master::Master`], built by
 //! [`master::Master::new`]) and parses every request once, then hands it to its handler in
 //! [`handlers`] (one file per concern); [`runners`] and [`wheel`] are registries of functions,
-//! one file per Salt module; [`daemon`] wires the processes, sockets and timers together.
+//! one file per Salt module; [`reactor`] runs Salt's reactor on the event bus; [`daemon`] wires
+//! the processes, sockets and timers together.
 //!
 //! # Lock policy
 //!
@@ -34,6 +35,7 @@ pub mod orchestrate;
 pub mod pillar;
 pub mod presence;
 pub mod privileges;
+pub mod reactor;
 pub mod replay;
 pub mod runners;
 pub mod secrets;

@@ -6,8 +6,9 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex};
 
+use brine_protocol::config::MasterConfig;
 use brine_protocol::jid::gen_jid;
 use brine_protocol::loads::{Fun, PublishRequest, Tgt};
 use brine_protocol::payload::{from_json, to_json, Value};
@@ -39,24 +40,24 @@ pub struct Orchestration {
     functions: brine_minion::functions::TemplateFunctions,
 }
 
-/// What the master minion's grains are: this host's, collected once.
-fn host_grains(id: &str) -> Json {
-    static GRAINS: OnceLock<Value> = OnceLock::new();
-    let grains = GRAINS.get_or_init(|| {
-        brine_minion::functions::GrainsSource {
-            core: brine_minion::functions::CoreGrains::Host {
-                id: String::new(),
-                master: "salt".into(),
-            },
-            config_dir: None,
-            config_grains: Value::Nil,
-        }
-        .collect()
-    });
-    let mut grains = to_json(grains);
-    if let Json::Object(m) = &mut grains {
-        m.insert("id".into(), json!(id));
+/// The master minion's grains: this host's, with the master's id (and the `grains` of the
+/// master's configuration).
+pub fn master_grains(cfg: &MasterConfig) -> Json {
+    let extra = cfg.opts().get("grains").map_or(Value::Nil, from_json);
+    to_json(&brine_minion::grains_core::grains_collect(
+        &cfg.id, &extra, "salt",
+    ))
+}
+
+/// [`master_grains`], collected once per master id (every orchestration reads them).
+fn cached_master_grains(cfg: &MasterConfig) -> Json {
+    static CACHE: Mutex<Vec<(String, Json)>> = Mutex::new(Vec::new());
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, grains)) = cache.iter().find(|(id, _)| *id == cfg.id) {
+        return grains.clone();
     }
+    let grains = master_grains(cfg);
+    cache.push((cfg.id.clone(), grains.clone()));
     grains
 }
 
@@ -75,7 +76,7 @@ impl Orchestration {
     /// The master minion's data for `req`; the pillar's errors when it does not compile.
     pub fn new(master: Arc<Master>, req: Request) -> Result<Orchestration, Vec<String>> {
         let id = master.cfg.id.clone();
-        let grains = host_grains(&id);
+        let grains = cached_master_grains(&master.cfg);
         let mut preq = PillarRequest::new(&id, from_json(&grains));
         preq.saltenv = Some(req.saltenv.clone());
         preq.pillarenv = req.pillarenv.clone();
@@ -186,19 +187,10 @@ impl Orchestration {
                 ));
             }
         }
-        let mut arg: Vec<Value> = match kw.get("arg") {
-            Some(Json::Array(items)) => items.iter().map(from_json).collect(),
-            Some(Json::Null) | None => Vec::new(),
-            Some(other) => vec![from_json(other)],
-        };
-        if let Some(Json::Object(kwarg)) = kw.get("kwarg") {
-            if !kwarg.is_empty() {
-                let mut packed = Map::new();
-                packed.insert("__kwarg__".into(), json!(true));
-                packed.extend(kwarg.clone());
-                arg.push(from_json(&Json::Object(packed)));
-            }
-        }
+        let arg = crate::reactor::condition_input(
+            kw.get("arg").unwrap_or(&json!([])),
+            kw.get("kwarg").unwrap_or(&json!({})),
+        )?;
         let tgt_type = kw
             .get("tgt_type")
             .map(py_str)
@@ -354,7 +346,7 @@ impl Orchestration {
         };
         let data = self
             .master
-            .run_wheel_job(&gen_jid(), &name, &call, "UNKNOWN");
+            .run_wheel_low_job(&gen_jid(), &name, &call, "UNKNOWN");
         Ok(to_json(&data))
     }
 }

@@ -210,9 +210,9 @@ fn expand_user(path: &str) -> String {
     path.to_owned()
 }
 
-/// Python's `glob.glob` for absolute patterns: `*`, `?` and `[...]` in any
-/// component; wildcards do not match names starting with a dot.
-fn glob(pattern: &Path) -> Vec<PathBuf> {
+/// Python's `glob.glob`: `*`, `?` and `[...]` in any component; wildcards do not match
+/// names starting with a dot; a relative pattern is relative to the working directory.
+pub fn glob(pattern: &Path) -> Vec<PathBuf> {
     // A relative pattern (`-c etc` on the command line) is relative to the working directory.
     let start = if pattern.is_absolute() { "/" } else { "." };
     let mut current = vec![PathBuf::from(start)];
@@ -954,6 +954,19 @@ pub struct MasterConfig {
     pub state_output_profile: bool,
     pub state_output_diff: bool,
     pub state_output_pct: bool,
+    /// `failhard` (False) and `state_events` (False): given to minions with the master's
+    /// options (`_master_opts`); a minion's state run stops at the first failure, or fires an
+    /// event after every state, when either its own option or the master's says so.
+    pub failhard: bool,
+    pub state_events: bool,
+    /// `reactor`: a list of one-key maps `{tag glob: [sls path, ...]}`, or the path of a YAML
+    /// file holding that list (read again for every event); `null` when unset. The master's
+    /// `reactor` module reads it.
+    pub reactor: Value,
+    /// `reactor_worker_threads` (10) and `reactor_worker_hwm` (10000): the reactor runs that
+    /// many runner and wheel jobs at once, with at most that many more waiting.
+    pub reactor_worker_threads: usize,
+    pub reactor_worker_hwm: usize,
     raw: RawConfig,
 }
 
@@ -1152,6 +1165,11 @@ impl MasterConfig {
             state_output_profile: r.bool("state_output_profile", true)?,
             state_output_diff: r.bool("state_output_diff", false)?,
             state_output_pct: r.bool("state_output_pct", false)?,
+            failhard: r.bool("failhard", false)?,
+            state_events: r.bool("state_events", false)?,
+            reactor: r.any("reactor"),
+            reactor_worker_threads: r.unsigned("reactor_worker_threads", 10)? as usize,
+            reactor_worker_hwm: r.unsigned("reactor_worker_hwm", 10000)? as usize,
             raw: RawConfig::default(),
         };
         Ok(MasterConfig { raw, ..config })

@@ -184,7 +184,7 @@ pub(crate) fn py_repr(v: &Value) -> String {
 }
 
 /// Python's `type(v).__name__`.
-pub(crate) fn py_type(v: &Value) -> &'static str {
+pub fn py_type(v: &Value) -> &'static str {
     match v {
         Value::Null => "NoneType",
         Value::Bool(_) => "bool",

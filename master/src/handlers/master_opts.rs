@@ -35,13 +35,16 @@ impl Master {
         ];
         if get(load, "env_only").is_none_or(|v| v != &Value::from(true)) {
             opts.extend([
-                ("renderer", Value::from("jinja|yaml")),
-                ("failhard", Value::from(false)),
-                ("state_top", Value::from("salt://top.sls")),
+                ("renderer", Value::from(cfg.renderer.as_str())),
+                ("failhard", Value::from(cfg.failhard)),
+                (
+                    "state_top",
+                    Value::from(format!("salt://{}", cfg.state_top)),
+                ),
                 ("state_top_saltenv", Value::Nil),
                 ("nodegroups", Value::Map(vec![])),
                 ("state_auto_order", Value::from(true)),
-                ("state_events", Value::from(false)),
+                ("state_events", Value::from(cfg.state_events)),
                 ("state_aggregate", Value::from(false)),
                 ("jinja_env", Value::Map(vec![])),
                 ("jinja_sls_env", Value::Map(vec![])),

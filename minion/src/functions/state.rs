@@ -212,7 +212,8 @@ impl Fun {
     }
 
     fn run_blocking(self, ctx: &Context, b: &Bound) -> Result<(Value, i32), FnError> {
-        let run = Run::new(ctx, b)?;
+        // Salt's high state (not `state.single`) takes some options from the master's.
+        let run = Run::new(ctx, b, self != Fun::Single)?;
         let mods = |key: &str| -> Vec<String> { b.opt(key).or_else(|| b.kwarg(key)).map(split_mods).unwrap_or_default() };
         match self {
             Fun::Apply => {
@@ -344,15 +345,45 @@ struct Run {
     /// Where the run's events go, and whether `state_events` fires one per state.
     master: Arc<crate::channel::Channel>,
     job: Option<brine_state::Job>,
+    /// `failhard` from the master's options; the `renderer` SLS files without `#!` use.
+    failhard: bool,
+    renderer: String,
+}
+
+/// What a high state takes from the master's options (Salt's `_master_opts`): `renderer`,
+/// `failhard`, `state_events`. A master that does not answer leaves Salt's defaults.
+struct MasterOpts {
+    renderer: String,
+    failhard: bool,
+    state_events: bool,
+}
+
+impl MasterOpts {
+    fn fetch(master: &crate::channel::Channel) -> MasterOpts {
+        let load = brine_protocol::payload::map(vec![("cmd", Value::from("_master_opts"))]);
+        let opts = master.request(&load).unwrap_or_else(|e| {
+            tracing::warn!("the master's options could not be read: {e}");
+            Value::Nil
+        });
+        let flag = |k: &str| brine_protocol::payload::get(&opts, k) == Some(&Value::from(true));
+        MasterOpts {
+            renderer: brine_protocol::payload::get_str(&opts, "renderer")
+                .unwrap_or("jinja|yaml")
+                .to_string(),
+            failhard: flag("failhard"),
+            state_events: flag("state_events"),
+        }
+    }
 }
 
 impl Run {
-    fn new(ctx: &Context, b: &Bound) -> Result<Run, FnError> {
+    fn new(ctx: &Context, b: &Bound, high_state: bool) -> Result<Run, FnError> {
         let Some(master) = ctx.services.master.clone() else {
             return Err(FnError::Execution(
                 "state functions need the master's file server (this minion has no master)".into(),
             ));
         };
+        let master_opts = high_state.then(|| MasterOpts::fetch(&master));
         let arg = |key: &str| b.get(key).or_else(|| b.kwarg(key)).filter(|v| !v.is_nil());
         let mut pillar = to_json(&ctx.pillar);
         if let Some(extra) = arg("pillar") {
@@ -377,16 +408,11 @@ impl Run {
                 .collect(),
             None => Vec::new(),
         };
-        // `state_events` from the minion's options, or given to the call.
-        let state_events = arg("state_events")
-            .map(|v| is_true(Some(v)))
-            .or_else(|| {
-                ctx.services
-                    .opts
-                    .get("state_events")
-                    .map(brine_protocol::payload::json_truthy)
-            })
-            .unwrap_or(false);
+        // `state_events` given to the call, else the minion's option or the master's.
+        let state_events = arg("state_events").map(|v| is_true(Some(v))).unwrap_or_else(|| {
+            ctx.services.opts.get("state_events").is_some_and(brine_protocol::payload::json_truthy)
+                || master_opts.as_ref().is_some_and(|m| m.state_events)
+        });
         let job = ctx.jid().map(|jid| brine_state::Job {
             jid: jid.to_string(),
             id: ctx.id.clone(),
@@ -409,6 +435,8 @@ impl Run {
             test: is_true(arg("test")),
             exclude,
             cachedir: ctx.services.cachedir.clone(),
+            failhard: master_opts.as_ref().is_some_and(|m| m.failhard),
+            renderer: master_opts.map_or_else(|| "jinja|yaml".to_string(), |m| m.renderer),
         })
     }
 
@@ -417,6 +445,7 @@ impl Run {
             grains: self.grains.clone(),
             pillar: self.pillar.clone(),
             opts: json!({"id": self.id, "test": self.test}),
+            renderer: self.renderer.clone(),
             ..RenderContext::default()
         }
     }
@@ -467,7 +496,7 @@ impl Run {
         let host = MinionHost { run: self };
         let opts = Options {
             test: self.test,
-            failhard: false,
+            failhard: self.failhard,
             job: self.job.clone(),
         };
         match call_high(high, &host, opts) {
