@@ -148,8 +148,8 @@ pub(crate) const SECTIONS: &[(&str, &str, &str)] = &[
          when the orchestration is done), with N `brine-swarm` minions signed in: `salt.function` \
          `test.ping` to all of them, `salt.function` `test.echo` to all of them (requiring the \
          first), `salt.runner` `test.arg` and `salt.wheel` `key.list_all`; every step must \
-         succeed. Wall time from the request to the answer; master CPU (whole process tree) per \
-         orchestration.",
+         succeed. Wall time from the request to the answer; CPU of the master and the API (whole \
+         process trees; Salt's salt-api runs the runner in its own process) per orchestration.",
     ),
 ];
 
