@@ -7,7 +7,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use brine_client::{LocalClient, Timeouts};
+use std::ops::ControlFlow;
+
+use brine_client::batch::invalid_batch_text;
+use brine_client::{Batch, BatchEvent, BatchSize, LocalClient, Timeouts};
 use brine_protocol::loads::{Fun, PublishReply, PublishRequest, Tgt};
 use brine_protocol::payload::{from_json, get, get_str, map, to_json, Value};
 use serde_json::{json, Map, Value as Json};
@@ -205,6 +208,25 @@ async fn publish(
     call: &LocalCall,
     client: &str,
 ) -> Result<Option<(String, Vec<String>)>, ApiError> {
+    let req = publish_request(state, caller, low, call, client)?;
+    let job = LocalClient::new(state.master.as_user(&caller.name))
+        .publish(req)
+        .await?;
+    if job.jid.is_empty() {
+        return Ok(None);
+    }
+    state.metrics.jobs_published.fetch_add(1, Ordering::Relaxed);
+    Ok(Some((job.jid, job.minions)))
+}
+
+/// The publish of a local call, once the caller may make it.
+fn publish_request(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    low: &Map<String, Json>,
+    call: &LocalCall,
+    client: &str,
+) -> Result<PublishRequest, ApiError> {
     let tgt = from_json(&call.tgt);
     if !allowed_local(state, caller, call, &tgt) {
         return Err(ApiError::not_authorized());
@@ -255,14 +277,7 @@ async fn publish(
         req.kwargs.insert("metadata", from_json(m));
     }
     req.to = seconds(low, "timeout")?.map(|t| t as i64);
-    let job = LocalClient::new(state.master.as_user(&caller.name))
-        .publish(req)
-        .await?;
-    if job.jid.is_empty() {
-        return Ok(None);
-    }
-    state.metrics.jobs_published.fetch_add(1, Ordering::Relaxed);
-    Ok(Some((job.jid, job.minions)))
+    Ok(req)
 }
 
 /// Wait for the returns of a job with the one local client's policy: Salt's find_job rounds
@@ -354,57 +369,44 @@ pub async fn local_async(
     )
 }
 
-/// `batch`: a count or a percentage of the targeted minions, run one batch after another.
+/// `batch`: Salt's `cmd_batch` (the one in `brine_client`): the targeted minions that answer
+/// a ping, a count or a share of them running at a time; one `{minion: return}` per minion,
+/// `{minion: {}}` for one whose job ended without a return.
 async fn local_batch(
     state: &Arc<AppState>,
     caller: &Caller,
     low: &Map<String, Json>,
 ) -> Result<Vec<Json>, ApiError> {
     let call = local_call(low)?;
-    let all = state.minions.expand(&from_json(&call.tgt), &call.tgt_type);
     let spec = text(low, "batch").unwrap_or_else(|| "10%".into());
-    let size = batch_size(&spec, all.len()).ok_or_else(|| {
-        ApiError::bad_request(format!(
-            "Invalid batch {spec:?}: give a number of minions or a percentage such as 25%"
-        ))
-    })?;
-    if !allowed_local(state, caller, &call, &from_json(&call.tgt)) {
-        return Err(ApiError::not_authorized());
-    }
+    let size =
+        BatchSize::parse(&spec).ok_or_else(|| ApiError::bad_request(invalid_batch_text(&spec)))?;
+    let wait = seconds(low, "batch_wait")?.map_or(Duration::ZERO, Duration::from_secs);
+    let req = publish_request(state, caller, low, &call, "local_batch")?;
     let waits = timeouts(state, low)?;
+    let rx = state.bus.subscribe();
     let mut out = Vec::new();
-    for chunk in all.chunks(size.max(1)) {
-        let sub = LocalCall {
-            tgt: Json::Array(chunk.iter().cloned().map(Json::String).collect()),
-            tgt_type: "list".into(),
-            fun: call.fun.clone(),
-            arg: call.arg.clone(),
-        };
-        let mut rx = state.bus.subscribe();
-        let Some((jid, minions)) = publish(state, caller, low, &sub, "local_batch").await? else {
-            continue;
-        };
-        let got = gather(state, caller, &mut rx, &jid, &minions, waits).await;
-        for (id, data) in got {
-            let mut m = Map::new();
-            m.insert(id, data.get("return").cloned().unwrap_or(Json::Null));
-            out.push(Json::Object(m));
-        }
-    }
+    LocalClient::new(state.master.as_user(&caller.name))
+        .batch(rx, &req, Batch { size, wait }, waits, |ev| {
+            match ev {
+                BatchEvent::Started { .. } => {
+                    state.metrics.jobs_published.fetch_add(1, Ordering::Relaxed);
+                }
+                BatchEvent::Return { id, event, .. } => {
+                    state
+                        .metrics
+                        .returns_received
+                        .fetch_add(1, Ordering::Relaxed);
+                    let ret = event.data.get("return").cloned();
+                    out.push(json!({ id: ret.unwrap_or(Json::Null) }));
+                }
+                BatchEvent::NoReturn { id, .. } => out.push(json!({ id: {} })),
+                BatchEvent::Down(_) => {}
+            }
+            ControlFlow::Continue(())
+        })
+        .await?;
     Ok(out)
-}
-
-pub fn batch_size(spec: &str, total: usize) -> Option<usize> {
-    let s = spec.trim();
-    if let Some(p) = s.strip_suffix('%') {
-        let pct: f64 = p.trim().parse().ok()?;
-        if !(pct > 0.0 && pct <= 100.0) {
-            return None;
-        }
-        return Some(((total as f64 * pct / 100.0).ceil() as usize).max(1));
-    }
-    let n: usize = s.parse().ok()?;
-    (n > 0).then_some(n)
 }
 
 /// `subset` (or `sub`): run on N randomly chosen targeted minions that have the function.
@@ -437,7 +439,7 @@ async fn local_subset(
         return Ok(json!({}));
     };
     let got = gather(state, caller, &mut rx, &jid, &minions, waits).await;
-    let mut have: Vec<String> = got
+    let have: Vec<String> = got
         .into_iter()
         .filter(|(_, d)| {
             d.get("return")
@@ -449,9 +451,7 @@ async fn local_subset(
     if have.is_empty() {
         return Ok(json!({}));
     }
-    use rand::seq::SliceRandom;
-    have.shuffle(&mut rand::thread_rng());
-    have.truncate(n);
+    let have = brine_client::batch::choose_subset(have, n);
     let sub = LocalCall {
         tgt: Json::Array(have.into_iter().map(Json::String).collect()),
         tgt_type: "list".into(),
@@ -636,16 +636,6 @@ async fn wheel(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn batch_sizes() {
-        assert_eq!(batch_size("2", 10), Some(2));
-        assert_eq!(batch_size("50%", 3), Some(2));
-        assert_eq!(batch_size("10%", 3), Some(1));
-        assert_eq!(batch_size("0", 3), None);
-        assert_eq!(batch_size("x", 3), None);
-        assert_eq!(batch_size("150%", 3), None);
-    }
 
     #[test]
     fn args_are_packed_like_salt() {

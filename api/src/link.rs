@@ -154,6 +154,10 @@ impl Bus {
         let Ok((tag, data)) = unpack_body(body) else {
             return;
         };
+        // Tools' probes are for the tool that fired them, not for the API's clients.
+        if tag == brine_protocol::event::LISTENER_PROBE_TAG {
+            return;
+        }
         // Recorded before the event (and so before any of the job's returns) goes out.
         if let Some(jid) = tag
             .strip_prefix("salt/job/")

@@ -222,6 +222,42 @@ fn apply_twice(
     Ok(())
 }
 
+/// The processes the tree's `cmd.run` states start, started one after another by the bench
+/// itself with the shell both kinds of minion use (`$SHELL`, as Salt's `shell` grain reads
+/// it): `unless` and the command for each state on the first run, `unless` alone on the
+/// second. The time no minion can go below; the seconds of each run.
+fn process_floor(dir: &Path) -> anyhow::Result<(f64, f64)> {
+    let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into());
+    let run = |cmd: String| -> anyhow::Result<()> {
+        std::process::Command::new(&shell)
+            .args(["-c", &cmd])
+            .status()?;
+        Ok(())
+    };
+    let out = dir.join("floor");
+    let _ = fs::remove_dir_all(&out);
+    for i in 0..PER_KIND {
+        fs::create_dir_all(out.join(format!("d{i}")))?;
+    }
+    let started = Instant::now();
+    for i in 0..PER_KIND {
+        let done = out.join(format!("d{i}/done"));
+        run(format!("test -e {}", done.display()))?;
+        run(format!("touch {}", done.display()))?;
+    }
+    let first = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    for i in 0..PER_KIND {
+        run(format!(
+            "test -e {}",
+            out.join(format!("d{i}/done")).display()
+        ))?;
+    }
+    let second = started.elapsed().as_secs_f64();
+    fs::remove_dir_all(&out)?;
+    Ok((first, second))
+}
+
 /// W11 on a running Brine stack: one minion of each kind, then `n` of each kind at once.
 pub(crate) fn measure(
     st: &mut Stack,
@@ -235,6 +271,17 @@ pub(crate) fn measure(
     }
     let http = crate::cm::http(Duration::from_secs(1800))?;
     let tok = crate::cm::token(&http, st)?;
+    let (first, second) = process_floor(&st.dir)?;
+    crate::log(format!(
+        "  W11 the tree's shell processes alone: {first:.2} s (first run), {second:.2} s (second run)"
+    ));
+    rep.note(
+        "W11",
+        format!(
+            "The tree's `cmd.run` processes alone (`$SHELL -c` for each `unless` and command, started one after another by the bench, no minion): {first:.2} s for the first run's {} and {second:.2} s for the second run's {PER_KIND}. Both kinds of minion start them; no minion can go below these times.",
+            2 * PER_KIND
+        ),
+    );
     for count in [1, n].into_iter().filter(|c| *c > 0) {
         for kind in [Kind::Brine, Kind::Salt] {
             let minions: Vec<Minion> = (0..count)

@@ -1,10 +1,12 @@
 //! Salt's `LocalClient`, once: publish a job through the master, then gather its returns from
 //! the event bus, asking slow minions with `saltutil.find_job` whether they are still at it.
 //!
-//! `salt`, salt-api's `local*` clients and the master's runners all use it; only how a publish
-//! reaches the master ([`Publish`]) and where events come from ([`EventFeed`]) differ.
+//! `salt`, salt-api's `local*` clients and the master's runners all use it, and its batch
+//! mode ([`batch`]); only how a publish reaches the master ([`Publish`]) and where events
+//! come from ([`EventFeed`]) differ.
 //! [`gather::Gather`] holds the one timeout policy, free of I/O.
 
+pub mod batch;
 pub mod gather;
 pub mod link;
 
@@ -14,6 +16,7 @@ use std::future::Future;
 use tokio::sync::{broadcast, mpsc};
 use tokio::time::Instant;
 
+pub use batch::{Batch, BatchEvent, BatchSize};
 pub use gather::{Gather, Step, Timeouts};
 pub use link::MasterLink;
 

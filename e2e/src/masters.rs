@@ -85,7 +85,10 @@ pub fn events_until_quiet(
         }
         while let Ok(Some(body)) = dec.next_body() {
             if let Ok((tag, data)) = unpack_body(&body) {
-                out.push((tag, brine_protocol::payload::to_json(&data)));
+                // Brine's tools' probes (see EventListener::connect) are not part of a story.
+                if tag != brine_protocol::event::LISTENER_PROBE_TAG {
+                    out.push((tag, brine_protocol::payload::to_json(&data)));
+                }
             }
         }
     }

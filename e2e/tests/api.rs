@@ -277,6 +277,16 @@ fn api_endpoints_and_clients() {
     let mut got: Vec<Value> = v["return"].as_array().unwrap().clone();
     got.sort_by_key(|x| x.to_string());
     assert_eq!(got, vec![json!({"db1": true}), json!({"web1": true})]);
+    let (s, v) = api.post(
+        "/",
+        &tok,
+        json!({"client": "local_batch", "tgt": "*", "fun": "test.ping", "batch": "0"}),
+    );
+    assert_eq!(s, 400, "{v}");
+    assert_eq!(
+        v["return"],
+        "Invalid batch data sent: 0\nData must be in the form of %10, 10% or 3"
+    );
     let (_, v) = api.post(
         "/",
         &tok,

@@ -474,7 +474,11 @@ fn dead_publisher_process_is_restarted() {
         children_of(master).iter().any(|(pid, _)| *pid != old)
     })
     .unwrap_or_else(|| panic!("no new publisher process\n{}", st.logs()));
-    assert!(st.master_log().contains("restarted"), "{}", st.master_log());
+    // The master starts the new process before it logs that it did.
+    wait_until(Duration::from_secs(10), || {
+        st.master_log().contains("restarted")
+    })
+    .unwrap_or_else(|| panic!("restart not logged\n{}", st.master_log()));
     st.wait_answering(&["p1"]);
     st.stop_master();
 }

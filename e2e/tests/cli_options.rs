@@ -119,11 +119,15 @@ fn options_after_the_arguments() {
 fn options_brine_does_not_implement_are_refused() {
     let st = Stack::new("");
     for (tool, args, opt) in [
-        ("salt", &["-b", "10", "*", "test.ping"][..], "-b"),
         (
             "salt",
-            &["*", "test.ping", "--batch-si", "1"],
-            "--batch-size",
+            &["--batch-safe-size", "3", "*", "test.ping"][..],
+            "--batch-safe-size",
+        ),
+        (
+            "salt",
+            &["*", "test.ping", "--batch-safe-l", "1"],
+            "--batch-safe-limit",
         ),
         (
             "salt-run",

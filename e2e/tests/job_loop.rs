@@ -107,8 +107,14 @@ fn master_three_minions_whole_loop() {
         ("search_target=nobody", false),
     ] {
         let o = st.tool("salt-run", &["--out", "json", "jobs.list_jobs", search]);
-        let jobs: serde_json::Value = serde_json::from_slice(&o.stdout)
-            .unwrap_or_else(|e| panic!("{search}: {e}: {}", stdout(&o)));
+        let jobs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{search}: {e}: {} (exit {:?}, stderr: {})",
+                stdout(&o),
+                o.status.code(),
+                stderr(&o)
+            )
+        });
         assert_eq!(jobs.get(&jid).is_some(), found, "{search}: {jobs}");
     }
     let status = st.tool("salt-run", &["--out", "json", "manage.status"]);

@@ -139,6 +139,20 @@ fn write_trees(salt: &Path, pillar: &Path) {
              all_runner:\n  salt.runner:\n    - name: test.arg\n    - arg: [x]\n\
              all_wheel:\n  salt.wheel:\n    - name: key.list_all\n",
         ),
+        (
+            "orch/batch.sls",
+            "batch_state:\n  salt.state:\n    - tgt: '*'\n    - sls: ok\n    - batch: 1\n\
+             batch_share:\n  salt.function:\n    - name: test.echo\n    - tgt: '*'\n\
+             \x20   - arg: [b]\n    - batch: 50%\n\
+             batch_fail:\n  salt.state:\n    - tgt: '*'\n    - sls: bad\n    - batch: 2\n\
+             batch_retcode:\n  salt.function:\n    - name: test.retcode\n    - tgt: '*'\n\
+             \x20   - kwarg:\n        code: 2\n    - batch: 5\n\
+             batch_failhard:\n  salt.function:\n    - name: test.retcode\n    - tgt: m1\n\
+             \x20   - kwarg:\n        code: 2\n    - batch: 1\n    - failhard: True\n\
+             batch_nobody:\n  salt.state:\n    - tgt: nosuchminion\n    - sls: ok\n    - batch: 1\n\
+             subset_all:\n  salt.function:\n    - name: test.ping\n    - tgt: '*'\n    - subset: 5\n\
+             subset_state:\n  salt.state:\n    - tgt: m2\n    - sls: quiet\n    - subset: 1\n",
+        ),
         ("orch/empty.sls", "{# nothing #}\n"),
     ];
     for (path, text) in files {
@@ -174,6 +188,7 @@ const CASES: &[(&str, &[&str])] = &[
     ),
     ("all_test", &["state.sls", "orch.all", "test=True"]),
     ("empty", &["state.orchestrate", "orch.empty"]),
+    ("batch", &["state.orchestrate", "orch.batch"]),
     (
         "comma_mods",
         &["state.orchestrate", "orch.simple,orch.wheel"],
@@ -281,8 +296,9 @@ fn normal(v: &Value) -> Value {
 /// `salt-run --out json <args>` on `m`: every JSON document printed (after any text line
 /// Salt's local client prints first) and the exit code.
 fn salt_run(m: &Master, args: &[&str]) -> (Value, i32) {
-    let mut a = vec!["--out", "json"];
-    a.extend_from_slice(args);
+    // As users type it: the options after the function and its arguments.
+    let mut a = args.to_vec();
+    a.extend_from_slice(&["--out", "json"]);
     let out = m.tool("salt-run", &a);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let json_start = stdout.find(['{', '[', '"']).unwrap_or(0);

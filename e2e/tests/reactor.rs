@@ -240,6 +240,47 @@ fn run_cases(m: &Master) -> Vec<(String, Value)> {
     out
 }
 
+/// `salt-run --out json reactor.*` calls on `m`: each call's last JSON document (Salt's
+/// salt-run prints the request event, root key and all, before the answer) with the reaction
+/// directory's path replaced, and its exit code.
+fn manage_cases(m: &Master, reactor: &Path) -> Vec<(String, Value, i32)> {
+    let calls: &[&[&str]] = &[
+        &["reactor.list"],
+        &[
+            "reactor.add",
+            "brine/new",
+            "reactors=salt://reactor/other.sls",
+        ],
+        &[
+            "reactor.add",
+            "brine/new",
+            "reactors=salt://reactor/other.sls",
+        ],
+        &["reactor.delete", "brine/none"],
+        &["reactor.is_leader"],
+        &["reactor.set_leader", "False"],
+        &["reactor.is_leader"],
+        &["reactor.set_leader"],
+        &["reactor.delete", "brine/new"],
+        &["reactor.list"],
+    ];
+    let mut out = Vec::new();
+    for call in calls {
+        let mut argv = vec!["--out", "json"];
+        argv.extend_from_slice(call);
+        let o = m.tool("salt-run", &argv);
+        let text =
+            String::from_utf8_lossy(&o.stdout).replace(&reactor.display().to_string(), "<R>");
+        let last = serde_json::Deserializer::from_str(&text)
+            .into_iter::<Value>()
+            .filter_map(Result::ok)
+            .last()
+            .unwrap_or_else(|| panic!("salt-run {call:?} printed no JSON:\n{text}"));
+        out.push((call.join(" "), last, o.status.code().unwrap_or(-1)));
+    }
+    out
+}
+
 /// What each master's log must say about the reactions that could not run.
 fn expected_log_lines(reactor: &Path) -> Vec<String> {
     let r = reactor.display();
@@ -268,6 +309,7 @@ fn the_reactor_starts_the_jobs_salts_reactor_starts() {
     let conf = format!("id: {MASTER_ID}\n");
     let (brine, brine_reactor) = start(|setup| Master::brine_with_minions(&conf, &MINIONS, setup));
     let brine_cases = run_cases(&brine);
+    let brine_manage = manage_cases(&brine, &brine_reactor);
     let brine_log = master_log(&brine);
     for line in expected_log_lines(&brine_reactor) {
         assert!(
@@ -294,6 +336,7 @@ fn the_reactor_starts_the_jobs_salts_reactor_starts() {
     let (real, real_reactor) =
         start(|setup| Master::real_with_minions(&v7, &conf, &MINIONS, setup));
     let real_cases = run_cases(&real);
+    let real_manage = manage_cases(&real, &real_reactor);
     let real_log = master_log(&real);
     drop(real);
     for line in expected_log_lines(&real_reactor) {
@@ -311,6 +354,11 @@ fn the_reactor_starts_the_jobs_salts_reactor_starts() {
                 serde_json::to_string_pretty(b).unwrap(),
                 serde_json::to_string_pretty(r).unwrap()
             ));
+        }
+    }
+    for (b, r) in brine_manage.iter().zip(&real_manage) {
+        if b != r {
+            diffs.push(format!("salt-run {}:\nBrine: {:?}\nSalt:  {:?}", b.0, b, r));
         }
     }
     assert!(diffs.is_empty(), "{}", diffs.join("\n\n"));

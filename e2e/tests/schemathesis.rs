@@ -198,3 +198,22 @@ fn openapi_schema_holds_against_live_api() {
         t0.elapsed().as_secs_f64()
     );
 }
+
+#[test]
+fn only_schemathesis_own_generator_faults_are_run_again() {
+    // The shape of the report the CI machine printed when Hypothesis tripped over itself.
+    let generator = "==== ERRORS ====\n____ POST / ____\nRuntime Error\n\nInconsistent results\n\
+         | hypothesis.errors.FlakyFailure: Inconsistent results: ...\n\
+         ==== 1 error, 2 warnings in 31.12s ====\n";
+    assert!(only_generator_faults(generator));
+    // A failed check, a network error or another runtime error is a real failure.
+    let failure = format!("==== FAILURES ====\n____ GET /jobs ____\n{generator}");
+    assert!(!only_generator_faults(&failure));
+    let network = generator.replace("Runtime Error", "Network Error");
+    assert!(!only_generator_faults(&network));
+    let other = "==== ERRORS ====\nRuntime Error\nKeyError: 'x'\n==== 1 error in 3s ====\n";
+    assert!(!only_generator_faults(other));
+    let two = format!("{generator}\nRuntime Error\nValueError\n==== 2 errors in 9s ====\n");
+    assert!(!only_generator_faults(&two));
+    assert!(!only_generator_faults("==== 19 passed in 30s ====\n"));
+}

@@ -63,7 +63,10 @@ fn write_tree(tree: &Path) {
          \x20   - watch:\n      - file: app-settings\n\n\
          app-marker:\n  cmd.run:\n    - name: echo {{ app.service }} > {{ dest }}/app/marker\n\
          \x20   - creates: {{ dest }}/app/marker\n    - require:\n      - file: app-dir\n\n\
-         app-old:\n  file.absent:\n    - name: {{ dest }}/app/old.conf\n",
+         app-old:\n  file.absent:\n    - name: {{ dest }}/app/old.conf\n\n\
+         app-script:\n  cmd.script:\n    - name: setup {{ dest }}/app \"two words\"\n\
+         \x20   - source: salt://app/files/setup.sh\n    - template: jinja\n    - context:\n        greeting: hi\n\
+         \x20   - unless: test -e {{ dest }}/app/scripted\n    - require:\n      - file: app-dir\n",
     );
     write(
         &base.join("app/files/settings.ini.j2"),
@@ -72,6 +75,11 @@ fn write_tree(tree: &Path) {
          minion = {{ grains['id'] }} {{ '%s:%d' % (grains['stdest'] | length > 0, app.port) }}\n",
     );
     write(&base.join("app/files/static.txt"), "static\n");
+    write(
+        &base.join("app/files/setup.sh"),
+        "#!/bin/sh\necho \"{{ greeting }} from {{ grains['id'] }}: $# arguments, $2\"\n\
+         touch \"$1/scripted\"\n",
+    );
     write(
         &base.join("checks.sls"),
         "always:\n  test.succeed_without_changes: []\n\
@@ -88,7 +96,8 @@ fn write_tree(tree: &Path) {
          missing-req:\n  test.nop:\n    - require:\n      - test: not-there\n\
          fails:\n  cmd.run:\n    - name: exit 3\n\
          after-fail:\n  test.nop:\n    - require:\n      - cmd: fails\n\
-         fine:\n  test.nop: []\n",
+         fine:\n  test.nop: []\n\
+         missing-script:\n  cmd.script:\n    - source: salt://no/such/script.sh\n",
     );
     write(&base.join("broken.sls"), "oops: {{ undefined_thing.x }\n");
     // A custom execution module: Python, which Brine's minion does not run.

@@ -65,6 +65,8 @@ pub struct Master {
     pub fileserver: Arc<crate::fileserver::FileServer>,
     /// The pillar compiler (`pillar_roots`, `ext_pillar`, `pillar_cache`).
     pub pillars: crate::pillar::Pillars,
+    /// The reactor, once started (the `reactor.*` runners manage it).
+    pub reactor: std::sync::OnceLock<Arc<crate::reactor::Reactor>>,
 }
 
 impl Master {
@@ -109,6 +111,7 @@ impl Master {
             replay,
             fileserver,
             pillars,
+            reactor: std::sync::OnceLock::new(),
         }))
     }
 }

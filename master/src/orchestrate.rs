@@ -180,13 +180,6 @@ impl Orchestration {
         {
             return Err("salt-ssh targets are not supported by Brine's master".into());
         }
-        for unsupported in ["batch", "subset"] {
-            if kw.get(unsupported).is_some_and(|v| !v.is_null()) {
-                return Err(format!(
-                    "'{unsupported}' is not supported in orchestration by Brine's master"
-                ));
-            }
-        }
         let arg = crate::reactor::condition_input(
             kw.get("arg").unwrap_or(&json!([])),
             kw.get("kwarg").unwrap_or(&json!({})),
@@ -207,12 +200,22 @@ impl Orchestration {
             .and_then(Json::as_i64)
             .map(|t| t.max(1) as u64)
             .unwrap_or(self.master.cfg.timeout);
+        let timeout = std::time::Duration::from_secs(timeout);
+        if let Some(spec) = kw.get("batch").filter(|v| !v.is_null()) {
+            return self.saltutil_cmd_batch(req, &py_str(spec), kw, timeout);
+        }
+        if let Some(n) = kw.get("subset").filter(|v| !v.is_null()) {
+            let n = n
+                .as_u64()
+                .ok_or_else(|| format!("'subset' must be a number of minions, not {n}"))?;
+            req.tgt = Tgt::List(self.subset(&req, n as usize, timeout));
+            req.tgt_type = "list".into();
+        }
         let master = self.master.clone();
-        let res = self.master.rt.block_on(async move {
-            master
-                .local_cmd(req, std::time::Duration::from_secs(timeout))
-                .await
-        });
+        let res = self
+            .master
+            .rt
+            .block_on(async move { master.local_cmd(req, timeout).await });
         let mut out = Map::new();
         for (id, data) in &res.returns {
             let mut entry = Map::new();
@@ -236,6 +239,82 @@ impl Orchestration {
             }
         }
         Ok(Json::Object(out))
+    }
+
+    /// `saltutil.cmd` with `batch`: Salt's `cmd_batch`, each minion's bare return under `ret`
+    /// (no `retcode`, no `jid`) with `out: highstate`, and `ret: {}` for a minion whose job
+    /// ended without a return.
+    fn saltutil_cmd_batch(
+        &self,
+        req: PublishRequest,
+        spec: &str,
+        kw: &Map<String, Json>,
+        timeout: std::time::Duration,
+    ) -> Result<Json, String> {
+        let size = brine_client::BatchSize::parse(spec)
+            .ok_or_else(|| brine_client::batch::invalid_batch_text(spec))?;
+        let wait = kw
+            .get("batch_wait")
+            .and_then(Json::as_f64)
+            .and_then(|w| std::time::Duration::try_from_secs_f64(w).ok())
+            .unwrap_or_default();
+        let failhard = kw
+            .get("failhard")
+            .is_some_and(brine_protocol::payload::json_truthy)
+            || self.master.cfg.failhard;
+        let batch = brine_client::Batch { size, wait };
+        let master = self.master.clone();
+        let returns = self
+            .master
+            .rt
+            .block_on(async move { master.batch_cmd(req, batch, timeout, failhard).await })
+            .map_err(|e| e.to_string())?;
+        let mut out = Map::new();
+        for (id, data) in returns {
+            let field = |k: &str| {
+                data.as_ref()
+                    .and_then(|d| brine_protocol::payload::get(d, k))
+                    .map(to_json)
+            };
+            let ret = if data.is_some() {
+                field("return").unwrap_or(Json::Null)
+            } else {
+                json!({})
+            };
+            // Salt looks for `out` inside the bare return.
+            let shown = match &ret {
+                Json::Object(m) => m.get("out").cloned().unwrap_or(json!("highstate")),
+                _ => json!("highstate"),
+            };
+            out.insert(id, json!({"out": shown, "ret": ret}));
+        }
+        Ok(Json::Object(out))
+    }
+
+    /// Salt's `cmd_subset`: up to `n` of the targeted minions, chosen at random, that list
+    /// the function in `sys.list_functions`.
+    fn subset(&self, req: &PublishRequest, n: usize, timeout: std::time::Duration) -> Vec<String> {
+        let Fun::One(fun) = &req.fun else {
+            return Vec::new();
+        };
+        let probe = req.probe("sys.list_functions");
+        let master = self.master.clone();
+        let res = self
+            .master
+            .rt
+            .block_on(async move { master.local_cmd(probe, timeout).await });
+        let having: Vec<String> = res
+            .returns
+            .into_iter()
+            .filter(
+                |(_, data)| match brine_protocol::payload::get(data, "return") {
+                    Some(Value::Array(funs)) => funs.iter().any(|f| f.as_str() == Some(fun)),
+                    _ => false,
+                },
+            )
+            .map(|(id, _)| id)
+            .collect();
+        brine_client::batch::choose_subset(having, n)
     }
 
     /// Salt's `saltutil.runner` on the master: a runner job of its own.

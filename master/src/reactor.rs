@@ -13,13 +13,15 @@
 //! Events of `Reactor` jobs are not reacted to (no loops). Failures are only logged, with
 //! Salt's words: as in Salt, no event reports a reaction as a whole.
 //!
-//! Brine does not have Salt's `salt/reactors/manage/*` events nor the `reactor` runner.
+//! The `reactor` runner (`master/src/runners/reactor.rs`) lists and changes the running
+//! reactor in-process; Salt's `salt/reactors/manage/*` events are answered only when they
+//! carry the master's root key.
 
 use std::collections::HashSet;
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use brine_protocol::jid::{gen_jid, is_jid};
 use brine_protocol::loads::PublishRequest;
@@ -171,12 +173,16 @@ async fn run(
         master.cfg.reactor_worker_hwm,
         master.rt.clone(),
     );
+    let listed = Mutex::new(master.cfg.reactor.clone());
     let reactor = Arc::new(Reactor {
         master,
-        map,
+        map: Mutex::new(map),
+        listed,
+        leader: AtomicBool::new(true),
         grains,
         pool,
     });
+    let _ = reactor.master.reactor.set(reactor.clone());
     loop {
         let ev = match rx.recv().await {
             Ok(ev) => ev,
@@ -189,10 +195,17 @@ async fn run(
         if get_str(&ev.data, "user") == Some(EVENT_USER) {
             continue;
         }
+        if ev.tag.contains(MANAGE) {
+            reactor.manage(&ev.tag, &ev.data);
+            continue;
+        }
+        if !reactor.leader.load(Ordering::SeqCst) {
+            continue;
+        }
         // An inline map is matched here; a map file is read off the async threads.
-        let paths = match &reactor.map {
-            ReactorMap::Inline(_) => {
-                let paths = reactor.map.paths_for(&ev.tag);
+        let paths = match &*reactor.map() {
+            map @ ReactorMap::Inline(_) => {
+                let paths = map.paths_for(&ev.tag);
                 if paths.is_empty() {
                     continue;
                 }
@@ -203,7 +216,7 @@ async fn run(
         let r = reactor.clone();
         let tag = ev.tag.clone();
         let done = tokio::task::spawn_blocking(move || {
-            let paths = paths.unwrap_or_else(|| r.map.paths_for(&ev.tag));
+            let paths = paths.unwrap_or_else(|| r.map().paths_for(&ev.tag));
             if !paths.is_empty() {
                 r.react(&ev.tag, &ev.data, &paths);
             }
@@ -262,15 +275,130 @@ impl Pool {
     }
 }
 
-struct Reactor {
+/// The running reactor.
+pub struct Reactor {
     master: Arc<Master>,
-    map: ReactorMap,
+    map: Mutex<ReactorMap>,
+    /// The map as `reactor.list` shows it: the configuration's own list, as changed by
+    /// `reactor.add` and `reactor.delete`.
+    listed: Mutex<Json>,
+    /// Whether this master reacts (`reactor.set_leader`).
+    leader: AtomicBool,
     /// The master minion's grains, for the templates.
     grains: Json,
     pool: Pool,
 }
 
+/// What the tags of the events that manage the reactor contain.
+pub const MANAGE: &str = "salt/reactors/manage";
+
 impl Reactor {
+    fn map(&self) -> std::sync::MutexGuard<'_, ReactorMap> {
+        self.map.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Salt's `list_all`: the configuration's list, or what the map file holds.
+    fn list_all(&self) -> Json {
+        let listed = self.listed.lock().unwrap_or_else(|e| e.into_inner());
+        match &*listed {
+            Json::String(path) => std::fs::read_to_string(path)
+                .ok()
+                .and_then(|t| brine_protocol::yaml::load::load(&t).ok())
+                .unwrap_or(Json::Null),
+            other => other.clone(),
+        }
+    }
+
+    /// Change the listed map with `change` and match with what it becomes; `None` for a map
+    /// file, which is not changed.
+    fn change_list(&self, change: impl FnOnce(&mut Vec<Json>) -> Json) -> Json {
+        let mut listed = self.listed.lock().unwrap_or_else(|e| e.into_inner());
+        let Json::Array(items) = &mut *listed else {
+            return json!({"status": false, "comment": "The reactor map is a file: edit the file."});
+        };
+        let result = change(items);
+        *self.map() = ReactorMap::Inline(entries(&listed));
+        result
+    }
+
+    /// The `salt/reactors/manage/<what>` events Salt's `reactor.*` runners fire: refused
+    /// without the master's root key, else answered on the bus as Salt's reactor answers
+    /// them (Brine's own `reactor.*` runners call [`Reactor::manage_call`] instead, so the
+    /// key never travels on the bus).
+    fn manage(&self, tag: &str, data: &Value) {
+        if get_str(data, "key") != Some(self.master.secrets.root_key()) {
+            tracing::error!(
+                "received salt/reactors/manage event without matching master_key. discarding"
+            );
+            return;
+        }
+        let Some(what) = tag.rsplit_once("salt/reactors/manage/").map(|(_, w)| w) else {
+            return;
+        };
+        if let Some((reply, answer)) = self.manage_call(what, &to_json(data)) {
+            self.master
+                .bus
+                .fire(&format!("{MANAGE}/{reply}"), from_json(&answer));
+        }
+    }
+
+    /// One management request (`list`, `add`, `delete`, `is_leader`, `set_leader`) with
+    /// its data: the reply's tag suffix and data, as Salt's reactor answers.
+    pub fn manage_call(&self, what: &str, data: &Json) -> Option<(&'static str, Json)> {
+        match what {
+            "is_leader" => Some((
+                "leader/value",
+                json!({"result": self.leader.load(Ordering::SeqCst)}),
+            )),
+            "set_leader" => {
+                if data.get("id").and_then(Json::as_str) == Some(self.master.cfg.id.as_str()) {
+                    self.leader
+                        .store(json_truthy(&data["value"]), Ordering::SeqCst);
+                }
+                Some((
+                    "leader/value",
+                    json!({"result": self.leader.load(Ordering::SeqCst)}),
+                ))
+            }
+            "add" => {
+                let glob = py_text(&data["event"]);
+                let reactions = data["reactors"].clone();
+                let result = self.change_list(|items| {
+                    if items.iter().any(|i| first_key(i) == Some(glob.as_str())) {
+                        return json!({"status": false, "comment": "Reactor already exists."});
+                    }
+                    items.push(json!({ glob: reactions }));
+                    json!({"status": true, "comment": "Reactor added."})
+                });
+                Some((
+                    "add-complete",
+                    json!({"reactors": self.list_all(), "result": result}),
+                ))
+            }
+            "delete" => {
+                let glob = py_text(&data["event"]);
+                let result = self.change_list(|items| {
+                    match items
+                        .iter()
+                        .position(|i| first_key(i) == Some(glob.as_str()))
+                    {
+                        Some(at) => {
+                            items.remove(at);
+                            json!({"status": true, "comment": "Reactor deleted."})
+                        }
+                        None => json!({"status": false, "comment": "Reactor does not exists."}),
+                    }
+                });
+                Some((
+                    "delete-complete",
+                    json!({"reactors": self.list_all(), "result": result}),
+                ))
+            }
+            "list" => Some(("list-results", json!({"reactors": self.list_all()}))),
+            _ => None,
+        }
+    }
+
     /// Salt's `reactions` then `call_reactions`: render `paths` for this event and run what
     /// they declare, in order.
     fn react(&self, tag: &str, data: &Value, paths: &[String]) {
@@ -487,6 +615,11 @@ fn reaction_high(rendered: Json, sls: &str) -> Result<High, String> {
         decls.insert("__sls__".into(), Json::from(sls));
     }
     Ok(high)
+}
+
+/// The first key of a map (Salt's `next(iter(reactor.keys()))`).
+fn first_key(v: &Json) -> Option<&str> {
+    v.as_object()?.keys().next().map(String::as_str)
 }
 
 /// Salt's `pad_funcs` on one ID's declarations, in Python's sorted key order.

@@ -21,6 +21,9 @@ pub struct FileClient {
     channel: Arc<Channel>,
     cache: PathBuf,
     lists: Mutex<HashMap<String, Vec<String>>>,
+    /// Files this client has checked against the master's hash: a job sees one version of
+    /// each file of the master and asks for its hash once.
+    verified: Mutex<HashMap<(String, String), PathBuf>>,
 }
 
 impl FileClient {
@@ -29,6 +32,7 @@ impl FileClient {
             channel,
             cache: cachedir.join("files"),
             lists: Mutex::new(HashMap::new()),
+            verified: Mutex::new(HashMap::new()),
         }
     }
 
@@ -145,13 +149,26 @@ impl FileClient {
         let Some(local) = self.cache_path(&path, &saltenv) else {
             return Err(format!("Invalid path {path:?}"));
         };
+        let key = (path.clone(), saltenv.clone());
+        if let Some(known) = self.verified.lock().expect("verified lock").get(&key) {
+            if known.is_file() {
+                return Ok(Some(known.clone()));
+            }
+        }
         let hash = self.hash(&path, &saltenv)?;
         let Some(hsum) = get_str(&hash, "hsum") else {
             return Ok(None);
         };
+        let verified = |local: PathBuf| {
+            self.verified
+                .lock()
+                .expect("verified lock")
+                .insert(key.clone(), local.clone());
+            Ok(Some(local))
+        };
         if let Ok(bytes) = std::fs::read(&local) {
             if hex::encode(sha2::Sha256::digest(&bytes)) == hsum {
-                return Ok(Some(local));
+                return verified(local);
             }
         }
         if let Some(dir) = local.parent() {
@@ -168,7 +185,7 @@ impl FileClient {
                 return Ok(None);
             }
         }
-        Ok(Some(local))
+        verified(local)
     }
 
     /// `_serve_file` chunk by chunk into `dest`; false when the master has no such file.

@@ -258,10 +258,19 @@ fn read_conf_file(path: &Path) -> Result<Map<String, Value>, ConfigError> {
         path: path.to_path_buf(),
         message: err.to_string(),
     })?;
-    let mut doc: serde_yaml::Value =
-        serde_yaml::from_str(&text).map_err(|err| yaml_error(path, &err))?;
-    doc.apply_merge().map_err(|err| yaml_error(path, &err))?;
-    let mut map = match yaml_to_json(doc) {
+    // Syntax errors are reported where serde_yaml finds them; the values are read as Salt's
+    // loader (YAML 1.1) reads them: plain yes/no/on/off are booleans, 0644 is octal.
+    let _: serde_yaml::Value = serde_yaml::from_str(&text).map_err(|err| yaml_error(path, &err))?;
+    let doc = crate::yaml::load::load(&text).map_err(|message| {
+        let (line, column) = position_in(&message).unwrap_or((1, 1));
+        ConfigError::Yaml {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message,
+        }
+    })?;
+    let mut map = match doc {
         Value::Null => Map::new(),
         Value::Object(map) => map,
         other => {
@@ -277,6 +286,13 @@ fn read_conf_file(path: &Path) -> Result<Map<String, Value>, ConfigError> {
         }
     }
     Ok(map)
+}
+
+/// The `at line L column C` a loader message ends with.
+fn position_in(message: &str) -> Option<(usize, usize)> {
+    let (_, at) = message.rsplit_once(" at line ")?;
+    let (line, column) = at.split_once(" column ")?;
+    Some((line.trim().parse().ok()?, column.trim().parse().ok()?))
 }
 
 fn yaml_error(path: &Path, err: &serde_yaml::Error) -> ConfigError {
@@ -295,41 +311,6 @@ fn yaml_error(path: &Path, err: &serde_yaml::Error) -> ConfigError {
         line,
         column,
         message,
-    }
-}
-
-fn yaml_to_json(value: serde_yaml::Value) -> Value {
-    use serde_yaml::Value as Y;
-    match value {
-        Y::Null => Value::Null,
-        Y::Bool(b) => Value::Bool(b),
-        Y::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                Value::from(i)
-            } else if let Some(u) = n.as_u64() {
-                Value::from(u)
-            } else {
-                let f = n.as_f64().unwrap_or(f64::NAN);
-                serde_json::Number::from_f64(f)
-                    .map(Value::Number)
-                    .unwrap_or_else(|| Value::String(n.to_string()))
-            }
-        }
-        Y::String(s) => Value::String(s),
-        Y::Sequence(items) => Value::Array(items.into_iter().map(yaml_to_json).collect()),
-        Y::Mapping(map) => Value::Object(
-            map.into_iter()
-                .map(|(k, v)| (yaml_key(k), yaml_to_json(v)))
-                .collect(),
-        ),
-        Y::Tagged(tagged) => yaml_to_json(tagged.value),
-    }
-}
-
-fn yaml_key(key: serde_yaml::Value) -> String {
-    match yaml_to_json(key) {
-        Value::String(s) => s,
-        other => python_str(&other),
     }
 }
 
@@ -1433,9 +1414,128 @@ impl MinionConfig {
         Ok(MinionConfig { raw, ..config })
     }
 
-    /// Every key of the merged configuration, as Salt's `opts` (`config.items`).
+    /// Every key of the merged configuration, as the files set them.
     pub fn opts(&self) -> &Map<String, Value> {
         &self.raw.values
+    }
+
+    /// Salt's minion `opts` as the execution modules see them (`config.get`, `config.items`):
+    /// the merged configuration, with the options Brine's minion runs by given their
+    /// effective values. The id and the paths under `root_dir` are the computed ones, whatever
+    /// the files wrote; the other options keep what a file set and otherwise show the value
+    /// the minion runs with. Options Brine does not know appear only when a file sets them.
+    pub fn effective_opts(&self) -> Map<String, Value> {
+        let raw = &self.raw.values;
+        let path = |p: &Path| Value::from(p.to_string_lossy().into_owned());
+        let computed = [
+            ("id", Value::from(self.id.clone())),
+            ("root_dir", path(&self.root_dir)),
+            ("pki_dir", path(&self.pki_dir)),
+            ("cachedir", path(&self.cachedir)),
+            ("sock_dir", path(&self.sock_dir)),
+            ("log_file", path(&self.log_file)),
+            ("file_client", Value::from(self.file_client.clone())),
+            (
+                "hash_type",
+                Value::from(
+                    raw.get("hash_type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("sha256")
+                        .to_lowercase(),
+                ),
+            ),
+        ];
+        // `environment` is the old name of `saltenv`.
+        let saltenv = raw
+            .get("saltenv")
+            .filter(|v| !v.is_null())
+            .or_else(|| raw.get("environment"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        let defaults = [
+            (
+                "master",
+                match self.master.as_slice() {
+                    [one] => Value::from(one.clone()),
+                    many => Value::from(many.to_vec()),
+                },
+            ),
+            ("master_port", Value::from(self.master_port)),
+            (
+                "acceptance_wait_time",
+                Value::from(self.acceptance_wait_time),
+            ),
+            (
+                "acceptance_wait_time_max",
+                Value::from(self.acceptance_wait_time_max),
+            ),
+            ("auth_timeout", Value::from(self.auth_timeout)),
+            ("auth_tries", Value::from(self.auth_tries)),
+            ("log_level", Value::from(self.log_level.clone())),
+            ("grains", self.grains.clone()),
+            (
+                "encryption_algorithm",
+                Value::from(self.encryption_algorithm.clone()),
+            ),
+            (
+                "signing_algorithm",
+                Value::from(self.signing_algorithm.clone()),
+            ),
+            ("sign_pub_messages", Value::from(self.sign_pub_messages)),
+            ("zmq_filtering", Value::from(self.zmq_filtering)),
+            ("recon_default", Value::from(self.recon_default)),
+            ("recon_max", Value::from(self.recon_max)),
+            ("recon_randomize", Value::from(self.recon_randomize)),
+            (
+                "request_channel_timeout",
+                Value::from(self.request_channel_timeout),
+            ),
+            (
+                "request_channel_tries",
+                Value::from(self.request_channel_tries),
+            ),
+            ("return_retry_timer", Value::from(self.return_retry_timer)),
+            (
+                "return_retry_timer_max",
+                Value::from(self.return_retry_timer_max),
+            ),
+            ("return_retry_tries", Value::from(self.return_retry_tries)),
+            ("master_finger", Value::from(self.master_finger.clone())),
+            ("keysize", Value::from(self.keysize)),
+            ("rejected_retry", Value::from(self.rejected_retry)),
+            (
+                "enable_legacy_startup_events",
+                Value::from(self.enable_legacy_startup_events),
+            ),
+            (
+                "start_event_grains",
+                Value::from(self.start_event_grains.clone()),
+            ),
+            ("multiprocessing", Value::from(self.multiprocessing)),
+            ("user", Value::from(self.user.clone())),
+            ("schedule", self.schedule.clone()),
+            ("beacons", self.beacons.clone()),
+            ("mine_enabled", Value::from(self.mine_enabled)),
+            ("mine_interval", Value::from(self.mine_interval)),
+            // What the minion's modules run with: no environment chosen (`base` for files),
+            // no backups, the state top and renderer, no failhard, no state events, no test.
+            ("saltenv", saltenv),
+            ("pillarenv", Value::Null),
+            ("backup_mode", Value::from("")),
+            ("state_top", Value::from("top.sls")),
+            ("renderer", Value::from("jinja|yaml")),
+            ("failhard", Value::from(false)),
+            ("state_events", Value::from(false)),
+            ("test", Value::from(false)),
+        ];
+        let mut opts = raw.clone();
+        for (key, value) in computed {
+            opts.insert(key.to_owned(), value);
+        }
+        for (key, value) in defaults {
+            opts.entry(key.to_owned()).or_insert(value);
+        }
+        opts
     }
 }
 
@@ -1709,6 +1809,30 @@ mod tests {
     }
 
     #[test]
+    fn values_are_read_as_salts_yaml_loader_reads_them() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write(
+            dir.path(),
+            "master",
+            "auto_accept: yes\nopen_mode: off\nfailhard: On\nstate_events: 'yes'\n\
+             custom_mode: 0644\nbase: &b {keep_jobs: 12}\nother:\n  <<: *b\n",
+        );
+        let cfg = MasterConfig::load(dir.path()).expect("config");
+        assert!(cfg.auto_accept);
+        assert!(!cfg.open_mode);
+        assert!(cfg.failhard);
+        assert_eq!(cfg.opts()["state_events"], serde_json::json!("yes"));
+        // Salt's loader reads an unsigned leading-zero integer in base ten.
+        assert_eq!(cfg.opts()["custom_mode"], serde_json::json!(644));
+        assert_eq!(cfg.opts()["other"], serde_json::json!({"keep_jobs": 12}));
+
+        // A duplicate key is an error, as in Salt's loader.
+        write(dir.path(), "master", "ret_port: 4506\nret_port: 4507\n");
+        let err = MasterConfig::load(dir.path()).expect_err("duplicate key");
+        assert!(err.to_string().contains("invalid YAML"), "{err}");
+    }
+
+    #[test]
     fn broken_yaml_names_file_and_line() {
         let dir = tempfile::tempdir().expect("tempdir");
         write(
@@ -1750,6 +1874,53 @@ mod tests {
         assert_eq!(cfg.nodegroups["web"], rmpv::Value::from("L@a,b"));
         assert_eq!(cfg.nodegroups["db"], rmpv::Value::from("G@role:db"));
         assert_eq!(cfg.raw.values["some_future_option"]["x"][1], 2);
+    }
+
+    // Expected values are what `salt-call --local config.get <key>` of Salt 3007 gives.
+    #[test]
+    fn minion_effective_opts_are_salts_values() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("root");
+        write(
+            dir.path(),
+            "minion",
+            &format!(
+                "id: m1\nroot_dir: {}\nmaster_port: \"4510\"\nmaster: [a, b]\nlog_file: logs/x\n\
+                 pki_dir: pk\nhash_type: MD5\nfailhard: true\nenvironment: dev\nmy_opt: {{a: 1}}\n",
+                root.display()
+            ),
+        );
+        let opts = MinionConfig::load(dir.path())
+            .expect("loads")
+            .effective_opts();
+        let root_s = root.to_string_lossy();
+        for (key, want) in [
+            ("id", serde_json::json!("m1")),
+            ("master", serde_json::json!(["a", "b"])),
+            ("master_port", serde_json::json!("4510")),
+            ("log_file", serde_json::json!(format!("{root_s}/logs/x"))),
+            ("pki_dir", serde_json::json!(format!("{root_s}/pk"))),
+            (
+                "cachedir",
+                serde_json::json!(format!("{root_s}/var/cache/salt/minion")),
+            ),
+            ("hash_type", serde_json::json!("md5")),
+            ("failhard", serde_json::json!(true)),
+            ("saltenv", serde_json::json!("dev")),
+            ("pillarenv", Value::Null),
+            ("my_opt", serde_json::json!({"a": 1})),
+            ("file_client", serde_json::json!("remote")),
+            ("backup_mode", serde_json::json!("")),
+            ("state_top", serde_json::json!("top.sls")),
+            ("test", serde_json::json!(false)),
+        ] {
+            assert_eq!(opts.get(key), Some(&want), "{key}");
+        }
+        let opts = MinionConfig::default().effective_opts();
+        assert_eq!(opts["master"], "salt");
+        assert_eq!(opts["hash_type"], "sha256");
+        assert_eq!(opts["saltenv"], Value::Null);
+        assert!(!opts.contains_key("publish_port") && !opts.contains_key("job_timeout"));
     }
 
     #[test]

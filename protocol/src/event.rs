@@ -16,6 +16,10 @@ use rmpv::Value;
 
 use crate::target::fnmatch;
 
+/// The tag of the event Brine's tools fire through the master's pull socket, and wait to see
+/// come back, to know that the master publishes to them. Readers of the bus skip it.
+pub const LISTENER_PROBE_TAG: &str = "salt/event/listener/ready";
+
 /// Separates the tag from the packed data in an event body.
 pub const TAGEND: &[u8] = b"\n\n";
 

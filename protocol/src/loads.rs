@@ -600,6 +600,21 @@ pub struct PublishRequest {
 }
 
 impl PublishRequest {
+    /// A request for `fun`, without arguments, to the same target as the same caller (the
+    /// probes a batch or a subset sends first: `test.ping`, `sys.list_functions`).
+    pub fn probe(&self, fun: &str) -> PublishRequest {
+        let mut probe = PublishRequest::new(
+            self.tgt.clone(),
+            Fun::One(fun.to_string()),
+            Vec::new(),
+            &self.tgt_type,
+        );
+        probe.user = self.user.clone();
+        probe.key = self.key.clone();
+        probe.kwargs = self.kwargs.clone();
+        probe
+    }
+
     pub fn new(tgt: Tgt, fun: Fun, arg: Vec<Value>, tgt_type: &str) -> PublishRequest {
         PublishRequest {
             tgt,

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use brine_protocol::target::fnmatch;
 use serde_json::{json, Map, Value};
 
-use crate::low::{self, tag, text, Low};
+use crate::low::{self, tag, text, text_ref, Low};
 use crate::states::{self, Call, Host, Spec};
 use crate::verify::py_text;
 use crate::High;
@@ -752,13 +752,13 @@ impl<'a, 's> Runner<'a, 's> {
                     .get("__sls_included_from__")
                     .and_then(Value::as_array)
                     .is_some_and(|l| l.iter().any(|s| s.as_str() == Some(val)));
-                if fnmatch(val, &text(chunk, "__sls__")) || included {
+                if fnmatch(val, &text_ref(chunk, "__sls__")) || included {
                     out.push(i);
                 }
                 continue;
             }
-            if (fnmatch(val, &text(chunk, "name")) || fnmatch(val, &text(chunk, "__id__")))
-                && (key == "id" || text(chunk, "state") == key)
+            if (fnmatch(val, &text_ref(chunk, "name")) || fnmatch(val, &text_ref(chunk, "__id__")))
+                && (key == "id" || text_ref(chunk, "state") == key)
             {
                 out.push(i);
             }

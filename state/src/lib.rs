@@ -10,6 +10,7 @@
 //! - [`engine`]: the chunks run with their requisites, as Salt's `State.call_high` runs them.
 //! - [`states`]: the state modules, one file each.
 //! - [`top`]: top files merged and matched against a minion (the state top and the pillar top).
+//! - [`url`]: http:// and https:// sources fetched into the minion's cache.
 
 pub mod diff;
 pub mod engine;
@@ -18,6 +19,7 @@ pub mod low;
 pub mod pkgver;
 pub mod states;
 pub mod top;
+pub mod url;
 pub mod verify;
 
 pub use engine::{call_high, check_result, Job, Options};

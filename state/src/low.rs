@@ -87,7 +87,16 @@ pub fn tag(low: &Low) -> String {
 
 /// A chunk's key as Python's `str()` shows it.
 pub fn text(low: &Low, key: &str) -> String {
-    low.get(key).map(py_text).unwrap_or_default()
+    text_ref(low, key).into_owned()
+}
+
+/// [`text`] without a copy when the value is a string.
+pub fn text_ref<'l>(low: &'l Low, key: &str) -> std::borrow::Cow<'l, str> {
+    match low.get(key) {
+        Some(Value::String(s)) => std::borrow::Cow::Borrowed(s),
+        Some(other) => std::borrow::Cow::Owned(py_text(other)),
+        None => std::borrow::Cow::Borrowed(""),
+    }
 }
 
 fn first_key(arg: &Map<String, Value>) -> Option<&str> {

@@ -3,6 +3,9 @@
 //! the real-Salt venv) on this machine must give the same results: per state `result`,
 //! `changes` (a command's `pid` aside), `comment`, `name`, `__run_num__`, `__sls__`, `__id__`,
 //! `__state_ran__`, `skip_watch`, `warnings` and `__parallel__`, and the same errors.
+//!
+//! Both runs see one HTTP server on 127.0.0.1 (serving `tests/http_files/`, see
+//! [`serve_http`]) as the grain `http`, its base URL, for cases with http(s) sources.
 
 mod common;
 
@@ -30,6 +33,7 @@ struct LocalHost {
     tree: PathBuf,
     files: FileServer,
     cache: PathBuf,
+    http: brine_state::url::HttpOptions,
 }
 
 impl Host for LocalHost {
@@ -89,6 +93,10 @@ impl Host for LocalHost {
         self.cache.clone()
     }
 
+    fn http_options(&self) -> brine_state::url::HttpOptions {
+        self.http.clone()
+    }
+
     fn params(&self, fun: &str) -> Option<brine_state::states::Params> {
         brine_minion::functions::params(fun)
     }
@@ -129,8 +137,82 @@ fn case_opts(meta: &Value, work: &Path) -> Map<String, Value> {
         .collect()
 }
 
-fn brine(case: &Path, work: &Path, meta: &Value) -> Value {
-    let grains = json!({"id": "m1", "os_family": "Debian", "os": "Debian", "kernel": "Linux", "osarch": "amd64", "cpuarch": "x86_64", "shell": "/bin/sh", "work": work.display().to_string()});
+/// A small HTTP/1.1 file server on 127.0.0.1 for the cases, started once: `GET` and `HEAD`
+/// of the files in `dir` (the query ignored) with an `ETag` (a `304` to a matching
+/// `If-None-Match`), `404 File not found` (as Python's `http.server`) otherwise, and
+/// `/redirect/<path>` answered with a `302` to `/<path>`. Its base URL.
+fn serve_http(dir: PathBuf) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let Ok(clone) = stream.try_clone() else {
+                continue;
+            };
+            let mut reader = BufReader::new(clone);
+            let mut line = String::new();
+            if reader.read_line(&mut line).is_err() {
+                continue;
+            }
+            let mut if_none_match = None;
+            loop {
+                let mut header = String::new();
+                if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
+                    break;
+                }
+                if let Some((k, v)) = header.split_once(':') {
+                    if k.trim().eq_ignore_ascii_case("if-none-match") {
+                        if_none_match = Some(v.trim().to_string());
+                    }
+                }
+            }
+            let mut parts = line.split_whitespace();
+            let method = parts.next().unwrap_or("");
+            let target = parts.next().unwrap_or("");
+            let path = target.split('?').next().unwrap_or("");
+            let (status, extra, body) = if let Some(rest) = path.strip_prefix("/redirect/") {
+                ("302 Found", format!("Location: /{rest}\r\n"), Vec::new())
+            } else {
+                let rel = path.trim_start_matches('/');
+                match std::fs::read(dir.join(rel)) {
+                    Ok(bytes) if !rel.is_empty() && !rel.contains("..") => {
+                        let tag = format!(
+                            "\"{}\"",
+                            &brine_protocol::crypt::hash_hex(
+                                &bytes,
+                                brine_protocol::crypt::HashType::Sha256
+                            )[..16]
+                        );
+                        if if_none_match.as_deref() == Some(tag.as_str()) {
+                            ("304 Not Modified", format!("ETag: {tag}\r\n"), Vec::new())
+                        } else {
+                            ("200 OK", format!("ETag: {tag}\r\n"), bytes)
+                        }
+                    }
+                    _ => (
+                        "404 File not found",
+                        String::new(),
+                        b"File not found\n".to_vec(),
+                    ),
+                }
+            };
+            let head = format!(
+                "HTTP/1.1 {status}\r\nConnection: close\r\n{extra}Content-Length: {}\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            if method != "HEAD" {
+                let _ = stream.write_all(&body);
+            }
+        }
+    });
+    base
+}
+
+fn brine(case: &Path, work: &Path, meta: &Value, http: &str) -> Value {
+    let grains = json!({"id": "m1", "os_family": "Debian", "os": "Debian", "kernel": "Linux", "osarch": "amd64", "cpuarch": "x86_64", "shell": "/bin/sh", "work": work.display().to_string(), "http": http});
     let tree = Arc::new(Dir(case.join("")));
     let ctx = Context {
         grains: grains.clone(),
@@ -152,6 +234,9 @@ fn brine(case: &Path, work: &Path, meta: &Value) -> Value {
     }
     let mut services = brine_minion::functions::Services::detached();
     services.opts = case_opts(meta, work);
+    // The minion's own cache (cmd.script's downloads) stays in the case's directory.
+    services.cachedir = work.join(".cache");
+    let http_options = brine_state::url::HttpOptions::from_opts(&services.opts);
     let minion = brine_minion::functions::Context {
         id: "m1".into(),
         grains: Arc::new(brine_protocol::payload::from_json(&grains)),
@@ -174,6 +259,7 @@ fn brine(case: &Path, work: &Path, meta: &Value) -> Value {
             .into(),
         ),
         cache: work.join(".cache"),
+        http: http_options,
     };
     // No job: Salt's engine fires no events here either (no master to fire them to).
     let opts = Options {
@@ -227,6 +313,9 @@ fn comparable(ret: &Value) -> Value {
 fn cases_run_as_salt_runs_them() {
     let work = tempfile::tempdir().unwrap();
     let cases = tests_dir().join("run_cases");
+    let http = serve_http(tests_dir().join("http_files"));
+    // salt_run.py gives Salt's run the same grain.
+    std::env::set_var("BRINE_HTTP", &http);
     let Some(out) =
         brine_render::oracle::run_with(&tests_dir().join("salt_run.py"), &[&cases, work.path()])
     else {
@@ -255,7 +344,7 @@ fn cases_run_as_salt_runs_them() {
                 .success();
             assert!(ok, "{name}: setup.sh failed");
         }
-        let got = brine(&case, &case_work, &meta);
+        let got = brine(&case, &case_work, &meta, &http);
         let _ = std::fs::remove_dir_all(&case_work);
         if expected.get("errors") != got.get("errors") {
             failures.push(format!(

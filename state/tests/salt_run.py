@@ -4,7 +4,8 @@ then State.call_high, what state.sls runs) on this machine, and print JSON:
 its states see as the grain `work`, made by the case's setup.sh if any, removed afterwards;
 "opts" in case.json sets minion options ("{work}" in a value stands for that directory);
 with "runs": 2 the states are applied twice and the second run is printed; "like": "<case>"
-takes the tree (base/) and setup.sh of that case. Usage: salt_run.py CASES_DIR WORK_DIR"""
+takes the tree (base/) and setup.sh of that case; the grain `http` is the base URL of the
+test's HTTP server (BRINE_HTTP in the environment). Usage: salt_run.py CASES_DIR WORK_DIR"""
 import json
 import os
 import shutil
@@ -74,7 +75,7 @@ def main():
             file_roots={"base": [os.path.join(src, "base")]},
             pillar_roots={"base": [os.path.join(root, "no-pillar")]},
             id="m1",
-            grains={"id": "m1", "os_family": "Debian", "os": "Debian", "kernel": "Linux", "osarch": "amd64", "cpuarch": "x86_64", "shell": "/bin/sh", "work": work},
+            grains={"id": "m1", "os_family": "Debian", "os": "Debian", "kernel": "Linux", "osarch": "amd64", "cpuarch": "x86_64", "shell": "/bin/sh", "work": work, "http": os.environ.get("BRINE_HTTP", "")},
             test=meta.get("test", False),
             failhard=meta.get("failhard", False),
         )

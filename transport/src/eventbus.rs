@@ -25,6 +25,7 @@ pub const PULL_SOCK: &str = "master_event_pull.ipc";
 /// Largest event frame accepted from a publisher.
 pub const MAX_EVENT_FRAME: usize = 64 * 1024 * 1024;
 const CHANNEL_DEPTH: usize = 65536;
+const PROBE_DEPTH: usize = 1024;
 
 /// One event: its tag, its data map, and the encoded body as it travels.
 #[derive(Debug)]
@@ -76,6 +77,9 @@ impl Event {
 #[derive(Clone)]
 pub struct EventBus {
     tx: broadcast::Sender<Arc<Event>>,
+    /// Listeners' probe events: echoed to the socket's subscribers only, never to the
+    /// master's own (reactor, runners, recorders).
+    probes: broadcast::Sender<Arc<Event>>,
     sock_dir: Option<PathBuf>,
 }
 
@@ -83,7 +87,12 @@ impl EventBus {
     /// A bus that only has in-process subscribers (tests, tools).
     pub fn local() -> EventBus {
         let (tx, _) = broadcast::channel(CHANNEL_DEPTH);
-        EventBus { tx, sock_dir: None }
+        let (probes, _) = broadcast::channel(PROBE_DEPTH);
+        EventBus {
+            tx,
+            probes,
+            sock_dir: None,
+        }
     }
 
     /// Bind both sockets in `sock_dir` and serve them on the current tokio runtime.
@@ -124,7 +133,8 @@ impl EventBus {
                 match publ.accept().await {
                     Ok((stream, _)) => {
                         let rx = b.tx.subscribe();
-                        tokio::spawn(serve_subscriber(stream, rx));
+                        let probes = b.probes.subscribe();
+                        tokio::spawn(serve_subscriber(stream, rx, probes));
                     }
                     Err(e) => {
                         tracing::error!("event bus pub accept: {e}");
@@ -152,7 +162,11 @@ impl EventBus {
     fn publish(&self, ev: Arc<Event>) {
         tracing::trace!(tag = %ev.tag, "event");
         // No subscriber is not an error.
-        let _ = self.tx.send(ev);
+        if ev.tag == PROBE_TAG {
+            let _ = self.probes.send(ev);
+        } else {
+            let _ = self.tx.send(ev);
+        }
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
@@ -193,9 +207,14 @@ impl EventBus {
 async fn serve_subscriber(
     mut stream: tokio::net::UnixStream,
     mut rx: broadcast::Receiver<Arc<Event>>,
+    mut probes: broadcast::Receiver<Arc<Event>>,
 ) {
     loop {
-        match rx.recv().await {
+        let next = tokio::select! {
+            ev = rx.recv() => ev,
+            ev = probes.recv() => ev,
+        };
+        match next {
             Ok(ev) => {
                 if stream.write_all(&pub_frame(&ev.body)).await.is_err() {
                     return;
@@ -209,23 +228,87 @@ async fn serve_subscriber(
     }
 }
 
+pub use brine_protocol::event::LISTENER_PROBE_TAG as PROBE_TAG;
+
+/// How long a new listener waits to see its own probe event, and how often it fires it.
+const PROBE_WAIT: Duration = Duration::from_secs(30);
+const PROBE_AGAIN: Duration = Duration::from_millis(250);
+
 /// A reader of a master's bus (ours or Salt's), for tools running next to the master.
 pub struct EventListener {
     stream: StdUnixStream,
     dec: PubDecoder,
+    /// Events read while waiting for the probe, given out first.
+    early: std::collections::VecDeque<Event>,
 }
 
 impl EventListener {
+    /// Connect to the bus and return once the master publishes to this connection: a
+    /// connection the master's publisher has not yet taken in would miss the events fired
+    /// meanwhile (a job's return), so the listener fires a probe event of its own through
+    /// the master's pull socket and reads until it comes back.
     pub fn connect(sock_dir: &Path) -> io::Result<EventListener> {
         let stream = StdUnixStream::connect(sock_dir.join(PUB_SOCK))?;
-        Ok(EventListener {
+        let mut listener = EventListener {
             stream,
             dec: PubDecoder::new(MAX_EVENT_FRAME),
-        })
+            early: std::collections::VecDeque::new(),
+        };
+        let token = format!(
+            "{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos())
+        );
+        let deadline = Instant::now() + PROBE_WAIT;
+        // The probe is fired again until it is seen: the master may take in the probe
+        // before this connection (both wait in its accept queues while it starts).
+        loop {
+            let probe =
+                brine_protocol::payload::map(vec![("listener", Value::from(token.as_str()))]);
+            fire_event(sock_dir, PROBE_TAG, probe)?;
+            let round = (Instant::now() + PROBE_AGAIN).min(deadline);
+            loop {
+                let left = round.saturating_duration_since(Instant::now());
+                let Some(ev) = listener.read_event(left)? else {
+                    break;
+                };
+                let ours = ev.tag == PROBE_TAG
+                    && brine_protocol::payload::get_str(&ev.data, "listener")
+                        == Some(token.as_str());
+                if ours {
+                    return Ok(listener);
+                }
+                if ev.tag != PROBE_TAG {
+                    listener.early.push_back(ev);
+                }
+            }
+            if Instant::now() >= deadline {
+                tracing::warn!("the master's event bus did not echo this listener's probe");
+                return Ok(listener);
+            }
+        }
     }
 
     /// The next event, or `None` if `timeout` passes first.
     pub fn next(&mut self, timeout: Duration) -> io::Result<Option<Event>> {
+        if let Some(ev) = self.early.pop_front() {
+            return Ok(Some(ev));
+        }
+        // Other listeners' probes are skipped.
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.read_event(left)? {
+                Some(ev) if ev.tag == PROBE_TAG => continue,
+                other => return Ok(other),
+            }
+        }
+    }
+
+    /// The next event on the connection, or `None` if `timeout` passes first.
+    fn read_event(&mut self, timeout: Duration) -> io::Result<Option<Event>> {
         let deadline = Instant::now() + timeout;
         let mut buf = vec![0u8; 64 * 1024];
         loop {
@@ -284,9 +367,8 @@ mod tests {
         let bus = EventBus::bind(dir.path()).await.unwrap();
         let path = dir.path().to_path_buf();
         let got = tokio::task::spawn_blocking(move || {
+            // Connected means subscribed: an event fired right away is seen.
             let mut l = EventListener::connect(&path).unwrap();
-            // Give the accept loop a moment to register the subscriber, then fire from outside.
-            std::thread::sleep(Duration::from_millis(100));
             fire_event(&path, "custom/test", map(vec![("x", Value::from(1))])).unwrap();
             l.next(Duration::from_secs(5)).unwrap().unwrap()
         })
@@ -295,9 +377,21 @@ mod tests {
         assert_eq!(got.tag, "custom/test");
         assert!(get_str(&got.data, "_stamp").is_some());
         let mut rx = bus.subscribe();
+        // Probes reach the socket's subscribers only.
+        fire_event(
+            dir.path(),
+            PROBE_TAG,
+            map(vec![("listener", Value::from("t"))]),
+        )
+        .unwrap();
         bus.fire("a/b", map(vec![("k", Value::from("v"))]));
         let ev = rx.recv().await.unwrap();
         assert_eq!(ev.tag, "a/b");
         assert_eq!(get_str(&ev.data, "k"), Some("v"));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(
+            rx.try_recv().is_err(),
+            "a probe reached an in-process subscriber"
+        );
     }
 }

@@ -133,6 +133,10 @@ fn main() {
     let args = parse_args(&cli.args);
     // Salt runs without a master with --local or `file_client: local`.
     let local = cli.local || cfg.file_client == "local";
+    if local {
+        // As Salt's salt-call does, which `config.get file_client` shows.
+        cfg.file_client = "local".into();
+    }
     let r = if local {
         // The grains: this host's, the config directory's grains file, the config's `grains`.
         let services = Arc::new(functions::Services::from_config(

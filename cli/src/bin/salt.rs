@@ -3,14 +3,24 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use std::ops::ControlFlow;
+use std::sync::Arc;
+use std::time::Duration;
+
 use brine_cli::local::{parse_args, CliError, Local};
 use brine_cli::output::{
     choose_outputter, no_response_message, render_with_retcode, OutputOptions, Outputter,
     NO_INDENT, NO_MINIONS_MATCHED,
 };
+use brine_client::batch::{batch_retcode, invalid_batch_text};
+use brine_client::link::LinkPublisher;
+use brine_client::{Batch, BatchEvent, BatchSize, LocalClient, Timeouts};
 use brine_protocol::loads::{Fun, PublishRequest, Tgt};
 use brine_protocol::optparse::{tools, Parsed};
 use brine_protocol::payload::{get, get_str, to_json, Value};
+use brine_protocol::pyrepr::str_repr;
+use brine_transport::eventbus::Event;
+use tokio::sync::mpsc;
 
 /// What `salt` uses of its command line.
 struct Cli {
@@ -34,6 +44,12 @@ struct Cli {
     state_output: Option<String>,
     state_verbose: Option<String>,
     output_diff: bool,
+    /// `-b`: the batch size as given.
+    batch: Option<String>,
+    batch_wait: f64,
+    failhard: bool,
+    /// `--subset`: run on this many of the targeted minions that have the function.
+    subset: Option<usize>,
     target: String,
     function: String,
     args: Vec<String>,
@@ -46,10 +62,6 @@ const UNSUPPORTED: &[&str] = &[
     "executor_opts",
     "args_stdin",
     "no_parse",
-    "failhard",
-    "subset",
-    "batch",
-    "batch_wait",
     "batch_safe_limit",
     "batch_safe_size",
     "return_config",
@@ -141,6 +153,13 @@ fn cli() -> Cli {
         state_output: p.str("state_output").map(str::to_string),
         state_verbose: p.str("state_verbose").map(str::to_string),
         output_diff: p.flag("state_output_diff"),
+        batch: p.str("batch").filter(|b| !b.is_empty()).map(str::to_string),
+        batch_wait: p.float("batch_wait").unwrap_or(0.0),
+        failhard: p.flag("failhard"),
+        subset: p
+            .int("subset")
+            .filter(|n| *n != 0)
+            .map(|n| n.max(0) as usize),
         target,
         function,
         args: rest.collect(),
@@ -276,6 +295,44 @@ fn run(cli: Cli) -> Result<i32, CliError> {
         .build()
         .map_err(|e| CliError::new(format!("cannot start: {e}"), 2))?;
     let client = local.client();
+    if let Some(spec) = &cli.batch {
+        let Some(size) = BatchSize::parse(spec) else {
+            println!("{}", invalid_batch_text(spec));
+            return Ok(1);
+        };
+        let batch = Batch {
+            size,
+            wait: Duration::try_from_secs_f64(cli.batch_wait).unwrap_or_default(),
+        };
+        let feed = local.feed()?;
+        return rt.block_on(run_batch(
+            &client, feed, &req, batch, timeouts, &cli, out, &opts,
+        ));
+    }
+    if let (Some(n), false, Fun::One(fun)) = (cli.subset, cli.run_async, &req.fun) {
+        // Salt's cmd_subset: ask the targets for their functions first.
+        let probe = req.probe("sys.list_functions");
+        let feed = local.feed()?;
+        let having = rt.block_on(async {
+            let job = client.publish(probe).await?;
+            let mut having = Vec::new();
+            if job.minions.is_empty() {
+                return Ok(having);
+            }
+            let mut returns = client.returns(feed, &job, timeouts);
+            while let Some((id, ev)) = returns.next().await {
+                if let Some(Value::Array(funs)) = get(&ev.data, "return") {
+                    if funs.iter().any(|f| f.as_str() == Some(fun)) {
+                        having.push(id);
+                    }
+                }
+            }
+            Ok(having)
+        });
+        let having = having.map_err(brine_cli::local::request_error)?;
+        req.tgt = Tgt::List(brine_client::batch::choose_subset(having, n));
+        req.tgt_type = "list".into();
+    }
     // Listen before publishing, so that no return is missed.
     let feed = if cli.run_async {
         None
@@ -362,6 +419,82 @@ fn run(cli: Cli) -> Result<i32, CliError> {
         return Ok(1);
     }
     Ok(0)
+}
+
+/// `salt -b`: Salt's batch output (each return with its `retcode` and `jid`, in the
+/// outputter the return names) and exit code (the highest retcode).
+#[allow(clippy::too_many_arguments)]
+async fn run_batch(
+    client: &LocalClient<LinkPublisher>,
+    feed: mpsc::Receiver<Arc<Event>>,
+    req: &PublishRequest,
+    batch: Batch,
+    timeouts: Timeouts,
+    cli: &Cli,
+    out: Option<Outputter>,
+    opts: &OutputOptions,
+) -> Result<i32, CliError> {
+    let stdout = std::io::stdout();
+    let mut retcode = 0i64;
+    let show = |o: Outputter, data: &serde_json::Value, rc: i64| {
+        let text = render_with_retcode(o, data, opts, rc);
+        if !text.is_empty() {
+            let _ = writeln!(stdout.lock(), "{text}");
+        }
+    };
+    let used = client
+        .batch(feed, req, batch, timeouts, |ev| match ev {
+            BatchEvent::Down(ids) => {
+                for id in ids {
+                    println!("Minion {id} did not respond. No job will be sent.");
+                }
+                ControlFlow::Continue(())
+            }
+            BatchEvent::Started { minions, .. } => {
+                let list: Vec<String> = minions.iter().map(|m| str_repr(m)).collect();
+                println!("\nExecuting run on [{}]\n", list.join(", "));
+                ControlFlow::Continue(())
+            }
+            BatchEvent::Return { id, event, .. } => {
+                let data = &event.data;
+                let mut shown = serde_json::Map::new();
+                let rc = get(data, "retcode").map(batch_retcode);
+                if let Some(rc) = rc {
+                    shown.insert("retcode".into(), serde_json::json!(rc));
+                }
+                if let Some(jid) = get(data, "jid") {
+                    shown.insert("jid".into(), to_json(jid));
+                }
+                let ret = get(data, "return").map(to_json).unwrap_or_default();
+                shown.insert(id.clone(), ret);
+                let rc = rc.unwrap_or(0);
+                let o = choose_outputter(out, get_str(data, "out"));
+                show(o, &serde_json::Value::Object(shown), rc);
+                retcode = retcode.max(rc);
+                if cli.failhard && rc > 0 {
+                    eprintln!(
+                        "[ERROR   ] Minion {id} returned with non-zero exit code. \
+                         Batch run stopped due to failhard"
+                    );
+                    return ControlFlow::Break(());
+                }
+                ControlFlow::Continue(())
+            }
+            BatchEvent::NoReturn { id, .. } => {
+                let o = out.unwrap_or(Outputter::Nested);
+                show(o, &serde_json::json!({ id: {} }), 0);
+                ControlFlow::Continue(())
+            }
+        })
+        .await
+        .map_err(brine_cli::local::request_error)?;
+    if used.is_empty() {
+        println!("{NO_MINIONS_MATCHED}");
+        println!("No minions matched the target.");
+        eprintln!("ERROR: No return received");
+        return Ok(2);
+    }
+    Ok(i32::try_from(retcode).unwrap_or(i32::MAX))
 }
 
 fn retcode_of(v: &Value) -> i64 {

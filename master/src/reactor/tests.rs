@@ -641,6 +641,109 @@ async fn a_master_reacts_to_events_with_jobs() {
     let seen = events_until_quiet(&mut rx, Duration::from_secs(2)).await;
     let tags: Vec<&str> = seen.iter().map(|(t, _)| t.as_str()).collect();
     assert_eq!(tags, ["brine/test/loop", "brine/broken", "brine/unmatched"]);
+
+    // The reactor.* runners: Salt's answers, and the map changes for the next events.
+    let runner = |fun: &'static str, args: Vec<Value>| {
+        let master = master.clone();
+        async move {
+            let a = crate::wheel::Args {
+                args,
+                kwargs: vec![],
+            };
+            to_json(
+                &master
+                    .run_runner("20260101000000000000", fun, a, "root")
+                    .await
+                    .unwrap(),
+            )
+        }
+    };
+    let s = |t: &str| Value::from(t);
+    assert_eq!(
+        runner("reactor.list", vec![]).await[1],
+        json!({"brine/other": ["salt://reactor/other.sls"]})
+    );
+    assert_eq!(
+        runner(
+            "reactor.add",
+            vec![s("brine/new"), s("salt://reactor/other.sls")]
+        )
+        .await,
+        json!({"status": true, "comment": "Reactor added."})
+    );
+    assert_eq!(
+        runner(
+            "reactor.add",
+            vec![s("brine/new"), s("salt://reactor/other.sls")]
+        )
+        .await,
+        json!({"status": false, "comment": "Reactor already exists."})
+    );
+    assert_eq!(
+        runner("reactor.list", vec![])
+            .await
+            .as_array()
+            .map(Vec::len),
+        Some(4)
+    );
+    master.bus.fire("brine/new", Value::Map(vec![]));
+    let seen = events_until_quiet(&mut rx, Duration::from_secs(2)).await;
+    assert!(
+        seen.iter()
+            .any(|(t, _)| t.starts_with("salt/job/") && t.ends_with("/new")),
+        "{seen:?}"
+    );
+    assert_eq!(
+        runner("reactor.delete", vec![s("brine/none")]).await,
+        json!({"status": false, "comment": "Reactor does not exists."})
+    );
+    assert_eq!(
+        runner("reactor.delete", vec![s("brine/new")]).await,
+        json!({"status": true, "comment": "Reactor deleted."})
+    );
+    assert_eq!(runner("reactor.is_leader", vec![]).await, json!(true));
+    assert_eq!(
+        runner("reactor.set_leader", vec![Value::from(false)]).await,
+        json!(false)
+    );
+    master.bus.fire("brine/other", Value::Map(vec![]));
+    let seen = events_until_quiet(&mut rx, Duration::from_secs(2)).await;
+    assert_eq!(
+        seen.len(),
+        1,
+        "a reactor that is not the leader does nothing: {seen:?}"
+    );
+    assert_eq!(runner("reactor.set_leader", vec![]).await, json!(true));
+
+    // Salt's manage events: answered with the root key, refused without it.
+    master.bus.fire(
+        "salt/reactors/manage/is_leader",
+        map(vec![("key", Value::from(master.secrets.root_key()))]),
+    );
+    master.bus.fire(
+        "salt/reactors/manage/set_leader",
+        map(vec![
+            ("key", s("wrong")),
+            ("id", s("brinetest_master")),
+            ("value", Value::from(false)),
+        ]),
+    );
+    let seen = events_until_quiet(&mut rx, Duration::from_secs(2)).await;
+    let mut tags: Vec<&str> = seen.iter().map(|(t, _)| t.as_str()).collect();
+    tags.sort();
+    assert_eq!(
+        tags,
+        [
+            "salt/reactors/manage/is_leader",
+            "salt/reactors/manage/leader/value",
+            "salt/reactors/manage/set_leader"
+        ]
+    );
+    let value = seen
+        .iter()
+        .find(|(t, _)| t.ends_with("/leader/value"))
+        .unwrap();
+    assert_eq!(value.1["result"], json!(true));
     task.abort();
 }
 

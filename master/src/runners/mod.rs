@@ -18,7 +18,7 @@ macro_rules! runner_modules {
     };
 }
 
-runner_modules![cache, doc, fileserver, jobs, manage, pillar, state, test];
+runner_modules![cache, doc, fileserver, jobs, manage, pillar, reactor, state, test];
 
 use std::future::Future;
 use std::pin::Pin;
@@ -282,6 +282,46 @@ impl Master {
         }
     }
 
+    /// Salt's `cmd_batch` from inside the master: the returns (`None` for a minion whose
+    /// job ended without one) in arrival order; with `failhard`, the run stops after the
+    /// first return with a non-zero retcode.
+    pub async fn batch_cmd(
+        self: &Arc<Self>,
+        req: PublishRequest,
+        batch: brine_client::Batch,
+        timeout: Duration,
+        failhard: bool,
+    ) -> Result<Vec<(String, Option<Value>)>, ClientError> {
+        let client = LocalClient::new(InProcess(self.clone()));
+        let rx = self.bus.subscribe();
+        let waits = Timeouts::from_secs(
+            timeout.as_secs(),
+            self.cfg.gather_job_timeout,
+            self.cfg.gather_hard_stop,
+        );
+        let mut returns = Vec::new();
+        client
+            .batch(rx, &req, batch, waits, |ev| {
+                use brine_client::BatchEvent;
+                use std::ops::ControlFlow;
+                match ev {
+                    BatchEvent::Return { id, event, .. } => {
+                        let bad = get(&event.data, "retcode")
+                            .is_some_and(|rc| brine_client::batch::batch_retcode(rc) > 0);
+                        returns.push((id, Some(event.data.clone())));
+                        if failhard && bad {
+                            return ControlFlow::Break(());
+                        }
+                    }
+                    BatchEvent::NoReturn { id, .. } => returns.push((id, None)),
+                    BatchEvent::Down(_) | BatchEvent::Started { .. } => {}
+                }
+                ControlFlow::Continue(())
+            })
+            .await?;
+        Ok(returns)
+    }
+
     fn job_result(&self, jid: &str) -> Vec<(Value, Value)> {
         self.store
             .get_returns(jid)
@@ -383,12 +423,22 @@ fn missing_arguments(runner: &Runner, a: &Args) -> Option<String> {
         [] => unreachable!("not empty"),
     };
     let short = runner.name.rsplit('.').next().unwrap_or(runner.name);
-    Some(format!(
-        "\nPassed invalid arguments: {short}() missing {} required positional argument{}: {list}\n\nUsage:\n{}",
+    let why = format!(
+        "{short}() missing {} required positional argument{}: {list}",
         missing.len(),
         if missing.len() == 1 { "" } else { "s" },
+    );
+    Some(invalid_arguments(runner, &why))
+}
+
+/// Salt's answer to a runner called with arguments it does not take (the `TypeError` or
+/// `SaltInvocationError` Salt's runner client turns into a successful return): the reason
+/// and the runner's usage.
+pub(crate) fn invalid_arguments(runner: &Runner, why: &str) -> String {
+    format!(
+        "\nPassed invalid arguments: {why}\n\nUsage:\n{}",
         runner.doc
-    ))
+    )
 }
 
 fn value_text(v: &Value) -> String {

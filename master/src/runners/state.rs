@@ -72,10 +72,9 @@ pub const FUNCTIONS: &[Runner] = &[
 
 /// Salt's answer to a runner called with arguments it does not take.
 fn invalid(c: &Call, why: &str) -> Value {
-    let doc = super::find(c.fun).map_or("", |r| r.doc);
-    Value::from(format!(
-        "\nPassed invalid arguments: {why}\n\nUsage:\n{doc}"
-    ))
+    super::find(c.fun).map_or_else(|| Value::from(why), |r| {
+        Value::from(super::invalid_arguments(r, why))
+    })
 }
 
 /// `pillar=` as the orchestrate runners take it: a map, or nothing.

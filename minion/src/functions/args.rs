@@ -590,6 +590,18 @@ pub(crate) fn py_float_of(v: &Value) -> Result<f64, String> {
     }
 }
 
+/// Salt's `salt.utils.args.split_input`: a list as it is, anything else as its text split
+/// at commas, each part stripped.
+pub(crate) fn split_input(v: &Value) -> Vec<String> {
+    match v {
+        Value::Array(items) => items.iter().map(py_str).collect(),
+        other => py_str(other)
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .collect(),
+    }
+}
+
 /// Python `shlex.split(s)` (Brine's one implementation, in protocol).
 pub(crate) fn shlex_split(s: &str) -> Result<Vec<String>, String> {
     brine_protocol::pyrepr::shlex_split(s)

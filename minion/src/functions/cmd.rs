@@ -5,6 +5,10 @@
 //! is reset to C, output is right-stripped, and the job retcode is the exit code.
 //! Not supported (accepted and ignored): `template`, `umask`, `output_encoding`,
 //! `log_callback`, `use_vt`, `password`, `encoded_cmd`, `saltenv`, `bg`.
+//!
+//! `cmd.script` takes its script from the master (`salt://`, rendered when a template is
+//! asked for), over `http://`/`https://` (fetched into the cache's `extrn_files` on every
+//! call, as Salt does) or from this machine's disk.
 
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream as StdUnixStream;
@@ -15,7 +19,7 @@ use std::time::Duration;
 use rmpv::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
-use super::args::{is_true, py_float_of, py_repr, py_str, shlex_split, Bound, Signature};
+use super::args::{is_true, py_float_of, py_repr, py_str, shlex_split, split_input, Bound, Signature};
 use super::{CallState, Context, FnError, Spec};
 use brine_protocol::payload::map;
 
@@ -31,6 +35,8 @@ pub enum Fun {
     RunAll,
     RunStderr,
     RunStdout,
+    Script,
+    ScriptRetcode,
     Shell,
     Which,
 }
@@ -202,6 +208,8 @@ impl Fun {
         Fun::RunAll,
         Fun::RunStderr,
         Fun::RunStdout,
+        Fun::Script,
+        Fun::ScriptRetcode,
         Fun::Shell,
         Fun::Which,
     ];
@@ -291,6 +299,46 @@ impl Fun {
     "
                 ),
             ),
+            Fun::Script | Fun::ScriptRetcode => {
+                let retcode = self == Fun::ScriptRetcode;
+                (
+                    if retcode { "cmd.script_retcode" } else { "cmd.script" },
+                    if retcode { "script_retcode" } else { "script" },
+                    Signature::new(SCRIPT_PARAMS, 1, false, true),
+                    if retcode {
+                        "
+    Run a script as cmd.script does and return only its exit code. The script is rendered
+    with the jinja template engine unless template is set otherwise.
+
+    CLI Example:
+
+        salt '*' cmd.script_retcode salt://scripts/check.sh
+    "
+                    } else {
+                        "
+    Fetch a script from the master (salt://) or this minion's disk and run it with its
+    arguments: it is written to a temporary file (in cwd when given), run and removed.
+    Returns pid, retcode, stdout and stderr; when the script cannot be fetched, retcode 1
+    and cache_error True.
+
+    source
+        The script: salt://path or a local path.
+    args
+        Its arguments, a string (split as a shell would) or a list.
+    template
+        Render the script with this engine first (jinja).
+    cwd, stdin, runas, shell, python_shell, env, umask, timeout, hide_output,
+    reset_system_locale, saltenv, success_retcodes, success_stdout, success_stderr
+        As for cmd.run_all.
+
+    CLI Example:
+
+        salt '*' cmd.script salt://scripts/runme.sh
+        salt '*' cmd.script salt://scripts/runme.sh 'arg1 arg2 \"arg 3\"'
+    "
+                    },
+                )
+            }
             Fun::Shell => (
                 "cmd.shell",
                 "shell",
@@ -329,7 +377,7 @@ impl Fun {
 
     pub(crate) async fn run(
         self,
-        _ctx: &Context,
+        ctx: &Context,
         b: &Bound,
         st: &mut CallState,
     ) -> Result<Value, FnError> {
@@ -372,6 +420,15 @@ impl Fun {
                 st.retcode = out.job_retcode(&opts);
                 Ok(Value::from(out.retcode))
             }
+            Fun::Script | Fun::ScriptRetcode => {
+                let out = script(ctx, b, self == Fun::ScriptRetcode, st).await?;
+                if self == Fun::ScriptRetcode {
+                    return Ok(brine_protocol::payload::get(&out, "retcode")
+                        .cloned()
+                        .unwrap_or(Value::from(1)));
+                }
+                Ok(out)
+            }
             Fun::RunStdout | Fun::RunStderr => {
                 let opts = RunOpts::from_bound(b, false)?;
                 let out = execute(&opts).await?;
@@ -387,6 +444,249 @@ impl Fun {
                     text
                 }))
             }
+        }
+    }
+}
+
+/// The parameters of `cmd.script` and `cmd.script_retcode`.
+const SCRIPT_PARAMS: &[&str] = &[
+    "source",
+    "args",
+    "cwd",
+    "stdin",
+    "runas",
+    "group",
+    "shell",
+    "python_shell",
+    "env",
+    "template",
+    "umask",
+    "output_encoding",
+    "output_loglevel",
+    "log_callback",
+    "hide_output",
+    "timeout",
+    "reset_system_locale",
+    "saltenv",
+    "use_vt",
+    "bg",
+    "password",
+    "success_retcodes",
+    "success_stdout",
+    "success_stderr",
+];
+
+/// What `cmd.script` answers when the script cannot be fetched.
+fn cache_error() -> Value {
+    map([
+        ("pid", Value::from(0)),
+        ("retcode", Value::from(1)),
+        ("stdout", Value::from("")),
+        ("stderr", Value::from("")),
+        ("cache_error", Value::Boolean(true)),
+    ])
+}
+
+/// The script's text: from the master's file server (rendered when a template is asked for),
+/// over http(s) (through the cache's `extrn_files`) or from this machine's disk; `None` when
+/// there is no such file.
+async fn script_text(
+    ctx: &Context,
+    source: &str,
+    saltenv: &str,
+    template: Option<&str>,
+    vars: serde_json::Map<String, serde_json::Value>,
+) -> Result<Option<Vec<u8>>, FnError> {
+    if let Some(engine) = template.filter(|t| *t != "jinja") {
+        return Err(FnError::Execution(format!(
+            "Attempted to render file paths with unavailable engine {engine}"
+        )));
+    }
+    if brine_state::url::is_http(source) {
+        if template.is_some() {
+            return Err(FnError::Execution(format!(
+                "Rendering a script from {source} as a template is not supported by Brine's cmd.script; serve it from the master (salt://)"
+            )));
+        }
+        // As Salt: fetched into extrn_files on every call (no source_hash to check a cached
+        // copy against); a failed fetch is Salt's MinionError.
+        let opts = brine_state::url::HttpOptions::from_opts(&ctx.services.opts);
+        let (cachedir, url, env) = (
+            ctx.services.cachedir.clone(),
+            source.to_string(),
+            saltenv.to_string(),
+        );
+        let fetched = tokio::task::spawn_blocking(move || {
+            let fetch = brine_state::url::Fetch::default();
+            brine_state::url::cache_url(&opts, &cachedir, &url, &env, &fetch)
+        })
+        .await
+        .map_err(|e| FnError::Exception(e.to_string()))?;
+        let path =
+            fetched.map_err(|e| FnError::Exception(format!("salt.exceptions.MinionError: {e}")))?;
+        return std::fs::read(path)
+            .map(Some)
+            .map_err(|e| FnError::Execution(e.to_string()));
+    }
+    if !source.starts_with("salt://") {
+        let bytes = brine_state::states::read_local(source).map_err(FnError::Execution)?;
+        let Some(bytes) = bytes else { return Ok(None) };
+        if template.is_none() {
+            return Ok(Some(bytes));
+        }
+        return Err(FnError::Execution(format!(
+            "Rendering a local script ({source}) as a template is not supported by Brine's cmd.script; serve it from the master (salt://)"
+        )));
+    }
+    let Some(master) = ctx.services.master.clone() else {
+        return Err(FnError::Execution(
+            "cmd.script needs the master's file server for salt:// sources (this minion has no master)".into(),
+        ));
+    };
+    let client = std::sync::Arc::new(crate::fileclient::FileClient::new(
+        master,
+        &ctx.services.cachedir,
+    ));
+    let (source, saltenv, template) = (
+        source.to_string(),
+        saltenv.to_string(),
+        template.is_some(),
+    );
+    let ctx = ctx.clone();
+    tokio::task::spawn_blocking(move || -> Result<Option<Vec<u8>>, String> {
+        if template {
+            return Ok(super::cp::render_master_file(&client, &ctx, &source, &saltenv, vars)?
+                .map(String::into_bytes));
+        }
+        match client.cache_file(&source, &saltenv)? {
+            Some(path) => std::fs::read(path).map(Some).map_err(|e| e.to_string()),
+            None => Ok(None),
+        }
+    })
+    .await
+    .map_err(|e| FnError::Exception(e.to_string()))?
+    .map_err(FnError::Execution)
+}
+
+/// A new private file for the script, named as Python's `mkstemp` names them, in `dir`.
+fn script_file(dir: &Path, ext: &str) -> std::io::Result<(std::path::PathBuf, std::fs::File)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    const LETTERS: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789_";
+    let mut last = None;
+    for _ in 0..100 {
+        let seed: [u8; 8] = rand::random();
+        let stem: String = seed
+            .iter()
+            .map(|b| LETTERS[*b as usize % LETTERS.len()] as char)
+            .collect();
+        let path = dir.join(format!("tmp{stem}{ext}"));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+        {
+            Ok(f) => return Ok((path, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no free temporary file name")))
+}
+
+/// Salt's `cmd.script`: fetch the script (rendered when `template` is set), write it to a
+/// private temporary file (mode 0500, owned by `runas`), run it with `args`, remove it.
+async fn script(
+    ctx: &Context,
+    b: &Bound,
+    retcode_only: bool,
+    st: &mut CallState,
+) -> Result<Value, FnError> {
+    use std::io::Write;
+    let source = py_str(b.get("source").unwrap_or(&Value::Nil));
+    let saltenv = b
+        .opt("saltenv")
+        .map(py_str)
+        .or_else(|| {
+            ctx.services
+                .opts
+                .get("saltenv")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| "base".into());
+    // cmd.script_retcode renders with jinja unless told otherwise.
+    let template = match b.get("template") {
+        None if retcode_only => Some("jinja".to_string()),
+        None => None,
+        Some(v) if brine_protocol::payload::py_truthy(v) => Some(py_str(v)),
+        Some(_) => None,
+    };
+    let (rel, _) = crate::fileclient::split_url(&source, &saltenv);
+    let ext = Path::new(&rel)
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    let dir = match b.get("cwd").filter(|v| brine_protocol::payload::py_truthy(v)) {
+        Some(cwd) => std::path::PathBuf::from(py_str(cwd)),
+        None => std::env::temp_dir(),
+    };
+    let vars = b
+        .kwargs
+        .iter()
+        .filter(|(k, _)| !k.starts_with("__"))
+        .map(|(k, v)| (k.clone(), brine_protocol::payload::to_json(v)))
+        .collect();
+    let text = script_text(ctx, &source, &saltenv, template.as_deref(), vars).await?;
+    let Some(text) = text else {
+        return Ok(cache_error());
+    };
+    let (path, mut file) = script_file(&dir, &ext).map_err(|e| {
+        FnError::Execution(format!("The script could not be written in {}: {e}", dir.display()))
+    })?;
+    let mut opts = RunOpts::from_bound(b, false)?;
+    let runas_uid = match &opts.runas {
+        Some(name) => lookup_user(name).map(|u| u.uid),
+        None => None,
+    };
+    let prepared = file
+        .write_all(&text)
+        .and_then(|()| std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o500)))
+        .and_then(|()| match runas_uid {
+            Some(uid) => std::os::unix::fs::chown(&path, Some(uid), None),
+            None => Ok(()),
+        });
+    drop(file);
+    if let Err(e) = prepared {
+        let _ = std::fs::remove_file(&path);
+        return Err(FnError::Execution(format!(
+            "The script could not be written to {}: {e}",
+            path.display()
+        )));
+    }
+    let args: Vec<String> = match b.get("args") {
+        None | Some(Value::Nil) => Vec::new(),
+        Some(Value::Array(items)) => items.iter().map(py_str).collect(),
+        Some(v) => shlex_split(&py_str(v))
+            .map_err(|e| FnError::Exception(format!("ValueError: {e}")))?,
+    };
+    if !args.is_empty() {
+        opts.python_shell = false;
+    }
+    let mut argv = vec![Value::from(path.display().to_string())];
+    argv.extend(args.into_iter().map(Value::from));
+    opts.cmd = Value::Array(argv);
+    let out = execute(&opts).await;
+    let _ = std::fs::remove_file(&path);
+    match out {
+        Ok(out) => {
+            st.retcode = out.job_retcode(&opts);
+            Ok(out.into_map(opts.hide_output))
+        }
+        // Salt logs a command that cannot be started and answers an empty dict.
+        Err(e) => {
+            tracing::error!("cmd.script: unable to run script '{}': {e:?}", path.display());
+            Ok(Value::Map(Vec::new()))
         }
     }
 }
@@ -473,15 +773,6 @@ impl RunOpts {
             success_stderr: b.opt("success_stderr").map(split_input).unwrap_or_default(),
             hide_output: b.get("hide_output").is_some_and(is_true_v),
         })
-    }
-}
-
-/// `salt.utils.args.split_input`: a list, or a comma-separated string.
-fn split_input(v: &Value) -> Vec<String> {
-    match v {
-        Value::Array(items) => items.iter().map(py_str).collect(),
-        Value::String(_) => py_str(v).split(',').map(|s| s.trim().to_string()).collect(),
-        other => vec![py_str(other)],
     }
 }
 

@@ -2,7 +2,10 @@
 //! `cp.get_file`, `cp.get_dir`, `cp.get_template`, `cp.cache_master`), what it lists
 //! (`cp.list_master`, `cp.list_master_dirs`, `cp.list_states`) and hashes (`cp.hash_file`),
 //! and the local cache (`cp.is_cached`), through the minion's file client; `cp.push` sends a
-//! file of the minion to the master.
+//! file of the minion to the master. `cp.cache_file` and `cp.is_cached` of an `http://` or
+//! `https://` URL fetch it into (or look it up in) `extrn_files` of the cache directory with
+//! `brine_state::url`, with no master needed; `cp.get_url` gets an http(s) URL into the
+//! cache, to a path or as text (and a `salt://` or local file as Salt does).
 
 use std::path::{Path, PathBuf};
 
@@ -20,6 +23,7 @@ pub enum Fun {
     GetDir,
     GetFile,
     GetTemplate,
+    GetUrl,
     HashFile,
     IsCached,
     ListMaster,
@@ -35,6 +39,7 @@ impl Fun {
         Fun::GetDir,
         Fun::GetFile,
         Fun::GetTemplate,
+        Fun::GetUrl,
         Fun::HashFile,
         Fun::IsCached,
         Fun::ListMaster,
@@ -94,6 +99,21 @@ impl Fun {
     CLI Example:
 
         salt '*' cp.get_file salt://path/to/file /minion/dest makedirs=True
+    ",
+            ),
+            Fun::GetUrl => (
+                "cp.get_url",
+                "get_url",
+                Signature::new(&["path", "dest", "saltenv", "makedirs", "source_hash"], 1, false, false),
+                "
+    Get a file from a URL (http://, https://, salt:// or a local path). With
+    dest unset the file is cached and its local path returned; with dest a
+    path it is written there and dest returned ('' when dest's directory is
+    missing and makedirs is not set); with dest=None its contents are returned.
+
+    CLI Example:
+
+        salt '*' cp.get_url https://example.com/file.txt /tmp/file.txt
     ",
             ),
             Fun::GetTemplate => (
@@ -204,6 +224,17 @@ impl Fun {
         b: &Bound,
         _st: &mut CallState,
     ) -> Result<Value, FnError> {
+        // URLs over the network need no master.
+        let path = b.opt("path").map(py_str).unwrap_or_default();
+        let remote = brine_state::url::remote_scheme(&path).is_some();
+        if (remote && matches!(self, Fun::CacheFile | Fun::IsCached))
+            || (self == Fun::GetUrl && !path.starts_with("salt://"))
+        {
+            let (b, ctx) = (b.clone(), ctx.clone());
+            return tokio::task::spawn_blocking(move || self.run_url(&path, &b, &ctx))
+                .await
+                .map_err(|e| FnError::Exception(e.to_string()))?;
+        }
         let Some(master) = ctx.services.master.clone() else {
             return Err(FnError::Execution(
                 "cp functions need the master's file server (this minion has no master)".into(),
@@ -216,6 +247,78 @@ impl Fun {
             .await
             .map_err(|e| FnError::Exception(e.to_string()))?
             .map_err(FnError::Execution)
+    }
+
+    /// `cp.cache_file` and `cp.is_cached` of an `http://` or `https://` URL: the file under
+    /// `extrn_files` in the cache directory, fetched as Salt's file client fetches it (the
+    /// cached copy kept when it has `source_hash`). A failed fetch is Salt's `MinionError`;
+    /// `ftp://`, `s3://` and `swift://` are refused by name.
+    fn run_url(self, url: &str, b: &Bound, ctx: &Context) -> Result<Value, FnError> {
+        let text = |key: &str| b.opt(key).filter(|v| !v.is_nil()).map(py_str);
+        let saltenv = text("saltenv")
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "base".into());
+        let cachedir = &ctx.services.cachedir;
+        if self == Fun::IsCached {
+            let path = brine_state::url::extrn_path(cachedir, url, &saltenv)
+                .ok()
+                .filter(|p| p.exists());
+            return Ok(path.map_or(Value::from(""), |p| Value::from(p.display().to_string())));
+        }
+        let minion_error = |e: String| FnError::Exception(format!("salt.exceptions.MinionError: {e}"));
+        if self == Fun::GetUrl && brine_state::url::remote_scheme(url).is_none() {
+            // A file of this machine: its path, or its contents for dest=None.
+            let path = local_path(url).map_err(FnError::Execution)?;
+            return match b.get("dest") {
+                Some(v) if v.is_nil() => std::fs::read(&path)
+                    .map(|bytes| Value::from(String::from_utf8_lossy(&bytes).into_owned()))
+                    .map_err(|e| FnError::Exception(e.to_string())),
+                _ => Ok(Value::from(path)),
+            };
+        }
+        if !brine_state::url::is_http(url) {
+            return Err(FnError::Exception(format!(
+                "salt.exceptions.MinionError: {}",
+                brine_state::url::refused(url)
+            )));
+        }
+        let fetch = brine_state::url::Fetch {
+            source_hash: text("source_hash").filter(|h| !h.is_empty()),
+            verify_ssl: b.opt("verify_ssl").is_none_or(|v| is_true(Some(v))),
+            use_etag: is_true(b.opt("use_etag")),
+        };
+        let opts = brine_state::url::HttpOptions::from_opts(&ctx.services.opts);
+        if self == Fun::GetUrl {
+            let fetch = brine_state::url::Fetch {
+                verify_ssl: true,
+                use_etag: false,
+                ..fetch
+            };
+            return match b.get("dest") {
+                // dest=None: the contents.
+                Some(v) if v.is_nil() => {
+                    let bytes = brine_state::url::fetch_bytes(&opts, url, &fetch).map_err(minion_error)?;
+                    Ok(Value::from(String::from_utf8_lossy(&bytes).into_owned()))
+                }
+                Some(v) if !py_str(v).is_empty() => {
+                    let dest = url_dest(url, &py_str(v));
+                    if let Some(dir) = dest.parent().filter(|d| !d.is_dir()) {
+                        if !is_true(b.opt("makedirs")) {
+                            return Ok(Value::from(""));
+                        }
+                        std::fs::create_dir_all(dir).map_err(|e| FnError::Exception(e.to_string()))?;
+                    }
+                    brine_state::url::download_to(&opts, url, &dest, &fetch).map_err(minion_error)?;
+                    Ok(Value::from(dest.display().to_string()))
+                }
+                _ => brine_state::url::cache_url(&opts, cachedir, url, &saltenv, &fetch)
+                    .map(|p| Value::from(p.display().to_string()))
+                    .map_err(minion_error),
+            };
+        }
+        brine_state::url::cache_url(&opts, cachedir, url, &saltenv, &fetch)
+            .map(|p| Value::from(p.display().to_string()))
+            .map_err(minion_error)
     }
 
     fn run_blocking(self, client: FileClient, b: &Bound, ctx: &Context) -> Result<Value, String> {
@@ -239,6 +342,26 @@ impl Fun {
                 }
                 Value::Array(out)
             }
+            Fun::GetUrl => match b.get("dest") {
+                // A salt:// file (the others are answered by run_url).
+                Some(v) if v.is_nil() => match client.cache_file(&path, &saltenv)? {
+                    Some(p) => Value::from(
+                        String::from_utf8_lossy(&std::fs::read(p).map_err(|e| e.to_string())?).into_owned(),
+                    ),
+                    None => Value::Boolean(false),
+                },
+                dest => {
+                    let dest = dest.map(py_str).unwrap_or_default();
+                    match client.cache_file(&path, &saltenv)? {
+                        None => Value::Boolean(false),
+                        Some(cached) if dest.is_empty() => path_value(cached),
+                        Some(cached) => match place(&cached, &path, &dest, is_true(b.opt("makedirs")))? {
+                            Some(d) => path_value(d),
+                            None => Value::Boolean(false),
+                        },
+                    }
+                }
+            },
             Fun::HashFile => client.hash(&path, &saltenv)?,
             Fun::IsCached => client
                 .is_cached(&path, &saltenv)
@@ -310,26 +433,15 @@ impl Fun {
                 if template != "jinja" {
                     return Err(format!("Attempted to render file paths with unavailable engine {template}"));
                 }
-                let (rel, env) = split_url(&path, &saltenv);
-                let Some(source) = client.read_text(&rel, &env)? else {
+                let vars = b
+                    .kwargs
+                    .iter()
+                    .filter(|(k, _)| !k.starts_with("__"))
+                    .map(|(k, v)| (k.clone(), brine_protocol::payload::to_json(v)))
+                    .collect();
+                let Some(text) = render_master_file(&client, ctx, &path, &saltenv, vars)? else {
                     return Ok(Value::from(""));
                 };
-                let render_ctx = brine_render::Context {
-                    grains: brine_protocol::payload::to_json(&ctx.grains),
-                    pillar: brine_protocol::payload::to_json(&ctx.pillar),
-                    opts: serde_json::json!({"id": ctx.id}),
-                    saltenv: env.clone(),
-                    vars: b
-                        .kwargs
-                        .iter()
-                        .filter(|(k, _)| !k.starts_with("__"))
-                        .map(|(k, v)| (k.clone(), brine_protocol::payload::to_json(v)))
-                        .collect(),
-                    ..brine_render::Context::default()
-                };
-                let functions = std::sync::Arc::new(super::TemplateFunctions::new(ctx.clone(), |_| true));
-                let text = brine_render::render_template(&source, &rel, &render_ctx, client.clone(), functions)
-                    .map_err(|e| e.to_string())?;
                 let target = PathBuf::from(&dest);
                 if let Some(dir) = target.parent().filter(|d| !d.as_os_str().is_empty()) {
                     if !dir.is_dir() {
@@ -344,6 +456,64 @@ impl Fun {
             }
         })
     }
+}
+
+/// A file of the master's file server rendered with Jinja (Salt's `cp.get_template`
+/// rendering): the minion's grains and pillar, `vars` as the template's variables, the
+/// entries of a `context` map among them over the others. `None` when the master has no
+/// such file.
+pub(crate) fn render_master_file(
+    client: &std::sync::Arc<FileClient>,
+    ctx: &Context,
+    url: &str,
+    saltenv: &str,
+    mut vars: serde_json::Map<String, serde_json::Value>,
+) -> Result<Option<String>, String> {
+    if let Some(serde_json::Value::Object(context)) = vars.remove("context") {
+        vars.extend(context);
+    }
+    let (rel, env) = split_url(url, saltenv);
+    let Some(source) = client.read_text(&rel, &env)? else {
+        return Ok(None);
+    };
+    let render_ctx = brine_render::Context {
+        grains: brine_protocol::payload::to_json(&ctx.grains),
+        pillar: brine_protocol::payload::to_json(&ctx.pillar),
+        opts: serde_json::json!({"id": ctx.id}),
+        saltenv: env.clone(),
+        vars,
+        ..brine_render::Context::default()
+    };
+    let functions = std::sync::Arc::new(super::TemplateFunctions::new(ctx.clone(), |_| true));
+    brine_render::render_template(&source, &rel, &render_ctx, client.clone(), functions)
+        .map(Some)
+        .map_err(|e| e.to_string())
+}
+
+/// A local source of `cp.get_url` (`/abs/path` or `file:///abs/path`): its path, which
+/// must be absolute.
+fn local_path(url: &str) -> Result<String, String> {
+    let path = url.strip_prefix("file://").unwrap_or(url);
+    if !path.starts_with('/') {
+        return Err(format!("Path '{path}' is not absolute"));
+    }
+    Ok(path.to_string())
+}
+
+/// Where `cp.get_url` writes a URL given `dest`: a directory (or a path ending in `/`) gets
+/// the URL's last part, `index.html` for a URL with no path and no query.
+fn url_dest(url: &str, dest: &str) -> PathBuf {
+    if !(Path::new(dest).is_dir() || dest.ends_with('/')) {
+        return PathBuf::from(dest);
+    }
+    let path = brine_state::url::url_path(url);
+    let has_query = url.split_once('?').is_some_and(|(_, q)| !q.is_empty());
+    let name = if has_query || (path.len() > 1 && !path.ends_with('/')) {
+        url.rsplit('/').next().unwrap_or_default()
+    } else {
+        "index.html"
+    };
+    Path::new(dest).join(name)
 }
 
 /// Copy a cached file to `dest` (a directory gets the file's own name); `None` when the
@@ -451,4 +621,124 @@ fn push(client: &FileClient, id: &str, b: &Bound, chunk: usize) -> Value {
         return Value::Boolean(false);
     }
     Value::Boolean(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufRead, BufReader, Write};
+    use std::sync::Arc;
+
+    use crate::functions::network::tests::{brine_in, SaltCall};
+    use serde_json::Value as J;
+
+    /// A file server on 127.0.0.1:0 with one file, `/a.txt`, and `404 File not found` for
+    /// anything else; its base URL.
+    fn serve() -> String {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                let _ = reader.read_line(&mut line);
+                loop {
+                    let mut h = String::new();
+                    if reader.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
+                        break;
+                    }
+                }
+                let path = line.split_whitespace().nth(1).unwrap_or("");
+                let (status, body) = match path.split('?').next() {
+                    Some("/a.txt") => ("200 OK", "hello over http\n"),
+                    _ => ("404 File not found", "File not found\n"),
+                };
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        base
+    }
+
+    /// `cp.cache_file`, `cp.is_cached` and `cp.get_url` of http URLs answer as
+    /// `salt-call --local` does, with each one's cache directory read as `{C}` and its
+    /// directory for destinations as `{D}`.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn urls_are_cached_as_salt_3007_caches_them() {
+        let Some(salt) = SaltCall::new() else {
+            return;
+        };
+        let base = serve();
+        let closed = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let cache = tempfile::tempdir().unwrap();
+        let mut ctx = crate::functions::testutil::ctx();
+        let mut services = crate::functions::Services::detached();
+        services.cachedir = cache.path().to_path_buf();
+        ctx.services = Arc::new(services);
+        let salt_cache = salt.config_dir().join("root/var/cache/salt/minion");
+        let hash = "sha256=0000000000000000000000000000000000000000000000000000000000000000";
+        let cases: Vec<Vec<String>> = vec![
+            vec!["cp.is_cached".into(), format!("{base}/a.txt")],
+            vec!["cp.cache_file".into(), format!("{base}/a.txt")],
+            vec!["cp.is_cached".into(), format!("{base}/a.txt")],
+            vec!["cp.cache_file".into(), format!("{base}/a.txt?v=1&x=2")],
+            vec!["cp.cache_file".into(), format!("{base}/a.txt"), format!("source_hash={hash}")],
+            vec!["cp.cache_file".into(), format!("{}/a.txt", base.replace("//", "//u:pw@"))],
+            vec!["cp.cache_file".into(), format!("{base}/a.txt"), "saltenv=dev".into()],
+            vec!["cp.cache_file".into(), format!("{base}/nope.txt")],
+            vec!["cp.is_cached".into(), format!("{base}/nope.txt")],
+            vec!["cp.cache_file".into(), format!("http://127.0.0.1:{closed}/x")],
+        ];
+        let mut cases = cases;
+        cases.extend([
+            vec!["cp.get_url".into(), format!("{base}/a.txt?g=1")],
+            vec!["cp.get_url".into(), format!("{base}/a.txt"), "dest=None".into()],
+            vec!["cp.get_url".into(), format!("{base}/a.txt"), "{D}/new/x.txt".into()],
+            vec!["cp.get_url".into(), format!("{base}/a.txt"), "{D}/new/x.txt".into(), "makedirs=True".into()],
+            vec!["cp.get_url".into(), format!("{base}/a.txt"), "{D}/".into()],
+            vec!["cp.get_url".into(), format!("{base}/nope.txt"), "{D}/nope.txt".into()],
+            vec!["cp.get_url".into(), "{D}/new/x.txt".into(), "dest=None".into()],
+        ]);
+        let (salt_dir, brine_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut failures = Vec::new();
+        for case in &cases {
+            let fill = |d: &std::path::Path| -> Vec<String> {
+                case.iter().map(|w| w.replace("{D}", &d.display().to_string())).collect()
+            };
+            let (s_args, b_args) = (fill(salt_dir.path()), fill(brine_dir.path()));
+            let args: Vec<&str> = s_args[1..].iter().map(String::as_str).collect();
+            let want = tokio::task::block_in_place(|| salt.run(&case[0], &args));
+            let args: Vec<&str> = b_args[1..].iter().map(String::as_str).collect();
+            let got = brine_in(&ctx, &case[0], &args).await;
+            let read = |v: &J, dir: &std::path::Path, d: &std::path::Path| {
+                let text = v
+                    .to_string()
+                    .replace(&dir.display().to_string(), "{C}")
+                    .replace(&d.display().to_string(), "{D}");
+                serde_json::from_str::<J>(&text).unwrap()
+            };
+            let (want_ret, got_ret) = (
+                read(&want.ret, &salt_cache, salt_dir.path()),
+                read(&got.ret, cache.path(), brine_dir.path()),
+            );
+            if want_ret != got_ret || want.retcode != got.retcode {
+                failures.push(format!(
+                    "{case:?}\n  salt:  {want_ret} ({})\n  brine: {got_ret} ({})",
+                    want.retcode, got.retcode
+                ));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        let cached = cache.path().join(format!(
+            "extrn_files/base/{}/a.txt",
+            base.trim_start_matches("http://").replace(':', "")
+        ));
+        assert_eq!(std::fs::read(cached).unwrap(), b"hello over http\n");
+    }
 }

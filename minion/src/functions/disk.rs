@@ -253,21 +253,31 @@ pub(crate) fn parse_usage(out: &str, kernel: &str) -> Dict {
                 ))
             })()
         };
-        match entry {
-            Some((mount, fields)) => {
-                let mut data = Dict::default();
-                for (k, v) in fields {
-                    data.set(k, v);
-                }
-                ret.set(mount, data.into_value());
-            }
-            None => {
-                tracing::error!("Problem parsing disk usage information");
-                ret.clear();
-            }
-        }
+        store(&mut ret, entry, "Problem parsing disk usage information");
     }
     ret
+}
+
+/// One df line read (its mount point and fields) into `ret`; a line that could not be read
+/// empties `ret`, as Salt's parsers do.
+fn store<V: Into<Value>>(
+    ret: &mut Dict,
+    entry: Option<(V, Vec<(&str, V)>)>,
+    problem: &str,
+) {
+    match entry {
+        Some((mount, fields)) => {
+            let mut data = Dict::default();
+            for (k, v) in fields {
+                data.set(k, v);
+            }
+            ret.set(mount, data.into_value());
+        }
+        None => {
+            tracing::error!("{problem}");
+            ret.clear();
+        }
+    }
 }
 
 /// Salt's `inodeusage` parsing of `df -iP`'s output: a line it cannot read empties what
@@ -323,19 +333,7 @@ pub(crate) fn parse_inodeusage(out: &str, kernel: &str) -> Dict {
                 ))
             })(),
         };
-        match entry {
-            Some((mount, fields)) => {
-                let mut data = Dict::default();
-                for (k, v) in fields {
-                    data.set(k, v);
-                }
-                ret.set(mount, data.into_value());
-            }
-            None => {
-                tracing::error!("Problem parsing inode usage information");
-                ret.clear();
-            }
-        }
+        store(&mut ret, entry, "Problem parsing inode usage information");
     }
     ret
 }

@@ -11,12 +11,10 @@ use rmpv::Value;
 use super::args::{py_repr, py_str, py_type, Bound, Signature};
 use super::cron::{py_space, py_split, type_name};
 use super::{CallState, Context, FnError, Spec};
-use brine_protocol::payload::{from_json, get, map, py_truthy};
+use brine_protocol::payload::{map, py_truthy};
 
 /// The option naming the hosts file.
 const OPTION: &str = "hosts.file";
-/// The hosts file without the option.
-const DEFAULT_FILE: &str = "/etc/hosts";
 
 super::spec_table! {
     /// The functions of the `hosts` module.
@@ -89,7 +87,7 @@ impl Fun {
         _st: &mut CallState,
     ) -> Result<Value, FnError> {
         let arg = |key: &str| b.get(key).cloned().unwrap_or(Value::Nil);
-        let file = HostsFile::of(ctx);
+        let file = HostsFile::of(ctx)?;
         match self {
             Fun::ListHosts => Ok(file.read()?.to_value()),
             Fun::GetIp => Ok(Value::from(file.read()?.ip_of(&arg("host")))),
@@ -456,28 +454,15 @@ struct HostsFile {
 }
 
 impl HostsFile {
-    /// Salt's `config.option("hosts.file")`: the minion's options, then grains, pillar and
-    /// the pillar's `master` map, then `/etc/hosts`.
-    fn of(ctx: &Context) -> HostsFile {
-        let value = ctx
-            .services
-            .opts
-            .get(OPTION)
-            .map(from_json)
-            .or_else(|| get(&ctx.grains, OPTION).cloned())
-            .or_else(|| get(&ctx.pillar, OPTION).cloned())
-            .or_else(|| {
-                get(&ctx.pillar, "master")
-                    .and_then(|m| get(m, OPTION))
-                    .cloned()
-            })
-            .unwrap_or_else(|| Value::from(DEFAULT_FILE));
+    /// The `hosts.file` option (`config.option`): `/etc/hosts` unless set.
+    fn of(ctx: &Context) -> Result<HostsFile, FnError> {
+        let value = super::config::option(ctx, OPTION)?;
         let path = if value.is_nil() {
             String::new()
         } else {
             py_str(&value)
         };
-        HostsFile { path }
+        Ok(HostsFile { path })
     }
 
     /// Salt's `_list_hosts`: a file that does not exist has no entries.
@@ -923,22 +908,22 @@ mod tests {
 
     #[test]
     fn the_file_is_found_like_config_option() {
-        assert_eq!(HostsFile::of(&ctx()).path, "/etc/hosts");
+        assert_eq!(HostsFile::of(&ctx()).unwrap().path, "/etc/hosts");
         let mut c = ctx();
         c.pillar = Arc::new(map([("master", map([(OPTION, s("/m"))]))]));
-        assert_eq!(HostsFile::of(&c).path, "/m");
+        assert_eq!(HostsFile::of(&c).unwrap().path, "/m");
         c.pillar = Arc::new(map([
             ("master", map([(OPTION, s("/m"))])),
             (OPTION, s("/p")),
         ]));
-        assert_eq!(HostsFile::of(&c).path, "/p");
+        assert_eq!(HostsFile::of(&c).unwrap().path, "/p");
         c.grains = Arc::new(map([(OPTION, s("/g"))]));
-        assert_eq!(HostsFile::of(&c).path, "/g");
+        assert_eq!(HostsFile::of(&c).unwrap().path, "/g");
         let mut services = Services::detached();
         services
             .opts
             .insert(OPTION.into(), serde_json::Value::String("/o".into()));
         c.services = Arc::new(services);
-        assert_eq!(HostsFile::of(&c).path, "/o");
+        assert_eq!(HostsFile::of(&c).unwrap().path, "/o");
     }
 }

@@ -123,8 +123,8 @@ pub struct Services {
     pub mine_functions: serde_json::Value,
     /// `cachedir`: where the file client keeps the master's files.
     pub cachedir: std::path::PathBuf,
-    /// The options set in the minion's configuration (Salt's `__opts__` for the keys
-    /// `config.option` looks up, such as `hosts.file`).
+    /// The minion's options with their effective values (Salt's `__opts__`, without its
+    /// `grains` and `pillar`: see `config::opts`), as `MinionConfig::effective_opts` gives them.
     pub opts: serde_json::Map<String, serde_json::Value>,
     /// The minion's pillar as the master last compiled it.
     pillar: std::sync::RwLock<Arc<Value>>,
@@ -233,7 +233,7 @@ impl Services {
             master,
             mine_functions: cfg.mine_functions.clone(),
             cachedir: cfg.cachedir.clone(),
-            opts: cfg.opts().clone(),
+            opts: cfg.effective_opts(),
             pillar: std::sync::RwLock::new(Arc::new(Value::Map(vec![]))),
             grains: std::sync::RwLock::new(Arc::new(Value::Map(vec![]))),
             grains_source: None,
@@ -528,6 +528,9 @@ modules! {
     Hosts => hosts,
     Network => network,
     Disk => disk,
+    Archive => archive,
+    Config => config,
+    Git => git,
 }
 
 impl Function {

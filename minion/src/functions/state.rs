@@ -1,7 +1,9 @@
 //! The `state` execution module: `state.apply`, `state.sls`, `state.highstate`,
 //! `state.single`, `state.test` and the `show_*` functions, on `brine-state` (the compiler and
 //! the engine) with the master's file server as the state tree. Returns have Salt's shape and
-//! retcodes: 1 for compile errors (a list of strings), 2 when a state failed.
+//! retcodes: 1 for compile errors (a list of strings), 2 when a state failed. States fetch
+//! http(s) sources with the minion's options (`ca_bundle`, `http_connect_timeout`,
+//! `http_request_timeout`, `http_max_body`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -348,6 +350,8 @@ struct Run {
     /// `failhard` from the master's options; the `renderer` SLS files without `#!` use.
     failhard: bool,
     renderer: String,
+    /// The minion's options for http(s) sources.
+    http: brine_state::url::HttpOptions,
 }
 
 /// What a high state takes from the master's options (Salt's `_master_opts`): `renderer`,
@@ -437,6 +441,7 @@ impl Run {
             cachedir: ctx.services.cachedir.clone(),
             failhard: master_opts.as_ref().is_some_and(|m| m.failhard),
             renderer: master_opts.map_or_else(|| "jinja|yaml".to_string(), |m| m.renderer),
+            http: brine_state::url::HttpOptions::from_opts(&ctx.services.opts),
         })
     }
 
@@ -591,6 +596,10 @@ impl Host for MinionHost<'_> {
 
     fn cachedir(&self) -> PathBuf {
         self.run.cachedir.clone()
+    }
+
+    fn http_options(&self) -> brine_state::url::HttpOptions {
+        self.run.http.clone()
     }
 
     fn params(&self, fun: &str) -> Option<brine_state::states::Params> {

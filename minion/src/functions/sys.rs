@@ -295,9 +295,9 @@ mod tests {
             r.ret,
             Value::Array(
                 [
-                    "beacons", "cmd", "cp", "cron", "disk", "file", "grains", "group", "hosts",
-                    "mine", "network", "pillar", "pkg", "saltutil", "schedule", "service", "state",
-                    "status", "sys", "test", "user"
+                    "archive", "beacons", "cmd", "config", "cp", "cron", "disk", "file", "git",
+                    "grains", "group", "hosts", "mine", "network", "pillar", "pkg", "saltutil",
+                    "schedule", "service", "state", "status", "sys", "test", "user"
                 ]
                 .map(Value::from)
                 .to_vec()

@@ -1,5 +1,5 @@
 //! The `cmd` state module: `cmd.run`, `cmd.wait` and their `mod_watch`, through the minion's
-//! `cmd.run_all`.
+//! `cmd.run_all`; `cmd.script`, through its `cmd.script`.
 
 use serde_json::{json, Map, Value};
 
@@ -15,6 +15,11 @@ pub const FUNCTIONS: &[Spec] = &[
         name: "wait",
         required: &["name"],
         run: wait,
+    },
+    Spec {
+        name: "script",
+        required: &["name"],
+        run: script,
     },
     Spec {
         name: "mod_watch",
@@ -44,6 +49,181 @@ const PASSED: &[&str] = &[
     "group",
     "umask",
 ];
+
+/// The arguments of a state's `cmd.script` that go on to the `cmd.script` function as they
+/// are (any other argument goes too, as Salt passes its `**kwargs`).
+const SCRIPT_OWN: &[&str] = &[
+    "name",
+    "source",
+    "template",
+    "cwd",
+    "runas",
+    "password",
+    "shell",
+    "env",
+    "stateful",
+    "timeout",
+    "use_vt",
+    "output_loglevel",
+    "hide_output",
+    "defaults",
+    "context",
+    "success_retcodes",
+    "success_stdout",
+    "success_stderr",
+];
+
+/// Salt's `cmd.script` state: the script is `source` (else the name's first word), its
+/// arguments `args` (else the rest of the name).
+fn script(c: &Call) -> Result<Map<String, Value>, String> {
+    let stateful = c.flag("stateful", false);
+    let test_name = match c.arg("stateful") {
+        Some(Value::Array(l)) => l.first().and_then(|f| f.get("test_name")).cloned(),
+        _ => None,
+    };
+    let mut name = c.name();
+    if c.test {
+        if let Some(t) = &test_name {
+            name = crate::verify::py_text(t);
+        }
+    }
+    let mut out = ret(&name, json!(false), "", json!({}));
+    let comment = |mut out: Map<String, Value>, text: &str| {
+        out.insert("comment".into(), json!(text));
+        Ok(out)
+    };
+    if c.arg("env")
+        .is_some_and(|env| !env.is_array() && !env.is_object())
+    {
+        return comment(
+            out,
+            "Invalidly-formatted 'env' parameter. See documentation.",
+        );
+    }
+    if c.arg("context")
+        .is_some_and(|v| brine_protocol::payload::json_truthy(v) && !v.is_object())
+    {
+        return comment(
+            out,
+            "Invalidly-formatted 'context' parameter. Must be formed as a dict.",
+        );
+    }
+    if c.arg("defaults")
+        .is_some_and(|v| brine_protocol::payload::json_truthy(v) && !v.is_object())
+    {
+        return comment(
+            out,
+            "Invalidly-formatted 'defaults' parameter. Must be formed as a dict.",
+        );
+    }
+    // The template's context: defaults, then context over them.
+    let mut context = c
+        .arg("defaults")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    if let Some(extra) = c.arg("context").and_then(Value::as_object) {
+        context.extend(extra.clone());
+    }
+    let mut kwargs = Map::new();
+    for (key, value) in c.state_kwargs() {
+        if !SCRIPT_OWN.contains(&key.as_str()) {
+            kwargs.insert(key.clone(), value.clone());
+        }
+    }
+    for key in [
+        "runas",
+        "password",
+        "env",
+        "cwd",
+        "template",
+        "timeout",
+        "output_loglevel",
+        "hide_output",
+        "use_vt",
+        "success_retcodes",
+        "success_stdout",
+        "success_stderr",
+    ] {
+        kwargs.insert(key.into(), c.arg(key).cloned().unwrap_or(Value::Null));
+    }
+    let shell = c
+        .arg("shell")
+        .filter(|v| brine_protocol::payload::json_truthy(v))
+        .or_else(|| c.host.grains().get("shell"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    kwargs.insert("shell".into(), shell);
+    kwargs.insert("context".into(), Value::Object(context));
+    kwargs.insert("saltenv".into(), json!(c.saltenv));
+    let source = c.text("source").unwrap_or_else(|| c.name());
+    let args_given = kwargs
+        .get("args")
+        .is_some_and(brine_protocol::payload::json_truthy);
+    if !args_given {
+        let full = c.name();
+        if full.split_whitespace().count() > 1 {
+            if let Some((_, rest)) = full.split_once(' ') {
+                kwargs.insert("args".into(), json!(rest));
+            }
+        }
+    }
+    if c.test && test_name.is_none() {
+        out.insert("result".into(), Value::Null);
+        out.insert(
+            "comment".into(),
+            json!(format!("Command '{name}' would have been executed")),
+        );
+        return Ok(if stateful { reinterpreted(out) } else { out });
+    }
+    if let Some(cwd) = c.text("cwd") {
+        if !std::path::Path::new(&cwd).is_dir() {
+            return comment(
+                out,
+                &format!("Desired working directory \"{cwd}\" is not available"),
+            );
+        }
+    }
+    kwargs.insert("python_shell".into(), json!(true));
+    let all = match c.host.call("cmd.script", &[json!(source)], &kwargs) {
+        Ok(all) => all,
+        Err(e) => return comment(out, &e),
+    };
+    let result = if kwargs
+        .get("retcode")
+        .is_some_and(brine_protocol::payload::json_truthy)
+    {
+        !brine_protocol::payload::json_truthy(&all)
+    } else {
+        // A script that could not be started has no retcode: a failure.
+        all.get("retcode")
+            .is_some_and(|code| !brine_protocol::payload::json_truthy(code))
+    };
+    out.insert("result".into(), json!(result));
+    let cache_error = all
+        .get("cache_error")
+        .is_some_and(brine_protocol::payload::json_truthy);
+    out.insert("changes".into(), all.clone());
+    out.insert(
+        "comment".into(),
+        json!(if cache_error {
+            format!(
+                "Unable to cache script {source} from saltenv '{}'",
+                c.saltenv
+            )
+        } else {
+            format!("Command '{name}' run")
+        }),
+    );
+    if stateful {
+        out = reinterpreted(out);
+    }
+    let code_zero = all.get("retcode").and_then(Value::as_i64) == Some(0);
+    if c.test && code_zero && brine_protocol::payload::json_truthy(&out["changes"]) {
+        out.insert("result".into(), Value::Null);
+    }
+    Ok(out)
+}
 
 fn wait(c: &Call) -> Result<Map<String, Value>, String> {
     Ok(ret(&c.name(), json!(true), "", json!({})))

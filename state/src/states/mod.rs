@@ -8,16 +8,19 @@ use serde_json::{Map, Value};
 
 use crate::low::Low;
 
+pub mod archive;
 pub mod checks;
 pub mod cmd;
 pub mod cron;
 pub mod file;
+pub mod git;
 pub mod group;
 pub mod host;
 pub mod module;
 pub mod pkg;
 pub mod salt;
 pub mod service;
+pub(crate) mod source_hash;
 pub mod test;
 pub mod user;
 
@@ -62,6 +65,27 @@ pub trait Host: Sync {
     fn orchestration_jid(&self) -> Option<String> {
         None
     }
+    /// The minion's options for http(s) sources (`ca_bundle`, `http_connect_timeout`,
+    /// `http_request_timeout`, `http_max_body`); Salt's defaults unless the host has options.
+    fn http_options(&self) -> crate::url::HttpOptions {
+        crate::url::HttpOptions::default()
+    }
+    /// An `http://` or `https://` URL fetched into the cache directory as Salt's
+    /// `cp.cache_file` fetches it ([`crate::url::cache_url`]): the cached file's path, or
+    /// Salt's error text.
+    fn cache_url(
+        &self,
+        url: &str,
+        saltenv: &str,
+        fetch: &crate::url::Fetch,
+    ) -> Result<PathBuf, String> {
+        crate::url::cache_url(&self.http_options(), &self.cachedir(), url, saltenv, fetch)
+    }
+    /// Whether an `http://` or `https://` URL answers a HEAD with success (how a `source`
+    /// list picks its first URL that exists).
+    fn url_exists(&self, url: &str) -> bool {
+        crate::url::head_ok(&self.http_options(), url)
+    }
 }
 
 /// An execution function's parameters, as Python's argspec gives them.
@@ -102,7 +126,14 @@ impl MasterList {
 
 /// A source on this machine's disk (`/abs/path` or `file:///abs/path`): its bytes, `None`
 /// when there is no such file.
+///
+/// Sources over the network are not read here: `http://` and `https://` are fetched into the
+/// cache by [`Host::cache_url`], and `ftp://`, `s3://` and `swift://` are refused by name
+/// ([`crate::url::refused`]).
 pub fn read_local(source: &str) -> Result<Option<Vec<u8>>, String> {
+    if crate::url::remote_scheme(source).is_some() {
+        return Err(crate::url::refused(source));
+    }
     let path = source.strip_prefix("file://").unwrap_or(source);
     match std::fs::read(path) {
         Ok(b) => Ok(Some(b)),
@@ -189,7 +220,9 @@ const MODULES: &[(&str, &[Spec])] = &[
     ("service", service::FUNCTIONS),
     ("cron", cron::FUNCTIONS),
     ("host", host::FUNCTIONS),
+    ("git", git::FUNCTIONS),
     ("salt", salt::FUNCTIONS),
+    ("archive", archive::FUNCTIONS),
 ];
 
 /// A module's initialiser.
@@ -226,4 +259,25 @@ pub fn list() -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn network_sources_are_refused_by_name() {
+        for source in [
+            "https://example.com/a.tgz",
+            "HTTP://h/x",
+            "ftp://h/x",
+            "s3://b/k",
+        ] {
+            let err = super::read_local(source).unwrap_err();
+            assert!(
+                err.starts_with(&format!("Source {source} cannot be fetched")),
+                "{err}"
+            );
+        }
+        assert_eq!(super::read_local("file:///nonexistent/brine"), Ok(None));
+        assert_eq!(super::read_local("/nonexistent/brine"), Ok(None));
+    }
 }

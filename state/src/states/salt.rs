@@ -77,7 +77,7 @@ fn target_kw(c: &Call, kw: &mut Map<String, Value>) {
     }
 }
 
-/// `ret`, `timeout`, `batch` and `subset` as Salt passes them on.
+/// `ret` and `timeout` as Salt passes them on.
 fn ret_timeout(c: &Call, kw: &mut Map<String, Value>) {
     kw.insert("ret".into(), c.arg("ret").cloned().unwrap_or(json!("")));
     kw.insert(
@@ -86,15 +86,29 @@ fn ret_timeout(c: &Call, kw: &mut Map<String, Value>) {
     );
 }
 
-fn batch_subset_failhard(c: &Call, kw: &mut Map<String, Value>) {
+/// `batch` (as text) and `subset`, when given.
+fn batch_subset(c: &Call, kw: &mut Map<String, Value>) {
     if let Some(batch) = c.arg("batch") {
         kw.insert("batch".into(), json!(py_text(batch)));
     }
     if let Some(subset) = c.arg("subset") {
         kw.insert("subset".into(), subset.clone());
     }
+}
+
+/// `failhard: True`, when the state says so.
+fn failhard(c: &Call, kw: &mut Map<String, Value>) {
     if c.arg("failhard") == Some(&json!(true)) {
         kw.insert("failhard".into(), json!(true));
+    }
+}
+
+/// `ret_config` and `ret_kwargs`, when not empty.
+fn ret_options(c: &Call, kw: &mut Map<String, Value>) {
+    for key in ["ret_config", "ret_kwargs"] {
+        if let Some(v) = c.arg(key).filter(|v| json_truthy(v)) {
+            kw.insert(key.into(), v.clone());
+        }
     }
 }
 
@@ -170,24 +184,13 @@ fn function(c: &Call) -> Result<Ret, String> {
     kw.insert("arg".into(), arg);
     kw.insert("kwarg".into(), c.arg("kwarg").cloned().unwrap_or(json!({})));
     ret_timeout(c, &mut kw);
-    if let Some(batch) = c.arg("batch") {
-        kw.insert("batch".into(), json!(py_text(batch)));
-    }
-    if let Some(subset) = c.arg("subset") {
-        kw.insert("subset".into(), subset.clone());
-    }
+    batch_subset(c, &mut kw);
     target_kw(c, &mut kw);
     let expect_minions = c.arg("expect_minions").cloned().unwrap_or(json!(false));
     kw.insert("expect_minions".into(), expect_minions);
     kw.insert("_cmd_meta".into(), json!(true));
-    if c.arg("failhard") == Some(&json!(true)) {
-        kw.insert("failhard".into(), json!(true));
-    }
-    for key in ["ret_config", "ret_kwargs"] {
-        if let Some(v) = c.arg(key).filter(|v| json_truthy(v)) {
-            kw.insert(key.into(), v.clone());
-        }
-    }
+    failhard(c, &mut kw);
+    ret_options(c, &mut kw);
     if c.test {
         let comment = format!(
             "Function {name} would be executed on target {}",
@@ -319,11 +322,7 @@ fn state(c: &Call) -> Result<Ret, String> {
     kw.insert("arg".into(), json!([]));
     kw.insert("kwarg".into(), json!({}));
     ret_timeout(c, &mut kw);
-    for key in ["ret_config", "ret_kwargs"] {
-        if let Some(v) = c.arg(key).filter(|v| json_truthy(v)) {
-            kw.insert(key.into(), v.clone());
-        }
-    }
+    ret_options(c, &mut kw);
     let mut r = start(&name);
     let allow_fail = match c.arg("allow_fail") {
         None => 0,
@@ -397,7 +396,8 @@ fn state(c: &Call) -> Result<Ret, String> {
         }
     }
     kw.insert("kwarg".into(), Value::Object(kwarg));
-    batch_subset_failhard(c, &mut kw);
+    batch_subset(c, &mut kw);
+    failhard(c, &mut kw);
     fire_args(
         c,
         json!({"type": "state", "tgt": tgt, "name": name, "args": Value::Object(kw.clone())}),

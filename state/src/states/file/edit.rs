@@ -3,6 +3,8 @@
 //! `file.keyvalue`. The edits themselves are the minion's `file` execution functions
 //! (`file.replace`, `file.blockreplace`, `file.line`, `file.comment_line`, `file.search`,
 //! `file.append`, `file.prepend`), called through the host; `file.keyvalue` is all state.
+//! The `source` templates of `file.append` and `file.prepend` come from the master, this
+//! machine's disk or over http(s) (cached in `extrn_files`).
 
 use brine_protocol::posixpath::dirname;
 use std::path::Path;
@@ -404,13 +406,12 @@ fn unify_sources(c: &Call) -> Result<Vec<String>, String> {
         }
         (None, None) => Vec::new(),
     };
-    if let Some(remote) = list.iter().find(|s| {
-        let lower = s.to_lowercase();
-        lower.starts_with("http:") || lower.starts_with("https:") || lower.starts_with("ftp:")
-    }) {
-        return Err(format!(
-            "Source {remote}: http, https and ftp sources are not supported"
-        ));
+    // http(s) sources are fetched; ftp, s3 and swift are refused by name.
+    if let Some(remote) = list
+        .iter()
+        .find(|s| crate::url::remote_scheme(s).is_some() && !crate::url::is_http(s))
+    {
+        return Err(crate::url::refused(remote));
     }
     Ok(list)
 }
@@ -431,7 +432,16 @@ fn template_texts(c: &Call, sources: &[String]) -> Result<Vec<String>, Ret> {
     let mut texts = Vec::new();
     for source in sources {
         let load_failed = || failed(source, format!("Failed to load template file {source}"));
-        let Ok(Some(bytes)) = c.host.fetch(source, c.saltenv) else {
+        // An http(s) template is cached as Salt's cp.get_template caches it.
+        let fetched = if crate::url::is_http(source) {
+            c.host
+                .cache_url(source, c.saltenv, &crate::url::Fetch::default())
+                .and_then(|p| std::fs::read(p).map_err(|e| e.to_string()))
+                .map(Some)
+        } else {
+            c.host.fetch(source, c.saltenv)
+        };
+        let Ok(Some(bytes)) = fetched else {
             return Err(load_failed());
         };
         let rendered = match template.as_deref() {

@@ -1,19 +1,23 @@
 //! The `file` state module: `file.managed` (contents, `contents_pillar`/`contents_grains`,
-//! `source` from the file server or the local disk, Jinja `template` with `context` and
-//! `defaults`, `mode`/`user`/`group`, `makedirs`, `replace`, `show_changes`, a unified diff of
-//! what changed), `file.directory`, `file.absent`, `file.exists`, `file.missing` and
-//! `file.touch`, with Salt's comments and changes; the text-editing states are in `edit.rs`,
-//! `file.symlink`, `file.copy`, `file.recurse` and `file.serialize` in `tree.rs`.
+//! `source` from the file server, the local disk or over http(s) (cached in `extrn_files`,
+//! checked against `source_hash` unless `skip_verify`, see `remote.rs`), Jinja `template`
+//! with `context` and `defaults`, `mode`/`user`/`group`, `makedirs`, `replace`,
+//! `show_changes`, a unified diff of what changed), `file.directory`, `file.absent`,
+//! `file.exists`, `file.missing` and `file.touch`, with Salt's comments and changes; the
+//! text-editing states are in `edit.rs`, `file.symlink`, `file.copy`, `file.recurse` and
+//! `file.serialize` in `tree.rs`.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
+use super::source_hash::{source_sum, SourceSum, SumError};
 use super::{ret, Call, Spec};
 use crate::diff;
 use crate::verify::py_text;
 
+mod remote;
 mod tree;
 
 mod edit;
@@ -366,38 +370,93 @@ fn template_vars(
     Ok(vars)
 }
 
-/// The bytes of the first source that exists (`source` may be a list), rendered when a
-/// template is asked for; the source used. `Err` carries Salt's comment.
-fn source_bytes(c: &Call, name: &str, mode: Option<&str>) -> Result<(Vec<u8>, String), String> {
-    let sources: Vec<String> = match c.arg("source") {
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|i| match i {
-                Value::Object(m) => m.keys().next().cloned().unwrap_or_default(),
-                other => py_text(other),
-            })
-            .collect(),
-        Some(other) => vec![py_text(other)],
-        None => Vec::new(),
-    };
+/// The file a source gives: its bytes (rendered when a template), the source chosen, the
+/// hash it must have when `source_hash` vouches for a source that is not the master's, and
+/// the cached copy of an http(s) source (which `keep_source: False` deletes).
+struct Fetched {
+    bytes: Vec<u8>,
+    sum: Option<SourceSum>,
+    source: String,
+    cached: Option<PathBuf>,
+}
+
+/// The entries of `source` (a text, or a list of texts or of `{source: hash}` maps) with the
+/// hash each has (a map's, else `source_hash`); whether `source` is a list.
+fn sources(c: &Call) -> (Vec<(String, Option<String>)>, bool) {
+    let source_hash = c
+        .arg("source_hash")
+        .filter(|h| brine_protocol::payload::json_truthy(h))
+        .map(py_text);
+    match c.arg("source") {
+        Some(Value::Array(items)) => {
+            let entries = items
+                .iter()
+                .map(|i| match i {
+                    Value::Object(m) => {
+                        let (src, hash) =
+                            m.iter().next().map_or((String::new(), None), |(k, v)| {
+                                (
+                                    k.clone(),
+                                    Some(v).filter(|v| brine_protocol::payload::json_truthy(v)),
+                                )
+                            });
+                        (src, hash.map(py_text).or_else(|| source_hash.clone()))
+                    }
+                    other => (py_text(other), source_hash.clone()),
+                })
+                .collect();
+            (entries, true)
+        }
+        Some(other) => (vec![(py_text(other), source_hash)], false),
+        None => (Vec::new(), false),
+    }
+}
+
+/// The first source that exists (`source` may be a list; an http(s) entry of a list exists
+/// when its HEAD succeeds), rendered when a template is asked for. `Err` carries Salt's
+/// comment.
+fn source_bytes(c: &Call, name: &str, mode: Option<&str>) -> Result<Fetched, String> {
+    let (sources, listed) = sources(c);
     let single = sources.len() == 1;
-    for source in &sources {
-        let fetched = c.host.fetch(source, c.saltenv)?;
-        let Some(bytes) = fetched else {
-            if !single {
+    for (source, source_hash) in &sources {
+        let (bytes, sum, cached) = if crate::url::is_http(source) {
+            if listed && !c.host.url_exists(source) {
                 continue;
             }
-            return Err(if source.starts_with("salt://") {
-                format!("Source file {source} not found in saltenv '{}'", c.saltenv)
-            } else {
-                format!(
-                    "Local file source {} does not exist",
-                    source.strip_prefix("file://").unwrap_or(source)
-                )
-            });
+            let got = remote::fetch(c, name, source, source_hash.as_deref())?;
+            (got.bytes, got.sum, Some(got.cached))
+        } else {
+            let fetched = c.host.fetch(source, c.saltenv)?;
+            let Some(bytes) = fetched else {
+                if !single {
+                    continue;
+                }
+                return Err(if source.starts_with("salt://") {
+                    format!("Source file {source} not found in saltenv '{}'", c.saltenv)
+                } else {
+                    format!(
+                        "Local file source {} does not exist",
+                        source.strip_prefix("file://").unwrap_or(source)
+                    )
+                });
+            };
+            // As Salt: the master's files are trusted; others are checked against
+            // source_hash unless skip_verify.
+            let sum = match source_hash {
+                Some(hash) if !source.starts_with("salt://") && !c.flag("skip_verify", false) => {
+                    Some(source_sum(c, name, source, hash).map_err(SumError::comment)?)
+                }
+                _ => None,
+            };
+            (bytes, sum, None)
         };
         let Some(template) = c.text("template") else {
-            return Ok((bytes, source.clone()));
+            return Ok(Fetched {
+                bytes,
+                sum,
+                source: source.clone(),
+                cached,
+            });
         };
         if template != "jinja" {
             return Err(format!(
@@ -407,10 +466,20 @@ fn source_bytes(c: &Call, name: &str, mode: Option<&str>) -> Result<(Vec<u8>, St
         let text = String::from_utf8_lossy(&bytes).into_owned();
         let vars = template_vars(c, name, source, mode)?;
         let rendered = c.host.render_template(&text, source, c.saltenv, vars)?;
-        return Ok((rendered.into_bytes(), source.clone()));
+        // A template's hash is the rendered file's own; what keep_source deletes is the
+        // rendered file, not the cached source.
+        return Ok(Fetched {
+            bytes: rendered.into_bytes(),
+            sum: None,
+            source: source.clone(),
+            cached: None,
+        });
     }
-    Err("none of the specified sources were found".into())
+    Err(NO_SOURCE.into())
 }
+
+/// Salt's `file.source_list` when no entry of a `source` list exists.
+const NO_SOURCE: &str = "none of the specified sources were found";
 
 fn managed(c: &Call) -> Result<Ret, String> {
     let name = expanduser(&c.name());
@@ -551,6 +620,24 @@ fn managed(c: &Call) -> Result<Ret, String> {
         return error(r, "Defaults must be formed as a dict");
     }
     let exists = path.exists();
+    // As Salt: a file in place that already has the hash an http(s) source's source_hash
+    // gives is not replaced, and nothing is downloaded.
+    if replace
+        && exists
+        && contents.is_none()
+        && c.arg("template").is_none()
+        && has_source
+        && !c.flag("skip_verify", false)
+    {
+        let (sources, listed) = sources(c);
+        if let Some((source, hash)) = remote::chosen_http_source(c, &sources, listed) {
+            match remote::in_place_has_hash(c, &name, path, &source, hash.as_deref()) {
+                Ok(true) => replace = false,
+                Ok(false) => {}
+                Err(e) => return error(r, e),
+            }
+        }
+    }
     if !replace && exists {
         check_perms(
             &mut r,
@@ -584,12 +671,23 @@ fn managed(c: &Call) -> Result<Ret, String> {
     }
     let show_changes = c.flag("show_changes", true);
     // What the file should hold.
+    let mut sum: Option<(SourceSum, String)> = None;
+    // `keep_source: False`: the cached http(s) source goes once the file is managed,
+    // whatever the outcome (not in test mode).
+    let mut _drop_cached: Option<remote::RemoveOnDrop> = None;
     let wanted: Option<Vec<u8>> = match &contents {
         Some(text) => Some(text.clone().into_bytes()),
         None if has_source => match source_bytes(c, &name, mode.as_deref()) {
-            Ok((bytes, _)) => Some(bytes),
+            Ok(fetched) => {
+                if !c.test && !c.flag("keep_source", true) {
+                    _drop_cached = fetched.cached.map(remote::RemoveOnDrop);
+                }
+                sum = fetched.sum.map(|s| (s, fetched.source));
+                Some(fetched.bytes)
+            }
             Err(comment) => {
-                if c.test {
+                // Salt's source_list fails the same way with or without test=True.
+                if c.test && comment != NO_SOURCE {
                     set(&mut r, "result", json!(false));
                     set(&mut r, "comment", json!(comment));
                     set(&mut r, "changes", json!({}));
@@ -606,7 +704,9 @@ fn managed(c: &Call) -> Result<Ret, String> {
             ch.insert("newfile".into(), json!(name));
         } else {
             let current = std::fs::read(path).unwrap_or_default();
-            if let Some(w) = &wanted {
+            // A file in place that has the hash source_hash gives is left as it is.
+            let vouched = sum.as_ref().is_some_and(|(s, _)| s.matches(&current));
+            if let Some(w) = wanted.as_ref().filter(|_| !vouched) {
                 let d = get_diff(&current, w, true);
                 if !d.is_empty() {
                     ch.insert("diff".into(), json!(d));
@@ -642,11 +742,15 @@ fn managed(c: &Call) -> Result<Ret, String> {
     }
     if exists {
         let current = std::fs::read(path).unwrap_or_default();
-        if let Some(w) = &wanted {
+        let vouched = sum.as_ref().is_some_and(|(s, _)| s.matches(&current));
+        if let Some(w) = wanted.as_ref().filter(|_| !vouched) {
+            if let Some((s, source)) = sum.as_ref().filter(|(s, _)| !s.matches(w)) {
+                return error(r, format!("Specified {} checksum for {source} ({}) does not match actual checksum ({}). If the 'source_hash' value refers to a remote file with multiple possible matches, then it may be necessary to set 'source_hash_name'.", s.hash_type.as_str(), s.hsum, s.digest(w)));
+            }
             if &current != w {
                 let d = get_diff(&current, w, show_changes);
                 changes(&mut r).insert("diff".into(), json!(d));
-                if let Err(e) = std::fs::write(path, w) {
+                if let Err(e) = replace_file(c, path, w) {
                     return error(r, format!("Failed to commit change: {e}"));
                 }
             }
@@ -705,6 +809,17 @@ fn managed(c: &Call) -> Result<Ret, String> {
         }
     }
     let bytes = wanted.unwrap_or_default();
+    if let Some((s, _)) = sum.as_ref().filter(|(s, _)| !s.matches(&bytes)) {
+        return error(
+            r,
+            format!(
+                "Specified {} checksum for {name} ({}) does not match actual checksum ({})",
+                s.hash_type.as_str(),
+                s.hsum,
+                s.digest(&bytes)
+            ),
+        );
+    }
     if !has_source && contents.is_none() {
         changes(&mut r).insert("new".into(), json!(format!("file {name} created")));
         set(&mut r, "comment", json!("Empty file"));
@@ -745,6 +860,110 @@ fn managed(c: &Call) -> Result<Ret, String> {
         set(&mut r, "comment", json!(format!("File {name} updated")));
     }
     Ok(r)
+}
+
+/// Replace a file's contents as Salt's `copyfile` does: the new file is written beside it
+/// and renamed over it, with the old one's owner and mode, after a copy of the old one is
+/// kept when the backup mode (the state's `backup`, else the minion's `backup_mode`) asks
+/// for it. A symbolic link is followed to the file it names.
+fn replace_file(c: &Call, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let target = if path.is_symlink() {
+        std::fs::canonicalize(path)?
+    } else {
+        path.to_path_buf()
+    };
+    let meta = std::fs::metadata(&target)?;
+    let dir = target.parent().unwrap_or(Path::new("/"));
+    let base = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let (tmp, mut file) = (0..100)
+        .find_map(|n| {
+            let tmp = dir.join(format!(".{base}.{}.{n}", std::process::id()));
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&tmp)
+                .ok()
+                .map(|f| (tmp, f))
+        })
+        .ok_or_else(|| std::io::Error::other(format!("no temporary file beside {base}")))?;
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .and_then(|()| std::os::unix::fs::chown(&tmp, Some(meta.uid()), Some(meta.gid())))
+        .and_then(|()| {
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(meta.mode() & 0o7777))
+        })
+        .and_then(|()| {
+            let mode = backup_mode(c);
+            if mode == "minion" || mode == "both" {
+                backup_minion(&c.host.cachedir(), &target)?;
+            }
+            std::fs::rename(&tmp, &target)
+        });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// Salt's `config.backup_mode`: the state's `backup`, else the minion's `backup_mode`.
+fn backup_mode(c: &Call) -> String {
+    if let Some(mode) = c.text("backup").filter(|m| !m.is_empty()) {
+        return mode;
+    }
+    c.host
+        .call("config.backup_mode", &[], &Map::new())
+        .ok()
+        .as_ref()
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Where `backup: minion` keeps a copy of `path`: under the cache's `file_backup`, at the
+/// file's own path, named with the time (Salt's `<name>_<Day>_<Mon>_<dd>_<HH:MM:SS>_<µs>_<year>`).
+fn backup_path(cachedir: &Path, path: &Path) -> PathBuf {
+    let now = chrono::Local::now();
+    let micros = format!("{:06}", now.timestamp_micros().rem_euclid(1_000_000));
+    let stamp = format!(
+        "{}{micros}_{}",
+        now.format("%a_%b_%d_%H:%M:%S_"),
+        now.format("%Y")
+    );
+    let dir = path
+        .parent()
+        .map(|d| d.strip_prefix("/").unwrap_or(d).to_path_buf())
+        .unwrap_or_default();
+    let file = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    cachedir
+        .join("file_backup")
+        .join(dir)
+        .join(format!("{file}_{stamp}"))
+}
+
+/// Copy `path` into the minion's backups with its owner and mode (Salt's `backup_minion`).
+fn backup_minion(cachedir: &Path, path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let meta = std::fs::metadata(path)?;
+    let target = backup_path(cachedir, path);
+    if let Some(parent) = target.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::copy(path, &target)?;
+    std::os::unix::fs::chown(&target, Some(meta.uid()), Some(meta.gid()))?;
+    std::fs::set_permissions(
+        &target,
+        std::fs::Permissions::from_mode(meta.mode() & 0o7777),
+    )
 }
 
 /// This process's umask, read from `/proc` (setting it to read it would race with other
@@ -1068,4 +1287,22 @@ fn touch(c: &Call) -> Result<Ret, String> {
         changes(&mut r).insert("new".into(), json!(name));
     }
     Ok(r)
+}
+
+#[cfg(test)]
+mod backup_tests {
+    use super::*;
+
+    #[test]
+    fn a_backup_is_named_by_its_path_and_time() {
+        let p = backup_path(Path::new("/c"), Path::new("/etc/app/conf"));
+        let s = p.display().to_string();
+        assert!(s.starts_with("/c/file_backup/etc/app/conf_"), "{s}");
+        let stamp = &s["/c/file_backup/etc/app/conf_".len()..];
+        let parts: Vec<&str> = stamp.split('_').collect();
+        assert_eq!(parts.len(), 6, "{stamp}");
+        assert_eq!(parts[3].len(), 8);
+        assert_eq!(parts[4].len(), 6);
+        assert_eq!(parts[5].len(), 4);
+    }
 }

@@ -1,0 +1,2 @@
+#!/bin/sh
+echo "script from http $1"

@@ -1,0 +1,5 @@
+mkdir -p "$1/scripts" "$1/run"
+printf '#!/bin/sh\necho "args: $#: $*"\necho "in $(pwd)"\necho "to stderr" >&2\n' > "$1/scripts/hello.sh"
+printf '#!/bin/sh\necho "$GREETING"\nexit 3\n' > "$1/scripts/fails.sh"
+printf '#!/bin/sh\necho done\necho\necho "changed=yes comment=\\"stateful run\\""\n' > "$1/scripts/stateful.sh"
+printf '#!/bin/sh\necho quiet\n' > "$1/scripts/quiet.sh"
