@@ -6,6 +6,7 @@
 pub mod catalog;
 pub mod config;
 pub mod crypt;
+pub mod dictupdate;
 pub mod event;
 pub mod jid;
 pub mod loads;
@@ -13,6 +14,7 @@ pub mod nested;
 pub mod optparse;
 pub mod payload;
 pub mod posixpath;
+pub mod pyeq;
 pub mod pyjson;
 pub mod pyrepr;
 pub mod target;

@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 use brine_protocol::payload::{from_json, Value};
 use brine_protocol::target::fnmatch;
 
-use super::merge::{merge, Strategy};
+use super::merged;
 use super::ExtContext;
 use crate::fileserver::MAX_TEMPLATE_SIZE;
+use brine_protocol::dictupdate::Strategy;
 
 /// Directory levels walked at most.
 const MAX_DEPTH: usize = 64;
@@ -84,7 +85,7 @@ pub fn ext_pillar(cx: &ExtContext, conf: &serde_json::Value) -> Result<Value, St
     let mut result = Value::Map(Vec::new());
     for dir in dirs {
         let found = one_root(cx, &dir, &opts);
-        result = merge(result, &found, Strategy::Recurse, false);
+        result = merged(result, &found, Strategy::Recurse, false);
     }
     Ok(result)
 }
@@ -103,14 +104,14 @@ fn one_root(cx: &ExtContext, root: &Path, opts: &Options) -> Value {
         for group in sorted_names(&groups_dir) {
             if cx.nodegroups.contains_key(&group) && cx.in_nodegroup(&group) {
                 let found = construct(&groups_dir.join(&group), opts, cx);
-                pillar = merge(pillar, &found, Strategy::Recurse, false);
+                pillar = merged(pillar, &found, Strategy::Recurse, false);
             }
         }
     }
     let host_dir = root.join("hosts").join(cx.id);
     if host_dir.is_dir() {
         let found = construct(&host_dir, opts, cx);
-        pillar = merge(pillar, &found, Strategy::Recurse, false);
+        pillar = merged(pillar, &found, Strategy::Recurse, false);
     }
     pillar
 }

@@ -10,7 +10,6 @@
 //! External pillars are registered in [`EXT_PILLARS`], one line each.
 
 pub mod file_tree;
-pub mod merge;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -21,8 +20,16 @@ use brine_protocol::payload::{from_json, to_json, Value};
 use brine_protocol::target::fnmatch;
 
 use crate::fileserver::FileServer;
+use brine_protocol::dictupdate::{self, Strategy};
 use brine_state::top::{self, Matcher, Top};
-use merge::{merge, Strategy};
+
+/// `b` merged into `a` by `dictupdate.merge`; a `b` that is not a mapping leaves `a` as it is.
+pub(crate) fn merged(a: Value, b: &Value, strategy: Strategy, merge_lists: bool) -> Value {
+    if !b.is_map() {
+        return a;
+    }
+    dictupdate::merge(a, b, strategy, merge_lists).unwrap_or_else(|_| Value::Map(Vec::new()))
+}
 
 /// An external pillar: the pillar of the minion in `cx` from the configuration `conf`.
 pub type ExtPillarFn = fn(cx: &ExtContext, conf: &serde_json::Value) -> Result<Value, String>;
@@ -507,7 +514,7 @@ impl<'a> Compile<'a> {
     }
 
     fn merge(&self, a: Value, b: &Value) -> Value {
-        merge(a, b, self.pillars.strategy, self.pillars.merge_lists)
+        merged(a, b, self.pillars.strategy, self.pillars.merge_lists)
     }
 
     /// Salt's `render_pstate`: one SLS and its includes. Returns the data (`None` when the

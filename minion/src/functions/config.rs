@@ -10,10 +10,12 @@ use std::path::Path;
 use rmpv::Value;
 
 use super::args::{py_str, Bound, Signature};
-use super::cron::{py_eq, py_split, type_name};
+use super::cron::{py_split, type_name};
 use super::grains::lookup;
 use super::{CallState, Context, FnError, Spec};
+use brine_protocol::dictupdate::{self, Strategy};
 use brine_protocol::payload::{from_json, get, py_truthy};
+use brine_protocol::pyeq::py_eq;
 
 super::spec_table! {
     /// The functions of the `config` module.
@@ -216,13 +218,6 @@ struct Omit {
     grains: bool,
     pillar: bool,
     master: bool,
-}
-
-/// How `config.get` merges the places before looking a key up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Strategy {
-    Recurse,
-    Overwrite,
 }
 
 /// Salt's settings for other modules, the last place a lookup searches.
@@ -597,53 +592,9 @@ fn get_value(
     let [(_, opts), (_, grains), (_, pillar), (_, master)] = places(ctx, Omit::default());
     let mut data = defaults();
     for more in [master, pillar, grains, opts] {
-        data = merge_values(data, &more, strategy, merge_lists)?;
+        data = dictupdate::merge(data, &more, strategy, merge_lists).map_err(type_error)?;
     }
     Ok(traverse(&data, &parts))
-}
-
-/// Salt's `dictupdate.merge(a, b)` with the `recurse` or `overwrite` strategy.
-fn merge_values(
-    a: Value,
-    b: &Value,
-    strategy: Strategy,
-    merge_lists: bool,
-) -> Result<Value, FnError> {
-    let (Value::Map(mut a), Value::Map(b)) = (a, b) else {
-        return Err(type_error(
-            "Cannot update using non-dict types in dictupdate.update()",
-        ));
-    };
-    if strategy == Strategy::Overwrite {
-        for (k, v) in b {
-            if let Some(slot) = a.iter_mut().find(|(key, _)| py_eq(key, k)) {
-                slot.1 = v.clone();
-            }
-        }
-    }
-    update(&mut a, b, merge_lists);
-    Ok(Value::Map(a))
-}
-
-/// Salt's recursive `dictupdate.update(dest, upd)`.
-fn update(dest: &mut Vec<(Value, Value)>, upd: &[(Value, Value)], merge_lists: bool) {
-    for (k, v) in upd {
-        let Some(slot) = dest.iter_mut().find(|(key, _)| py_eq(key, k)) else {
-            dest.push((k.clone(), v.clone()));
-            continue;
-        };
-        match (&mut slot.1, v) {
-            (Value::Map(inner), Value::Map(more)) => update(inner, more, merge_lists),
-            (Value::Array(items), Value::Array(more)) if merge_lists => {
-                for item in more {
-                    if !items.contains(item) {
-                        items.push(item.clone());
-                    }
-                }
-            }
-            (old, new) => *old = new.clone(),
-        }
-    }
 }
 
 /// `pillar_merge_lists` of the master's configuration on this host (`/etc/salt/master`, or
@@ -891,11 +842,11 @@ mod tests {
         let a = j(json!({"l": [1, 2], "d": {"x": [1]}}));
         let b = j(json!({"l": [2, 3], "d": {"x": [4]}, "n": 1}));
         assert_eq!(
-            merge_values(a.clone(), &b, Strategy::Recurse, true).unwrap(),
+            dictupdate::merge(a.clone(), &b, Strategy::Recurse, true).unwrap(),
             j(json!({"l": [1, 2, 3], "d": {"x": [1, 4]}, "n": 1}))
         );
         assert_eq!(
-            merge_values(a, &b, Strategy::Overwrite, true).unwrap(),
+            dictupdate::merge(a, &b, Strategy::Overwrite, true).unwrap(),
             j(json!({"l": [2, 3], "d": {"x": [4]}, "n": 1}))
         );
     }

@@ -15,6 +15,7 @@ use rmpv::Value;
 use super::args::{self, py_int, py_str, py_type, Bound, Signature};
 use super::{CallState, Context, FnError, Spec};
 use brine_protocol::payload::{get, get_str, map, py_truthy};
+use brine_protocol::pyeq::py_eq;
 
 /// The line after which Salt manages the crontab.
 pub(crate) const TAG: &str = "# Lines below here are managed by Salt, do not edit";
@@ -210,21 +211,6 @@ impl Fun {
             }
             Fun::WriteCronFileVerbose => tab.install_file(&py_str(&arg("path")), st).await,
         }
-    }
-}
-
-/// Python's `a == b` for argument values: numbers and booleans compare by value.
-pub(crate) fn py_eq(a: &Value, b: &Value) -> bool {
-    let num = |v: &Value| match v {
-        Value::Integer(i) => i.as_f64(),
-        Value::Boolean(b) => Some(f64::from(u8::from(*b))),
-        Value::F32(f) => Some(f64::from(*f)),
-        Value::F64(f) => Some(*f),
-        _ => None,
-    };
-    match (num(a), num(b)) {
-        (Some(x), Some(y)) => x == y,
-        _ => a == b,
     }
 }
 

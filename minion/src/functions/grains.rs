@@ -16,6 +16,7 @@ use super::args::{is_true, py_int, py_str, py_type, yamlify_arg, Bound, Signatur
 use super::CallState;
 use super::{Context, FnError, Spec};
 use brine_protocol::payload::{from_json, map, py_truthy, to_json};
+use brine_protocol::pyeq::py_eq;
 
 /// Salt's default target delimiter.
 pub const DEFAULT_DELIMITER: &str = ":";
@@ -538,58 +539,6 @@ fn filter_by(grains: &Value, b: &Bound) -> Result<Value, FnError> {
     )
     .map(|v| from_json(&v))
     .map_err(|e| FnError::Exception(format!("salt.exceptions.SaltException: {e}")))
-}
-
-/// Python's `==` between two values as Salt holds them (`1 == 1.0 == True`, dicts by content).
-fn py_eq(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| py_eq(p, q))
-        }
-        (Value::Map(x), Value::Map(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.iter().any(|(k2, v2)| py_eq(k, k2) && py_eq(v, v2)))
-        }
-        (Value::String(x), Value::String(y)) => x.as_bytes() == y.as_bytes(),
-        (Value::Binary(x), Value::Binary(y)) => x == y,
-        (Value::Nil, Value::Nil) => true,
-        _ => match (number(a), number(b)) {
-            (Some(Number::Int(x)), Some(Number::Int(y))) => x == y,
-            (Some(x), Some(y)) => x.float() == y.float(),
-            _ => false,
-        },
-    }
-}
-
-#[derive(Clone, Copy)]
-enum Number {
-    Int(i128),
-    Float(f64),
-}
-
-impl Number {
-    fn float(self) -> f64 {
-        match self {
-            // Python compares an int with a float by value; i128 -> f64 rounds only past 2^53.
-            Number::Int(i) => i as f64,
-            Number::Float(f) => f,
-        }
-    }
-}
-
-fn number(v: &Value) -> Option<Number> {
-    match v {
-        Value::Boolean(b) => Some(Number::Int(i128::from(*b))),
-        Value::Integer(i) => i
-            .as_i64()
-            .map(i128::from)
-            .or_else(|| i.as_u64().map(i128::from))
-            .map(Number::Int),
-        Value::F32(f) => Some(Number::Float(f64::from(*f))),
-        Value::F64(f) => Some(Number::Float(*f)),
-        _ => None,
-    }
 }
 
 /// Where Salt tests `delimiter in key`: a string key's text; `None` for a list or a dict (Python

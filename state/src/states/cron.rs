@@ -5,10 +5,10 @@
 
 use serde_json::{json, Map, Value};
 
-use super::group::py_eq;
 use super::{ret, Call, Spec};
 use crate::verify::py_text;
 use brine_protocol::payload::json_truthy;
+use brine_protocol::pyeq::py_eq_json as py_eq;
 
 pub const FUNCTIONS: &[Spec] = &[
     Spec {

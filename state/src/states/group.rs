@@ -29,18 +29,7 @@ pub(crate) fn items(v: &Value) -> Vec<String> {
     }
 }
 
-/// Python's `a == b` for values of a state's arguments and of the system.
-pub(crate) fn py_eq(a: &Value, b: &Value) -> bool {
-    let num = |v: &Value| match v {
-        Value::Number(n) => n.as_f64(),
-        Value::Bool(b) => Some(f64::from(u8::from(*b))),
-        _ => None,
-    };
-    match (num(a), num(b)) {
-        (Some(x), Some(y)) => x == y,
-        _ => a == b,
-    }
-}
+use brine_protocol::pyeq::py_eq_json as py_eq;
 
 /// Python's `int(v)` for a gid.
 pub(crate) fn py_int(v: &Value) -> Option<i64> {

@@ -7,10 +7,10 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use serde_json::{json, Map, Value};
 
-use super::group::py_eq;
 use super::{ret, Call, Spec};
 use crate::verify::{py_text, py_type};
 use brine_protocol::payload::json_truthy;
+use brine_protocol::pyeq::py_eq_json as py_eq;
 
 pub const FUNCTIONS: &[Spec] = &[
     Spec {

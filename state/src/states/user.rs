@@ -8,10 +8,11 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
-use super::group::{items, py_eq, py_int};
+use super::group::{items, py_int};
 use super::{ret, Call, Spec};
 use crate::verify::{py_repr, py_text};
 use brine_protocol::payload::json_truthy;
+use brine_protocol::pyeq::py_eq_json as py_eq;
 
 pub const FUNCTIONS: &[Spec] = &[
     Spec {

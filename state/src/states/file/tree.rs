@@ -11,6 +11,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
 use brine_protocol::payload::json_truthy;
+use brine_protocol::pyeq::py_eq_json;
 use brine_protocol::pyjson::{self, JsonStyle};
 use brine_protocol::pyrepr::os_error;
 use brine_protocol::target::fnmatch;
@@ -1333,21 +1334,6 @@ impl Format {
     }
 }
 
-/// Python's `==` through lists and maps (`1 == 1.0 == True`).
-fn py_eq_deep(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| py_eq_deep(a, b))
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| py_eq_deep(v, w)))
-        }
-        _ => crate::states::group::py_eq(a, b),
-    }
-}
-
 /// Salt's `recursive_diff(past, current).diffs` (keys gone from `current` ignored).
 fn recursive_diff(past: &Map<String, Value>, current: &Map<String, Value>) -> Map<String, Value> {
     let mut out = Map::new();
@@ -1356,7 +1342,7 @@ fn recursive_diff(past: &Map<String, Value>, current: &Map<String, Value>) -> Ma
             None => {
                 out.insert(k.clone(), json!({"new": new, "old": "<_null_>"}));
             }
-            Some(old) if !py_eq_deep(new, old) => match (new, old) {
+            Some(old) if !py_eq_json(new, old) => match (new, old) {
                 (Value::Object(n), Value::Object(o)) => {
                     let sub = recursive_diff(o, n);
                     if !sub.is_empty() {
@@ -1471,7 +1457,7 @@ pub(super) fn serialize(c: &Call) -> Result<Ret, String> {
                 };
                 brine_protocol::config::merge_recursive(&mut merged, upd, false);
                 let merged = Value::Object(merged);
-                if py_eq_deep(&existing, &merged) {
+                if py_eq_json(&existing, &merged) {
                     set(
                         &mut r,
                         "comment",
@@ -1778,11 +1764,11 @@ mod tests {
             json!({"n": {"y": {"new": [2], "old": [1]}, "z": {"new": {}, "old": "<_null_>"}},
                    "b": {"new": "new", "old": "<_null_>"}})
         );
-        assert!(py_eq_deep(
+        assert!(py_eq_json(
             &json!({"a": [1, true]}),
             &json!({"a": [1.0, 1]})
         ));
-        assert!(!py_eq_deep(&json!({"a": [1]}), &json!({"a": [1, 2]})));
+        assert!(!py_eq_json(&json!({"a": [1]}), &json!({"a": [1, 2]})));
     }
 
     #[test]

@@ -1,7 +1,10 @@
-//! Salt's `dictupdate.merge`: how pillar sources (sls files, includes, external pillars) are
-//! merged, by `pillar_source_merging_strategy` and `pillar_merge_lists`.
+//! Salt's `dictupdate.merge` and `dictupdate.update`: how the master merges pillar sources
+//! (sls files, includes, external pillars, by `pillar_source_merging_strategy` and
+//! `pillar_merge_lists`) and how the minion's `config.get` merges its places. Keys match by
+//! Python's `==`, as in a dict.
 
-use brine_protocol::payload::Value;
+use crate::payload::Value;
+use crate::pyeq::py_eq;
 
 /// A merging strategy (`smart` is `recurse`: Brine has no `yamlex` renderer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,17 +32,32 @@ impl Strategy {
     }
 }
 
-/// `merge(a, b)`: `b` merged into `a`. Both must be mappings; anything else leaves `a`.
-pub fn merge(a: Value, b: &Value, strategy: Strategy, merge_lists: bool) -> Value {
+/// `update` was given something other than two mappings (Salt's `TypeError`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotDicts;
+
+impl std::fmt::Display for NotDicts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Cannot update using non-dict types in dictupdate.update()")
+    }
+}
+
+/// `merge(a, b)`: `b` merged into `a`; both must be mappings.
+pub fn merge(
+    a: Value,
+    b: &Value,
+    strategy: Strategy,
+    merge_lists: bool,
+) -> Result<Value, NotDicts> {
     let (Value::Map(mut a), Value::Map(b)) = (a, b) else {
-        return Value::Map(Vec::new());
+        return Err(NotDicts);
     };
     match strategy {
         Strategy::Recurse => update(&mut a, b, merge_lists),
         Strategy::None => update(&mut a, b, false),
         Strategy::Overwrite => {
             for (k, v) in b {
-                if let Some(slot) = a.iter_mut().find(|(key, _)| key == k) {
+                if let Some(slot) = a.iter_mut().find(|(key, _)| py_eq(key, k)) {
                     slot.1 = v.clone();
                 }
             }
@@ -47,19 +65,19 @@ pub fn merge(a: Value, b: &Value, strategy: Strategy, merge_lists: bool) -> Valu
         }
         Strategy::List => {
             for (k, v) in a.iter_mut() {
-                if let Some((_, later)) = b.iter().find(|(key, _)| key == k) {
+                if let Some((_, later)) = b.iter().find(|(key, _)| py_eq(key, k)) {
                     *v = Value::Array(vec![std::mem::replace(v, Value::Nil), later.clone()]);
                 }
             }
         }
     }
-    Value::Map(a)
+    Ok(Value::Map(a))
 }
 
 /// Salt's recursive `dictupdate.update(dest, upd, merge_lists)`.
 pub fn update(dest: &mut Vec<(Value, Value)>, upd: &[(Value, Value)], merge_lists: bool) {
     for (k, v) in upd {
-        let Some(slot) = dest.iter_mut().find(|(key, _)| key == k) else {
+        let Some(slot) = dest.iter_mut().find(|(key, _)| py_eq(key, k)) else {
             dest.push((k.clone(), v.clone()));
             continue;
         };
@@ -67,7 +85,7 @@ pub fn update(dest: &mut Vec<(Value, Value)>, upd: &[(Value, Value)], merge_list
             (Value::Map(inner), Value::Map(more)) => update(inner, more, merge_lists),
             (Value::Array(items), Value::Array(more)) if merge_lists => {
                 for item in more {
-                    if !items.contains(item) {
+                    if !items.iter().any(|i| py_eq(i, item)) {
                         items.push(item.clone());
                     }
                 }
@@ -80,7 +98,7 @@ pub fn update(dest: &mut Vec<(Value, Value)>, upd: &[(Value, Value)], merge_list
 #[cfg(test)]
 mod tests {
     use super::*;
-    use brine_protocol::payload::from_json;
+    use crate::payload::from_json;
     use serde_json::json;
 
     fn m(
@@ -89,7 +107,7 @@ mod tests {
         s: Strategy,
         lists: bool,
     ) -> serde_json::Value {
-        brine_protocol::payload::to_json(&merge(from_json(&a), &from_json(&b), s, lists))
+        crate::payload::to_json(&merge(from_json(&a), &from_json(&b), s, lists).unwrap())
     }
 
     // Expected values are what Salt 3007's salt.utils.dictupdate.merge returns.
@@ -116,6 +134,26 @@ mod tests {
         assert_eq!(
             m(a, b, Strategy::List, false),
             json!({"x": [{"a": 1, "l": [1, 2]}, {"b": 2, "l": [2, 3]}], "y": 1})
+        );
+    }
+
+    #[test]
+    fn keys_and_list_items_match_as_in_python() {
+        let a = Value::Map(vec![(Value::from(1), Value::Array(vec![Value::from(1)]))]);
+        let b = Value::Map(vec![(
+            Value::from(1.0),
+            Value::Array(vec![Value::from(true), Value::from(2)]),
+        )]);
+        assert_eq!(
+            merge(a, &b, Strategy::Recurse, true).unwrap(),
+            Value::Map(vec![(
+                Value::from(1),
+                Value::Array(vec![Value::from(1), Value::from(2)])
+            )])
+        );
+        assert_eq!(
+            merge(Value::Nil, &b, Strategy::Recurse, false),
+            Err(NotDicts)
         );
     }
 
