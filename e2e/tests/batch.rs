@@ -93,6 +93,20 @@ fn batches_and_subsets_print_and_exit_as_salts_own_salt_does() {
             "json",
         ],
         &["b*", "test.ping", "--subset=-1", "--out", "txt"],
+        &["b*", "cmd.run", "exit 3", "--static", "--out", "json"],
+        &["b*", "test.ping", "--static"],
+        &["nomatch*", "test.ping", "--static", "--out", "json"],
+        &[
+            "-b",
+            "1",
+            "b*",
+            "test.echo",
+            "x",
+            "--static",
+            "--out",
+            "yaml",
+        ],
+        &["-s", "--failhard", "-b", "1", "b*", "cmd.run", "exit 5"],
         &["--subset", "2", "b*", "nosuch.function"],
     ];
     for args in cases {
@@ -152,5 +166,8 @@ fn batches_and_subsets_print_and_exit_as_salts_own_salt_does() {
         "{text}"
     );
     assert_eq!(text.matches("\"retcode\": 0").count(), 2, "{text}");
+    // --static leaves it out.
+    let (v, code) = st.salt_json(&["b*", "test.ping"]);
+    assert_eq!((v, code), (serde_json::json!({"b1": true, "b2": true}), 0));
     rm.stop();
 }

@@ -295,7 +295,10 @@ fn run(cli: Cli) -> Result<i32, CliError> {
         .build()
         .map_err(|e| CliError::new(format!("cannot start: {e}"), 2))?;
     let client = local.client();
-    if let Some(spec) = &cli.batch {
+    // `--static` is a quiet batch run, of all the minions at once unless `-b` says otherwise
+    // (and it takes precedence over `--subset` and `--async`), as in Salt.
+    if cli.static_ || cli.batch.is_some() {
+        let spec = cli.batch.as_deref().unwrap_or("100%");
         let Some(size) = BatchSize::parse(spec) else {
             println!("{}", invalid_batch_text(spec));
             return Ok(1);
@@ -364,7 +367,6 @@ fn run(cli: Cli) -> Result<i32, CliError> {
     if cli.verbose || cli.show_jid {
         println!("jid: {jid}");
     }
-    let mut static_out: Vec<(String, serde_json::Value)> = Vec::new();
     let mut failed = false;
     let stdout = std::io::stdout();
     let feed = feed.expect("listening when not async");
@@ -376,42 +378,24 @@ fn run(cli: Cli) -> Result<i32, CliError> {
                 failed = true;
             }
             let ret = get(&ev.data, "return").cloned().unwrap_or(Value::Nil);
-            if cli.static_ {
-                static_out.push((id, to_json(&ret)));
-            } else {
-                let data = serde_json::json!({ id: to_json(&ret) });
-                let o = choose_outputter(out, get_str(&ev.data, "out"));
-                let text = render_with_retcode(o, &data, &opts, retcode);
-                if !text.is_empty() {
-                    let _ = writeln!(stdout.lock(), "{text}");
-                }
+            let data = serde_json::json!({ id: to_json(&ret) });
+            let o = choose_outputter(out, get_str(&ev.data, "out"));
+            let text = render_with_retcode(o, &data, &opts, retcode);
+            if !text.is_empty() {
+                let _ = writeln!(stdout.lock(), "{text}");
             }
         }
         returns.missing()
     });
     for id in &missing {
         failed = true;
-        let msg = serde_json::Value::from(no_response_message(&jid));
-        if cli.static_ {
-            static_out.push((id.clone(), msg));
-        } else if !cli.hide_timeout {
+        if !cli.hide_timeout {
+            let msg = serde_json::Value::from(no_response_message(&jid));
             let data = serde_json::json!({ id: msg });
             let text = render_with_retcode(out.unwrap_or(Outputter::NoReturn), &data, &opts, 1);
             if !text.is_empty() {
                 println!("{text}");
             }
-        }
-    }
-    if cli.static_ {
-        let data = serde_json::Value::Object(static_out.into_iter().collect());
-        let text = render_with_retcode(
-            out.unwrap_or(Outputter::Nested),
-            &data,
-            &opts,
-            i64::from(failed),
-        );
-        if !text.is_empty() {
-            println!("{text}");
         }
     }
     if failed {
@@ -423,6 +407,12 @@ fn run(cli: Cli) -> Result<i32, CliError> {
 
 /// `salt -b`: Salt's batch output (each return with its `retcode` and `jid`, in the
 /// outputter the return names) and exit code (the highest retcode).
+///
+/// `salt --static` is Salt's quiet batch run: nothing is printed along the way (not the
+/// minions that do not answer the ping, who are left out), a minion whose job ends without
+/// a return is `{}`, and all returns are printed at the end as one result in the outputter
+/// asked for (the returns' own are not used); the exit code is 0 whatever the retcodes.
+/// Both exit 2 when nothing returned.
 #[allow(clippy::too_many_arguments)]
 async fn run_batch(
     client: &LocalClient<LinkPublisher>,
@@ -434,8 +424,11 @@ async fn run_batch(
     out: Option<Outputter>,
     opts: &OutputOptions,
 ) -> Result<i32, CliError> {
+    let quiet = cli.static_;
     let stdout = std::io::stdout();
     let mut retcode = 0i64;
+    let mut collected = serde_json::Map::new();
+    let mut down = false;
     let show = |o: Outputter, data: &serde_json::Value, rc: i64| {
         let text = render_with_retcode(o, data, opts, rc);
         if !text.is_empty() {
@@ -445,31 +438,40 @@ async fn run_batch(
     let used = client
         .batch(feed, req, batch, timeouts, |ev| match ev {
             BatchEvent::Down(ids) => {
-                for id in ids {
-                    println!("Minion {id} did not respond. No job will be sent.");
+                down |= !ids.is_empty();
+                if !quiet {
+                    for id in ids {
+                        println!("Minion {id} did not respond. No job will be sent.");
+                    }
                 }
                 ControlFlow::Continue(())
             }
             BatchEvent::Started { minions, .. } => {
-                let list: Vec<String> = minions.iter().map(|m| str_repr(m)).collect();
-                println!("\nExecuting run on [{}]\n", list.join(", "));
+                if !quiet {
+                    let list: Vec<String> = minions.iter().map(|m| str_repr(m)).collect();
+                    println!("\nExecuting run on [{}]\n", list.join(", "));
+                }
                 ControlFlow::Continue(())
             }
             BatchEvent::Return { id, event, .. } => {
                 let data = &event.data;
-                let mut shown = serde_json::Map::new();
                 let rc = get(data, "retcode").map(batch_retcode);
-                if let Some(rc) = rc {
-                    shown.insert("retcode".into(), serde_json::json!(rc));
-                }
-                if let Some(jid) = get(data, "jid") {
-                    shown.insert("jid".into(), to_json(jid));
-                }
                 let ret = get(data, "return").map(to_json).unwrap_or_default();
-                shown.insert(id.clone(), ret);
+                if quiet {
+                    collected.insert(id.clone(), ret);
+                } else {
+                    let mut shown = serde_json::Map::new();
+                    if let Some(rc) = rc {
+                        shown.insert("retcode".into(), serde_json::json!(rc));
+                    }
+                    if let Some(jid) = get(data, "jid") {
+                        shown.insert("jid".into(), to_json(jid));
+                    }
+                    shown.insert(id.clone(), ret);
+                    let o = choose_outputter(out, get_str(data, "out"));
+                    show(o, &serde_json::Value::Object(shown), rc.unwrap_or(0));
+                }
                 let rc = rc.unwrap_or(0);
-                let o = choose_outputter(out, get_str(data, "out"));
-                show(o, &serde_json::Value::Object(shown), rc);
                 retcode = retcode.max(rc);
                 if cli.failhard && rc > 0 {
                     eprintln!(
@@ -481,13 +483,38 @@ async fn run_batch(
                 ControlFlow::Continue(())
             }
             BatchEvent::NoReturn { id, .. } => {
-                let o = out.unwrap_or(Outputter::Nested);
-                show(o, &serde_json::json!({ id: {} }), 0);
+                if quiet {
+                    collected.insert(id.clone(), serde_json::json!({}));
+                } else {
+                    show(
+                        out.unwrap_or(Outputter::Nested),
+                        &serde_json::json!({ id: {} }),
+                        0,
+                    );
+                }
                 ControlFlow::Continue(())
             }
         })
         .await
         .map_err(brine_cli::local::request_error)?;
+    // Salt's client says so when the ping matched no minion, even in a quiet run.
+    let no_match = used.is_empty() && !down;
+    if quiet {
+        if no_match {
+            println!("{NO_MINIONS_MATCHED}");
+        }
+        let empty = collected.is_empty();
+        show(
+            out.unwrap_or(Outputter::Nested),
+            &serde_json::Value::Object(collected),
+            0,
+        );
+        if empty {
+            eprintln!("ERROR: No return received");
+            return Ok(2);
+        }
+        return Ok(0);
+    }
     if used.is_empty() {
         println!("{NO_MINIONS_MATCHED}");
         println!("No minions matched the target.");

@@ -711,6 +711,8 @@ pub(crate) struct RunOpts {
     reset_system_locale: bool,
     ignore_retcode: bool,
     merge_stderr: bool,
+    /// `stdin_raw_newlines` as given, shown in the error context when it was.
+    stdin_raw_newlines: Option<Value>,
     prepend_path: Option<String>,
     success_retcodes: Vec<i64>,
     success_stdout: Vec<String>,
@@ -758,6 +760,7 @@ impl RunOpts {
             reset_system_locale: b.get("reset_system_locale").is_none_or(is_true_v),
             ignore_retcode: b.get("ignore_retcode").is_some_and(is_true_v),
             merge_stderr: false,
+            stdin_raw_newlines: b.kwarg("stdin_raw_newlines").cloned(),
             prepend_path: b.opt("prepend_path").map(py_str),
             success_retcodes: match b.opt("success_retcodes") {
                 None => vec![0],
@@ -867,6 +870,41 @@ impl RunOutput {
     }
 }
 
+/// The context Salt's `cmdmod._run` names when a command cannot be started: the keyword
+/// arguments it gives `subprocess` (`env` and `stdin` left out), in its order. `stdout` and
+/// `stderr` are `subprocess.PIPE` (-1), `stderr` `subprocess.STDOUT` (-2) when merged.
+fn spawn_context(opts: &RunOpts, cwd: &str) -> String {
+    let py_bool = |b: bool| if b { "True" } else { "False" };
+    let mut ctx = vec![
+        format!("'cwd': {}", py_repr(&Value::from(cwd))),
+        format!("'shell': {}", py_bool(opts.python_shell)),
+        "'stdout': -1".to_string(),
+        format!("'stderr': {}", if opts.merge_stderr { -2 } else { -1 }),
+        "'with_communicate': True".to_string(),
+        format!(
+            "'timeout': {}",
+            opts.timeout.as_ref().map_or_else(|| "None".to_string(), py_repr)
+        ),
+        "'bg': False".to_string(),
+    ];
+    if let Some(v) = &opts.stdin_raw_newlines {
+        ctx.push(format!("'stdin_raw_newlines': {}", py_repr(v)));
+    }
+    if let Some(user) = &opts.runas {
+        // Salt's is a functools.partial of its own function; its address is Python's.
+        ctx.push(format!(
+            "'preexec_fn': functools.partial(<function chugid_and_umask>, {}, None, None)",
+            py_repr(&Value::from(user.as_str()))
+        ));
+    }
+    if opts.python_shell {
+        let shell = opts.shell.as_deref().unwrap_or(DEFAULT_SHELL);
+        ctx.push(format!("'executable': {}", py_repr(&Value::from(shell))));
+    }
+    ctx.push("'close_fds': True".to_string());
+    format!("{{{}}}", ctx.join(", "))
+}
+
 /// Run `argv` without a shell as other modules do through `cmd.run_all` with
 /// `python_shell=False`: Salt's locale reset, `env` added to the environment.
 pub(crate) async fn run_argv(argv: &[String], env: &[(&str, &str)]) -> Result<RunOutput, FnError> {
@@ -887,6 +925,7 @@ pub(crate) async fn run_argv(argv: &[String], env: &[(&str, &str)]) -> Result<Ru
         reset_system_locale: true,
         ignore_retcode: true,
         merge_stderr: false,
+        stdin_raw_newlines: None,
         prepend_path: None,
         success_retcodes: vec![0],
         success_stdout: Vec::new(),
@@ -1165,10 +1204,8 @@ pub(crate) async fn execute(opts: &RunOpts) -> Result<RunOutput, FnError> {
     drop(command);
     let mut child = spawned.map_err(|e| {
         FnError::Execution(format!(
-            "Unable to run command '{shown}' with the context '{{'cwd': {}, 'shell': {}, 'timeout': {}}}', reason: {}",
-            py_repr(&Value::from(cwd.as_str())),
-            if opts.python_shell { "True" } else { "False" },
-            opts.timeout.as_ref().map_or_else(|| "None".to_string(), py_repr),
+            "Unable to run command '{shown}' with the context '{}', reason: {}",
+            spawn_context(opts, &cwd),
             brine_protocol::pyrepr::os_error(&e, Some(prog))
         ))
     })?;
@@ -1405,6 +1442,29 @@ mod tests {
         let r = run("cmd.run", &[s("true"), kw(&[("timeout", s("soon"))])]).await;
         assert_eq!(r.retcode, 1);
         assert!(r.ret.as_str().unwrap().contains("must be a number"));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn commands_that_cannot_start_fail_as_in_salt_3007() {
+        let case = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let cases = [
+            case(&["cmd.run", "nosuch-binary-xyz arg", "python_shell=False"]),
+            case(&[
+                "cmd.run_all",
+                "nosuch-binary-xyz",
+                "cwd=/tmp",
+                "timeout=5",
+                "python_shell=False",
+            ]),
+            case(&[
+                "cmd.run_stdout",
+                "nosuch-binary-xyz",
+                "stdin_raw_newlines=True",
+                "python_shell=False",
+            ]),
+            case(&["cmd.retcode", "nosuch-binary-xyz", "python_shell=False"]),
+        ];
+        crate::functions::network::tests::compare_with_salt(&cases, |_, _| {}).await;
     }
 
     #[tokio::test]
