@@ -264,6 +264,14 @@ impl RealMaster {
         self.others.push(start_brine_minion(&root));
     }
 
+    /// Stop the minion `id` (real or Brine's) started against this master.
+    pub fn stop_minion(&mut self, id: &str) {
+        let suffix = format!("/minion-{id}");
+        if let Some(i) = self.others.iter().position(|p| p.name.ends_with(&suffix)) {
+            self.others.remove(i).stop();
+        }
+    }
+
     /// Start Brine's salt-api with this master's config (co-located, as Salt deploys it).
     pub fn start_brine_api(&mut self, port: u16) {
         let mut cmd = Command::new(bin("salt-api"));

@@ -110,37 +110,7 @@ fn batches_and_subsets_print_and_exit_as_salts_own_salt_does() {
         &["--subset", "2", "b*", "nosuch.function"],
     ];
     for args in cases {
-        let brine = st.tool("salt", args);
-        let salt = rm.tool("salt", args);
-        let (b, s) = (stdout(&brine), stdout(&salt));
-        assert_eq!(
-            brine.status.code(),
-            salt.status.code(),
-            "{args:?}: exit codes\nbrine: {b}{}\nsalt: {s}{}",
-            stderr(&brine),
-            stderr(&salt)
-        );
-        // With --failhard the run stops after the first minion, and a subset of one is
-        // one minion: any of them.
-        let ids = |t: &str| {
-            let mut ls = lines(t);
-            if args.contains(&"--failhard") || args.contains(&"--subset=-1") {
-                for l in &mut ls {
-                    *l = l
-                        .replace("b1", "bN")
-                        .replace("b2", "bN")
-                        .replace("b3", "bN");
-                }
-                ls.sort();
-            }
-            ls
-        };
-        assert_eq!(
-            ids(&b),
-            ids(&s),
-            "{args:?}\nbrine:\n{b}\nsalt:\n{s}\n{}",
-            st.logs()
-        );
+        compare(&st, &rm, args);
     }
     // --failhard stops after the first bad return: one batch of one.
     let out = st.tool(
@@ -169,5 +139,61 @@ fn batches_and_subsets_print_and_exit_as_salts_own_salt_does() {
     // --static leaves it out.
     let (v, code) = st.salt_json(&["b*", "test.ping"]);
     assert_eq!((v, code), (serde_json::json!({"b1": true, "b2": true}), 0));
+    rm.stop_minion("b3");
+    let down: &[&[&str]] = &[
+        &["-b", "2", "b*", "test.ping", "--out", "json"],
+        &["b*", "test.ping", "--static", "--out", "json"],
+    ];
+    for args in down {
+        compare(&st, &rm, args);
+    }
+    // Every targeted minion down: no batch runs at all.
+    for id in ["b1", "b2"] {
+        st.kill_minion(id);
+        rm.stop_minion(id);
+    }
+    let all_down: &[&[&str]] = &[
+        &["-b", "2", "b*", "test.ping"],
+        &["b*", "test.ping", "--static", "--out", "json"],
+    ];
+    for args in all_down {
+        compare(&st, &rm, args);
+    }
     rm.stop();
+}
+
+/// Run `args` with Brine's `salt` on Brine's master and Salt's on Salt's: the same exit code
+/// and the same lines.
+fn compare(st: &Stack, rm: &real::RealMaster, args: &[&str]) {
+    let brine = st.tool("salt", args);
+    let salt = rm.tool("salt", args);
+    let (b, s) = (stdout(&brine), stdout(&salt));
+    assert_eq!(
+        brine.status.code(),
+        salt.status.code(),
+        "{args:?}: exit codes\nbrine: {b}{}\nsalt: {s}{}",
+        stderr(&brine),
+        stderr(&salt)
+    );
+    // With --failhard the run stops after the first minion, and a subset of one is
+    // one minion: any of them.
+    let ids = |t: &str| {
+        let mut ls = lines(t);
+        if args.contains(&"--failhard") || args.contains(&"--subset=-1") {
+            for l in &mut ls {
+                *l = l
+                    .replace("b1", "bN")
+                    .replace("b2", "bN")
+                    .replace("b3", "bN");
+            }
+            ls.sort();
+        }
+        ls
+    };
+    assert_eq!(
+        ids(&b),
+        ids(&s),
+        "{args:?}\nbrine:\n{b}\nsalt:\n{s}\n{}",
+        st.logs()
+    );
 }

@@ -428,7 +428,8 @@ async fn run_batch(
     let stdout = std::io::stdout();
     let mut retcode = 0i64;
     let mut collected = serde_json::Map::new();
-    let mut down = false;
+    // Salt reports the minions that did not answer the ping only once a batch starts.
+    let mut down: Option<Vec<String>> = None;
     let show = |o: Outputter, data: &serde_json::Value, rc: i64| {
         let text = render_with_retcode(o, data, opts, rc);
         if !text.is_empty() {
@@ -438,16 +439,14 @@ async fn run_batch(
     let used = client
         .batch(feed, req, batch, timeouts, |ev| match ev {
             BatchEvent::Down(ids) => {
-                down |= !ids.is_empty();
-                if !quiet {
-                    for id in ids {
-                        println!("Minion {id} did not respond. No job will be sent.");
-                    }
-                }
+                down = Some(ids);
                 ControlFlow::Continue(())
             }
             BatchEvent::Started { minions, .. } => {
                 if !quiet {
+                    for id in down.iter_mut().flat_map(std::mem::take) {
+                        println!("Minion {id} did not respond. No job will be sent.");
+                    }
                     let list: Vec<String> = minions.iter().map(|m| str_repr(m)).collect();
                     println!("\nExecuting run on [{}]\n", list.join(", "));
                 }
@@ -498,7 +497,7 @@ async fn run_batch(
         .await
         .map_err(brine_cli::local::request_error)?;
     // Salt's client says so when the ping matched no minion, even in a quiet run.
-    let no_match = used.is_empty() && !down;
+    let no_match = used.is_empty() && down.is_none();
     if quiet {
         if no_match {
             println!("{NO_MINIONS_MATCHED}");
@@ -516,8 +515,10 @@ async fn run_batch(
         return Ok(0);
     }
     if used.is_empty() {
-        println!("{NO_MINIONS_MATCHED}");
-        println!("No minions matched the target.");
+        if no_match {
+            println!("{NO_MINIONS_MATCHED}");
+            println!("No minions matched the target.");
+        }
         eprintln!("ERROR: No return received");
         return Ok(2);
     }
