@@ -1,13 +1,13 @@
 //! A master the same scenario runs against, Brine's or a real salt-master 3007 (each with
 //! its own tools), and what its event bus says.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use brine_protocol::event::{unpack_body, PubDecoder};
+use brine_protocol::event::{pack_body, pull_frame, unpack_body, PubDecoder};
 
 use crate::real::RealMaster;
 use crate::Stack;
@@ -25,6 +25,21 @@ impl Master {
             Master::Brine(st) => st.dir.path().to_path_buf(),
             Master::Real(rm) => rm.dir.path().to_path_buf(),
         }
+    }
+
+    /// Fire one event on the master's bus through its pull socket, as `salt-run event.send`
+    /// does.
+    pub fn fire(&self, tag: &str, data: &serde_json::Value) {
+        let mut data = brine_protocol::payload::from_json(data);
+        brine_protocol::payload::set(
+            &mut data,
+            "_stamp",
+            rmpv::Value::from(brine_protocol::jid::stamp_now()),
+        );
+        let mut s = UnixStream::connect(self.root().join("sock/master_event_pull.ipc"))
+            .expect("the master's pull socket");
+        s.write_all(&pull_frame(&pack_body(tag, &data))).unwrap();
+        s.flush().unwrap();
     }
 
     pub fn salt_json(&self, args: &[&str]) -> (serde_json::Value, i32) {

@@ -13,15 +13,12 @@
 //! Needs BRINE_SALT3007 (set by scripts/test).
 
 use std::fs;
-use std::io::Write;
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use brine_e2e::masters::{events_until_quiet, write, Master};
 use brine_e2e::real;
 use brine_e2e::wait_until;
-use brine_protocol::event::{pack_body, pull_frame};
 use serde_json::{json, Map, Value};
 
 const MASTER_ID: &str = "reactor_master";
@@ -124,19 +121,6 @@ fn start(master: impl FnOnce(&dyn Fn(&Path) -> String) -> Master) -> (Master, Pa
     (m, place.into_inner())
 }
 
-/// Fire one event on the master's bus, as `salt-run event.send` does.
-fn fire(m: &Master, tag: &str, data: &Value) {
-    let mut data = brine_protocol::payload::from_json(data);
-    brine_protocol::payload::set(
-        &mut data,
-        "_stamp",
-        rmpv::Value::from(brine_protocol::jid::stamp_now()),
-    );
-    let mut s = UnixStream::connect(m.root().join("sock/master_event_pull.ipc")).expect("pull");
-    s.write_all(&pull_frame(&pack_body(tag, &data))).unwrap();
-    s.flush().unwrap();
-}
-
 /// What stays the same from one run to the next and from one master to the other.
 fn normal(v: &Value) -> Value {
     let jid = regex::Regex::new(r"^\d{20}$").unwrap();
@@ -233,7 +217,7 @@ fn run_cases(m: &Master) -> Vec<(String, Value)> {
         let mut bus = m.bus();
         // Let the bus register the subscriber before the event goes out.
         std::thread::sleep(Duration::from_millis(300));
-        fire(m, tag, &serde_json::from_str(data).unwrap());
+        m.fire(tag, &serde_json::from_str(data).unwrap());
         let events = events_until_quiet(&mut bus, Duration::from_secs(3));
         out.push((tag.to_string(), jobs(tag, &events)));
     }
@@ -320,8 +304,8 @@ fn the_reactor_starts_the_jobs_salts_reactor_starts() {
     // A caller reaction is refused with a log line, and the reactor goes on.
     let mut bus = brine.bus();
     std::thread::sleep(Duration::from_millis(300));
-    fire(&brine, "brine/caller", &json!({}));
-    fire(&brine, "brine/multi", &json!({"k": "v"}));
+    brine.fire("brine/caller", &json!({}));
+    brine.fire("brine/multi", &json!({"k": "v"}));
     let after = jobs(
         "brine/multi",
         &events_until_quiet(&mut bus, Duration::from_secs(3)),

@@ -13,7 +13,7 @@ use brine_protocol::jid::gen_jid;
 use brine_protocol::loads::{Fun, PublishRequest, Tgt};
 use brine_protocol::payload::{from_json, to_json, Value};
 use brine_render::Context as RenderContext;
-use brine_state::states::{MasterList, Params};
+use brine_state::states::{EventWatch, MasterList, Params};
 use brine_state::{call_high, High, Host, Job, Options};
 use serde_json::{json, Map, Value as Json};
 
@@ -521,5 +521,40 @@ impl Host for Orchestration {
 
     fn orchestration_jid(&self) -> Option<String> {
         self.jid.clone()
+    }
+
+    fn watch_events(&self) -> Option<Box<dyn EventWatch + '_>> {
+        Some(Box::new(BusWatch {
+            rx: self.master.bus.subscribe(),
+            master: &self.master,
+        }))
+    }
+}
+
+/// The master's bus, watched from an orchestration's thread.
+struct BusWatch<'a> {
+    rx: tokio::sync::broadcast::Receiver<Arc<brine_transport::eventbus::Event>>,
+    master: &'a Master,
+}
+
+impl EventWatch for BusWatch<'_> {
+    fn next(&mut self, wait: std::time::Duration) -> Option<(String, Json)> {
+        use tokio::sync::broadcast::error::RecvError;
+        let deadline = tokio::time::Instant::now() + wait;
+        let rx = &mut self.rx;
+        self.master.rt.block_on(async move {
+            loop {
+                match tokio::time::timeout_at(deadline, rx.recv()).await {
+                    Ok(Ok(ev)) => return Some((ev.tag.clone(), to_json(&ev.data))),
+                    // Events missed by a slow watcher are gone, as on Salt's bus.
+                    Ok(Err(RecvError::Lagged(_))) => continue,
+                    Ok(Err(RecvError::Closed)) => {
+                        tokio::time::sleep_until(deadline).await;
+                        return None;
+                    }
+                    Err(_) => return None,
+                }
+            }
+        })
     }
 }

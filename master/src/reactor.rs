@@ -29,7 +29,7 @@ use brine_protocol::payload::{from_json, get_str, json_truthy, map, to_json, Val
 use brine_protocol::pyrepr::str_repr;
 use brine_protocol::target::fnmatch;
 use brine_state::low::{compile_high_data, text, Low};
-use brine_state::verify::{py_text, py_type};
+use brine_state::verify::{py_text, py_type, repack_dictlist};
 use brine_state::High;
 use serde_json::{json, Map, Value as Json};
 use tokio::sync::broadcast::error::RecvError;
@@ -849,42 +849,6 @@ fn is_dictlist(v: &Json) -> bool {
             .iter()
             .all(|i| i.as_object().is_some_and(|m| m.len() == 1))
     })
-}
-
-/// Salt's `repack_dictlist`: `[{a: 1}, {b: 2}, c]` becomes `{a: 1, b: 2, c: None}`; a string
-/// is read as YAML first; anything else (or a map of several keys in the list) is `{}`.
-fn repack_dictlist(v: &Json) -> Map<String, Json> {
-    let loaded;
-    let v = match v {
-        Json::String(s) => match brine_protocol::yaml::load::load(s) {
-            Ok(parsed) => {
-                loaded = parsed;
-                &loaded
-            }
-            Err(_) => return Map::new(),
-        },
-        other => other,
-    };
-    let Json::Array(items) = v else {
-        return Map::new();
-    };
-    let mut out = Map::new();
-    for item in items {
-        match item {
-            Json::String(s) => {
-                out.insert(s.clone(), Json::Null);
-            }
-            Json::Number(_) | Json::Bool(_) => {
-                out.insert(py_text(item), Json::Null);
-            }
-            Json::Object(m) if m.len() == 1 => {
-                let (k, val) = m.iter().next().expect("one key");
-                out.insert(k.clone(), val.clone());
-            }
-            _ => return Map::new(),
-        }
-    }
-    out
 }
 
 /// A runner's or wheel function's parameters, from its registry entry (`jid`,

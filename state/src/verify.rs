@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::High;
 
@@ -150,6 +150,42 @@ pub fn verify_high(high: &High) -> Vec<String> {
     errors
 }
 
+/// Salt's `repack_dictlist`: `[{a: 1}, {b: 2}, c]` becomes `{a: 1, b: 2, c: None}`; a string
+/// is read as YAML first; anything else (or a map of several keys in the list) is `{}`.
+pub fn repack_dictlist(v: &Value) -> Map<String, Value> {
+    let loaded;
+    let v = match v {
+        Value::String(s) => match brine_protocol::yaml::load::load(s) {
+            Ok(parsed) => {
+                loaded = parsed;
+                &loaded
+            }
+            Err(_) => return Map::new(),
+        },
+        other => other,
+    };
+    let Value::Array(items) = v else {
+        return Map::new();
+    };
+    let mut out = Map::new();
+    for item in items {
+        match item {
+            Value::String(s) => {
+                out.insert(s.clone(), Value::Null);
+            }
+            Value::Number(_) | Value::Bool(_) => {
+                out.insert(py_text(item), Value::Null);
+            }
+            Value::Object(m) if m.len() == 1 => {
+                let (k, val) = m.iter().next().expect("one key");
+                out.insert(k.clone(), val.clone());
+            }
+            _ => return Map::new(),
+        }
+    }
+    out
+}
+
 /// Python's `str()` of a value as Salt's messages show it.
 pub fn py_text(v: &Value) -> String {
     match v {
@@ -193,5 +229,26 @@ pub fn py_type(v: &Value) -> &'static str {
         Value::String(_) => "str",
         Value::Array(_) => "list",
         Value::Object(_) => "dict",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn dictlists_are_repacked_as_salt_repacks_them() {
+        assert_eq!(
+            Value::Object(repack_dictlist(&json!(["a", 1, true, {"b": [1]}]))),
+            json!({"a": null, "1": null, "True": null, "b": [1]})
+        );
+        assert_eq!(
+            Value::Object(repack_dictlist(&json!("[{k: v}, x]"))),
+            json!({"k": "v", "x": null})
+        );
+        assert!(repack_dictlist(&json!("k: v")).is_empty());
+        assert!(repack_dictlist(&json!([["nested"]])).is_empty());
+        assert!(repack_dictlist(&json!([{"a": 1, "b": 2}])).is_empty());
     }
 }

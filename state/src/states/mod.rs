@@ -60,6 +60,11 @@ pub trait Host: Sync {
     /// Fire `tag` with `data` on the master's event bus for job `jid` (Salt's
     /// `event.fire_master` with the jid preloaded); a failure is only logged.
     fn fire_event(&self, tag: &str, data: Value, jid: &str);
+    /// A watch on the master's event bus from now on (Salt's `get_event(listen=True)`):
+    /// only the master has one.
+    fn watch_events(&self) -> Option<Box<dyn EventWatch + '_>> {
+        None
+    }
     /// The jid of the orchestration this run is (Salt's `__orchestration_jid__`): only the
     /// master's orchestrate runners have one.
     fn orchestration_jid(&self) -> Option<String> {
@@ -86,6 +91,12 @@ pub trait Host: Sync {
     fn url_exists(&self, url: &str) -> bool {
         crate::url::head_ok(&self.http_options(), url)
     }
+}
+
+/// Events seen on a bus since the watch began.
+pub trait EventWatch {
+    /// The next event (its tag and data) within `wait`; `None` when none came.
+    fn next(&mut self, wait: std::time::Duration) -> Option<(String, Value)>;
 }
 
 /// An execution function's parameters, as Python's argspec gives them.

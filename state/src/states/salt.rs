@@ -8,8 +8,9 @@ use serde_json::{json, Map, Value};
 
 use super::{Call, Spec};
 use crate::engine::check_result;
-use crate::verify::py_text;
+use crate::verify::{py_text, py_type, repack_dictlist};
 use brine_protocol::payload::json_truthy;
+use brine_protocol::pyeq::py_eq_json;
 
 pub const FUNCTIONS: &[Spec] = &[
     Spec {
@@ -31,6 +32,16 @@ pub const FUNCTIONS: &[Spec] = &[
         name: "wheel",
         required: &["name"],
         run: wheel,
+    },
+    Spec {
+        name: "wait_for_event",
+        required: &["name", "id_list"],
+        run: wait_for_event,
+    },
+    Spec {
+        name: "parallel_runners",
+        required: &["name", "runners"],
+        run: parallel_runners,
     },
 ];
 
@@ -559,4 +570,306 @@ fn runner(c: &Call) -> Result<Ret, String> {
 /// `salt.wheel`: run a wheel function on the master.
 fn wheel(c: &Call) -> Result<Ret, String> {
     master_call(c, "wheel", "Wheel")
+}
+
+/// `salt.parallel_runners`: several runner functions at once, one thread each, their returns
+/// merged into one state. `runners` maps an id to its settings (`name`, the runner function,
+/// defaulting to the id, and `kwarg`); a bare string is one runner of that name.
+fn parallel_runners(c: &Call) -> Result<Ret, String> {
+    let name = c.name();
+    let runners: Vec<(String, Map<String, Value>)> = match c.arg("runners") {
+        // Salt keys the one runner's settings by the state's name, then defaults `name` to
+        // the runner's id: the string either way.
+        Some(Value::String(fun)) => {
+            let mut config = Map::new();
+            config.insert(name.clone(), json!(fun));
+            config.entry("name").or_insert_with(|| json!(fun));
+            vec![(fun.clone(), config)]
+        }
+        Some(Value::Object(by_id)) => by_id
+            .iter()
+            .map(|(id, config)| {
+                let mut config = match config {
+                    Value::Null => Map::new(),
+                    other => repack_dictlist(other),
+                };
+                config.entry("name").or_insert_with(|| json!(id));
+                (id.clone(), config)
+            })
+            .collect(),
+        _ => {
+            let mut r = Map::new();
+            r.insert("name".into(), json!(name));
+            r.insert("result".into(), json!(false));
+            r.insert("changes".into(), json!({}));
+            r.insert(
+                "comment".into(),
+                json!("The runners parameter must be a string or dict."),
+            );
+            return Ok(r);
+        }
+    };
+    let call = |config: &Map<String, Value>| -> Result<Value, String> {
+        let mut kwargs = Map::new();
+        kwargs.insert(
+            "__orchestration_jid__".into(),
+            c.host
+                .orchestration_jid()
+                .map_or(Value::Null, Value::String),
+        );
+        kwargs.insert("__env__".into(), json!(c.saltenv));
+        kwargs.insert("full_return".into(), json!(true));
+        match config.get("kwarg") {
+            None => {}
+            Some(Value::Object(kwarg)) => kwargs.extend(kwarg.clone()),
+            Some(other) => {
+                return Err(format!(
+                    "TypeError: saltutil.runner() argument after ** must be a mapping, not {}",
+                    py_type(other)
+                ))
+            }
+        }
+        let fun = config.get("name").map(py_text).unwrap_or_default();
+        c.host.call("saltutil.runner", &[json!(fun)], &kwargs)
+    };
+    let answers: Vec<Result<Value, String>> = std::thread::scope(|scope| {
+        let threads: Vec<_> = runners
+            .iter()
+            .map(|(_, config)| scope.spawn(move || call(config)))
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| {
+                t.join()
+                    .unwrap_or_else(|_| Err("the runner's thread panicked".into()))
+            })
+            .collect()
+    });
+    // Salt re-raises the first runner's exception, by position.
+    let outputs: Vec<(&str, Value)> = runners
+        .iter()
+        .zip(answers)
+        .map(|((id, _), answer)| {
+            answer.map(|out| {
+                (
+                    id.as_str(),
+                    out.get("return").cloned().unwrap_or(Value::Null),
+                )
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    // Salt reads each return as a dict: anything else is its AttributeError.
+    if let Some((_, other)) = outputs.iter().find(|(_, out)| !out.is_object()) {
+        return Err(format!(
+            "AttributeError: '{}' object has no attribute 'get'",
+            py_type(other)
+        ));
+    }
+    let highstate = outputs.iter().all(|(_, out)| {
+        out.get("outputter").and_then(Value::as_str) == Some("highstate")
+            && out.get("data").is_some()
+    });
+    let (failed, changes): (Vec<&str>, Value) = if highstate {
+        let failed = outputs
+            .iter()
+            .filter(|(_, out)| failed_retcode(&out["data"]))
+            .map(|(id, _)| *id)
+            .collect();
+        let mut changes = Map::new();
+        for (id, out) in &outputs {
+            let found = extract_changes(&out["data"]);
+            if json_truthy(&found) {
+                changes.insert((*id).to_string(), found);
+            }
+        }
+        (failed, Value::Object(changes))
+    } else {
+        let failed = outputs
+            .iter()
+            .filter(|(_, out)| {
+                out.get("exit_code")
+                    .is_some_and(|c| !py_eq_json(c, &json!(0)))
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        let by_id: Map<String, Value> = outputs
+            .iter()
+            .map(|(id, out)| ((*id).to_string(), out.clone()))
+            .collect();
+        (failed, json!({ "ret": by_id }))
+    };
+    let comment = if failed.is_empty() {
+        "All runner functions executed successfully.".to_string()
+    } else if highstate {
+        let colors = brine_protocol::nested::Colors::new(false);
+        let nested = brine_protocol::nested::Nested {
+            colors: &colors,
+            retcode: 0,
+        };
+        failed
+            .iter()
+            .map(|id| {
+                let out = &outputs.iter().find(|(i, _)| i == id).expect("a runner").1;
+                let mut lines = Vec::new();
+                nested.display(out, 2, "", &mut lines);
+                format!(
+                    "Runner {id} failed with return value:\n{}",
+                    lines.join("\n").trim_end()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    } else if let [one] = failed.as_slice() {
+        format!("Runner {one} failed.")
+    } else {
+        format!("Runners {} failed.", failed.join(", "))
+    };
+    let mut r = Map::new();
+    r.insert("name".into(), json!(name));
+    r.insert("result".into(), json!(failed.is_empty()));
+    r.insert("changes".into(), changes);
+    r.insert("comment".into(), json!(comment));
+    Ok(r)
+}
+
+/// Whether `data.get("retcode", 0) != 0` in a highstate-style runner return, as Salt reads it (the key
+/// sits beside `data` in the orchestrate runner's return, so that one reads 0).
+fn failed_retcode(data: &Value) -> bool {
+    data.get("retcode")
+        .is_some_and(|c| !py_eq_json(c, &json!(0)))
+}
+
+/// Salt's `extract_changes`: the first `changes` found down each branch of a highstate
+/// return (the inner `ret` of a nested highstate), only the non-empty ones kept.
+fn extract_changes(obj: &Value) -> Value {
+    let Value::Object(map) = obj else {
+        return json!({});
+    };
+    if let Some(changes) = map.get("changes") {
+        if changes.get("out").and_then(Value::as_str) == Some("highstate") {
+            if let Some(inner) = changes.get("ret") {
+                return inner.clone();
+            }
+        }
+        return changes.clone();
+    }
+    let mut found = Map::new();
+    for (key, value) in map {
+        let change = extract_changes(value);
+        if json_truthy(&change) {
+            found.insert(key.clone(), change);
+        }
+    }
+    Value::Object(found)
+}
+
+/// `salt.wait_for_event`: watch the master's bus until an event whose tag matches `name` (a
+/// glob) has carried each of `id_list` in its `event_id` field (default `id`, else in its
+/// `data`), or `timeout` seconds (default 300) have passed. Events fired before the state
+/// starts are not seen, as in Salt.
+fn wait_for_event(c: &Call) -> Result<Ret, String> {
+    let name = c.name();
+    let mut r = Map::new();
+    r.insert("name".into(), json!(name));
+    r.insert("changes".into(), json!({}));
+    r.insert("comment".into(), json!(""));
+    r.insert("result".into(), json!(false));
+    if c.test {
+        r.insert(
+            "comment".into(),
+            json!(format!("Orchestration would wait for event '{name}'")),
+        );
+        r.insert("result".into(), Value::Null);
+        return Ok(r);
+    }
+    let Some(Value::Array(ids)) = c.arg("id_list") else {
+        r.insert("comment".into(), json!("id_list must be a list."));
+        return Ok(r);
+    };
+    let mut ids = ids.clone();
+    let event_id = c.text("event_id").unwrap_or_else(|| "id".into());
+    let timeout = match c.arg("timeout") {
+        None => 300.0,
+        Some(t) => match t.as_f64().or_else(|| t.as_str()?.trim().parse().ok()) {
+            Some(t) if t.is_finite() => t.clamp(0.0, 1e9),
+            _ => {
+                r.insert(
+                    "comment".into(),
+                    json!(format!(
+                        "timeout must be a number of seconds, not {}",
+                        py_text(t)
+                    )),
+                );
+                return Ok(r);
+            }
+        },
+    };
+    let Some(mut watch) = c.host.watch_events() else {
+        r.insert(
+            "comment".into(),
+            json!("wait_for_event needs the master's event bus: it runs in an orchestration."),
+        );
+        return Ok(r);
+    };
+    let start = std::time::Instant::now();
+    let limit = std::time::Duration::from_secs_f64(timeout);
+    let mut seen: Vec<Value> = Vec::new();
+    loop {
+        let event = watch.next(limit.saturating_sub(start.elapsed()));
+        let timed_out = start.elapsed() >= limit;
+        let Some((tag, data)) = event else {
+            if timed_out {
+                break;
+            }
+            continue;
+        };
+        if brine_protocol::target::fnmatch(&name, &tag) {
+            let val = match data.get(&event_id) {
+                Some(v) if !v.is_null() => Some(v),
+                _ => data.get("data").and_then(|d| d.get(&event_id)),
+            }
+            .filter(|v| !v.is_null());
+            match val {
+                Some(Value::Array(carried)) => {
+                    let found: Vec<Value> = ids
+                        .iter()
+                        .filter(|id| carried.iter().any(|v| py_eq_json(v, id)))
+                        .cloned()
+                        .collect();
+                    for id in found {
+                        if let Some(i) = ids.iter().position(|x| py_eq_json(x, &id)) {
+                            ids.remove(i);
+                        }
+                        seen.push(id);
+                    }
+                }
+                Some(one) => {
+                    if let Some(i) = ids.iter().position(|x| py_eq_json(x, one)) {
+                        ids.remove(i);
+                        seen.push(one.clone());
+                    }
+                }
+                None => {}
+            }
+            if !seen.is_empty() {
+                r.insert("changes".into(), json!({ "minions_seen": seen }));
+            }
+        }
+        if ids.is_empty() {
+            r.insert("result".into(), json!(true));
+            r.insert(
+                "comment".into(),
+                json!(format!(
+                    "All events seen in {} seconds.",
+                    brine_protocol::pyrepr::float_repr(start.elapsed().as_secs_f64())
+                )),
+            );
+            return Ok(r);
+        }
+        if timed_out {
+            break;
+        }
+    }
+    r.insert("comment".into(), json!("Timeout value reached."));
+    Ok(r)
 }

@@ -24,7 +24,7 @@ use super::{
 };
 use crate::low::Low;
 use crate::states::{ret, Call};
-use crate::verify::py_text;
+use crate::verify::{py_text, repack_dictlist};
 
 // ---------------------------------------------------------------- paths as Python sees them
 
@@ -1208,25 +1208,6 @@ const SALT_SERIALIZERS: &[&str] = &[
     "yamlex",
 ];
 
-/// Salt's `repack_dictlist`: a list of one-key maps (and bare names, mapped to None) as one
-/// map; anything else is no options at all.
-fn repack_dictlist(v: Option<&Value>) -> Map<String, Value> {
-    let Some(Value::Array(items)) = v else {
-        return Map::new();
-    };
-    let mut out = Map::new();
-    for item in items {
-        match item {
-            Value::Object(m) if m.len() == 1 => out.extend(m.clone()),
-            Value::String(_) | Value::Number(_) => {
-                out.insert(py_text(item), Value::Null);
-            }
-            _ => return Map::new(),
-        }
-    }
-    out
-}
-
 /// How a dataset is written and read back.
 #[derive(Debug, Clone, PartialEq)]
 enum Format {
@@ -1423,7 +1404,9 @@ pub(super) fn serialize(c: &Call) -> Result<Ret, String> {
     let format = match Format::new(
         &serializer,
         encoding.is_some(),
-        &repack_dictlist(c.arg("serializer_opts")),
+        &c.arg("serializer_opts")
+            .map(repack_dictlist)
+            .unwrap_or_default(),
     ) {
         Ok(f) => f,
         Err(e) => return error(r, e),
@@ -1716,7 +1699,7 @@ mod tests {
 
     #[test]
     fn serializer_options_as_salt_passes_them() {
-        let opts = |v: Value| repack_dictlist(Some(&v));
+        let opts = |v: Value| repack_dictlist(&v);
         assert_eq!(
             opts(json!([{"indent": 4}, "sort_keys"])),
             json!({"indent": 4, "sort_keys": null})
