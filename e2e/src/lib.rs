@@ -285,6 +285,23 @@ impl Stack {
     }
 
     /// Wait until every id answers test.ping.
+    /// Start a real salt-minion from `venv` signed in to this master (its directory is
+    /// `minion-<id>`, as Brine's minions'); the caller keeps the process.
+    pub fn start_real_minion(&self, venv: &Path, id: &str, extra: &str) -> real::Proc {
+        let root = self.dir.path().join(format!("minion-{id}"));
+        real::write_minion_conf(&root, id, self.ret_port, self.publish_port, extra);
+        real::start_real_minion(venv, &root)
+    }
+
+    /// Wait for these minions' keys, accept them and wait until they answer.
+    pub fn accept(&self, ids: &[&str]) {
+        self.wait_pending(ids);
+        for id in ids {
+            assert!(self.tool("salt-key", &["-y", "-a", id]).status.success());
+        }
+        self.wait_answering(ids);
+    }
+
     pub fn wait_answering(&self, ids: &[&str]) {
         let list = ids.join(",");
         wait_until(Duration::from_secs(90), || {
@@ -403,6 +420,29 @@ pub fn process_gone(pid: u32) -> bool {
     stat.rsplit_once(')')
         .and_then(|(_, r)| r.split_whitespace().next())
         .is_none_or(|state| state == "Z")
+}
+
+/// The data of the first event tagged `tag` on the master's bus (connected as `stream`).
+pub fn event_data(stream: &mut std::os::unix::net::UnixStream, tag: &str) -> serde_json::Value {
+    stream
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let mut dec = brine_protocol::event::PubDecoder::new(1 << 20);
+    let mut buf = [0u8; 65536];
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if let Ok(n) = std::io::Read::read(stream, &mut buf) {
+            assert!(n > 0, "the master's bus closed");
+            dec.push(&buf[..n]);
+        }
+        while let Some(body) = dec.next_body().unwrap() {
+            let (seen, data) = brine_protocol::event::unpack_body(&body).unwrap();
+            if seen == tag {
+                return brine_protocol::payload::to_json(&data);
+            }
+        }
+    }
+    panic!("no {tag} event on the master's bus");
 }
 
 pub fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> Option<()> {

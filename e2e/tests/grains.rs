@@ -6,15 +6,13 @@
 //! runs the same calls: the same returns and the same grains file.
 
 use std::fs;
-use std::io::Read;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use brine_e2e::real::{self, Fleet};
+use brine_e2e::real::Fleet;
 use brine_e2e::{bin, wait_until, Stack};
-use brine_protocol::event::{unpack_body, PubDecoder};
 use serde_json::{json, Value};
 
 const REAL: &str = "real7";
@@ -107,26 +105,6 @@ fn salt_call_local(etc: &Path, args: &[&str]) -> Value {
     })
 }
 
-/// The data of the first event tagged `tag` on the master's bus (connected as `stream`).
-fn event_data(stream: &mut UnixStream, tag: &str) -> Value {
-    let mut dec = PubDecoder::new(1 << 20);
-    let mut buf = [0u8; 65536];
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        if let Ok(n) = stream.read(&mut buf) {
-            assert!(n > 0, "the master's bus closed");
-            dec.push(&buf[..n]);
-        }
-        while let Some(body) = dec.next_body().unwrap() {
-            let (seen, data) = unpack_body(&body).unwrap();
-            if seen == tag {
-                return brine_protocol::payload::to_json(&data);
-            }
-        }
-    }
-    panic!("no {tag} event on the master's bus");
-}
-
 #[test]
 fn brines_minion_keeps_grains_in_its_grains_file() {
     let mut st = Stack::new("auto_accept: True\ntimeout: 20\n");
@@ -146,7 +124,7 @@ fn brines_minion_keeps_grains_in_its_grains_file() {
         "grains:\n  shadowed: fromconf\nstart_event_grains: [static_role, shadowed, nosuch]\n",
     );
     // The start event carries the grains `start_event_grains` names, as Salt's does.
-    let start = event_data(&mut bus, &format!("salt/minion/{BRINE}/start"));
+    let start = brine_e2e::event_data(&mut bus, &format!("salt/minion/{BRINE}/start"));
     assert_eq!(
         start["grains"],
         json!({"static_role": "fromfile", "shadowed": "fromconf"}),
@@ -253,16 +231,9 @@ fn brines_minion_changes_grains_as_salt_minion_does() {
     };
     let mut st = Stack::new("timeout: 30\n");
     st.start_master();
-    let mut fleet = Fleet(Vec::new());
-    let real_root = st.dir.path().join(format!("minion-{REAL}"));
-    real::write_minion_conf(&real_root, REAL, st.ret_port, st.publish_port, "");
-    fleet.0.push(real::start_real_minion(&v7, &real_root));
+    let fleet = Fleet(vec![st.start_real_minion(&v7, REAL, "")]);
     st.start_minion(BRINE, "");
-    st.wait_pending(&[REAL, BRINE]);
-    for id in [REAL, BRINE] {
-        assert!(st.tool("salt-key", &["-y", "-a", id]).status.success());
-    }
-    st.wait_answering(&[REAL, BRINE]);
+    st.accept(&[REAL, BRINE]);
     let both = [REAL, BRINE];
     let list = both.join(",");
 

@@ -209,22 +209,9 @@ fn brines_minion_applies_states_as_salt_minion_does() {
     st.start_master();
     let base_dir = st.dir.path().to_path_buf();
     let grains = |id: &str| stdest_grains(&base_dir, id);
-    let mut fleet = Fleet(Vec::new());
-    let real_root = base_dir.join(format!("minion-{REAL}"));
-    real::write_minion_conf(
-        &real_root,
-        REAL,
-        st.ret_port,
-        st.publish_port,
-        &grains(REAL),
-    );
-    fleet.0.push(real::start_real_minion(&v7, &real_root));
+    let fleet = Fleet(vec![st.start_real_minion(&v7, REAL, &grains(REAL))]);
     st.start_minion(BRINE, &grains(BRINE));
-    st.wait_pending(&[REAL, BRINE]);
-    for id in [REAL, BRINE] {
-        assert!(st.tool("salt-key", &["-y", "-a", id]).status.success());
-    }
-    st.wait_answering(&[REAL, BRINE]);
+    st.accept(&[REAL, BRINE]);
     compare_minions(&Master::Brine(st), &v7);
     drop(fleet);
 }

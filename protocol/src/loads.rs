@@ -1103,13 +1103,18 @@ impl MinionEventLoad {
     pub fn to_value(&self) -> Value {
         match &self.events {
             MinionEvents::Single { data, .. } => {
-                let mut w = Writer::new();
+                let w = Writer::new();
                 let mut rest = match data {
                     Value::Map(pairs) => pairs.clone(),
                     _ => Vec::new(),
                 };
                 rest.retain(|(k, _)| key_text(k) != Some("cmd"));
-                w.put("cmd", "_minion_event");
+                // Salt's minion sends `id` first, then `cmd`, then the rest.
+                let at = rest
+                    .iter()
+                    .position(|(k, _)| key_text(k) == Some("id"))
+                    .map_or(0, |i| i + 1);
+                rest.insert(at, (Value::from("cmd"), Value::from("_minion_event")));
                 w.finish(rest)
             }
             MinionEvents::Batch { events, pretag } => {

@@ -531,6 +531,7 @@ modules! {
     Archive => archive,
     Config => config,
     Git => git,
+    Event => event,
 }
 
 impl Function {

@@ -295,7 +295,7 @@ mod tests {
             r.ret,
             Value::Array(
                 [
-                    "archive", "beacons", "cmd", "config", "cp", "cron", "disk", "file", "git",
+                    "archive", "beacons", "cmd", "config", "cp", "cron", "disk", "event", "file", "git",
                     "grains", "group", "hosts", "mine", "network", "pillar", "pkg", "saltutil",
                     "schedule", "service", "state", "status", "sys", "test", "user"
                 ]
