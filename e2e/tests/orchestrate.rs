@@ -90,7 +90,9 @@ fn write_trees(salt: &Path, pillar: &Path) {
              \x20   - search_function: nosuch.function\n\
              runner_missing:\n  salt.runner:\n    - name: nosuch.runner\n\
              runner_error:\n  salt.runner:\n    - name: jobs.lookup_jid\n\
-             nested:\n  salt.runner:\n    - name: state.orchestrate\n    - mods: orch.simple\n",
+             nested:\n  salt.runner:\n    - name: state.orchestrate\n    - mods: orch.simple\n\
+             sent:\n  salt.runner:\n    - name: event.send\n    - tag: brine/orch/sent\n\
+             \x20   - data:\n        k: v\n",
         ),
         (
             "orch/wheel.sls",
@@ -219,6 +221,11 @@ const CASES: &[(&str, &[&str])] = &[
     ("empty", &["state.orchestrate", "orch.empty"]),
     ("batch", &["state.orchestrate", "orch.batch"]),
     ("parallel_bad", &["state.orchestrate", "orch.parallel_bad"]),
+    (
+        "event_send",
+        &["event.send", "brine/cli/sent", r#"{"a": 1}"#],
+    ),
+    ("event_send_none", &["event.send", "brine/cli/none"]),
     (
         "comma_mods",
         &["state.orchestrate", "orch.simple,orch.wheel"],
@@ -435,7 +442,10 @@ fn event_story(events: &[(String, Value)]) -> Value {
         }
         let mut entry = Map::new();
         entry.insert("tag".into(), json!(named));
-        if named.ends_with("/args") || named.ends_with("/new") && !named.starts_with("salt/job/") {
+        if named.ends_with("/args")
+            || named.ends_with("/new") && !named.starts_with("salt/job/")
+            || named.starts_with("brine/")
+        {
             entry.insert("data".into(), normal(data));
         }
         if named.starts_with("salt/job/") && named.ends_with("/new") {

@@ -6,8 +6,8 @@
 //! user `Reactor`), and none at all for a render error, a missing file, invalid high data or
 //! an event of the reactor's own jobs; and both masters' logs name those failures alike.
 //!
-//! Events are fired on the bus's pull socket as Salt's `event.send` runner fires them (Brine
-//! has no `event` runner). What differs by nature is normalised: jids, `_stamp`, key
+//! Events are fired on the bus's pull socket as Salt's `event.send` runner fires them (the
+//! same on both masters, without a runner job's own events). What differs by nature is normalised: jids, `_stamp`, key
 //! fingerprints. The runner and wheel jobs run in a pool, so their order is not compared.
 //!
 //! Needs BRINE_SALT3007 (set by scripts/test).

@@ -18,7 +18,7 @@ macro_rules! runner_modules {
     };
 }
 
-runner_modules![cache, doc, fileserver, jobs, manage, pillar, reactor, state, test];
+runner_modules![cache, doc, event, fileserver, jobs, manage, pillar, reactor, state, test];
 
 use std::future::Future;
 use std::pin::Pin;
