@@ -58,14 +58,16 @@ fn sse_block(ev: &BusEvent) -> String {
     )
 }
 
+/// Feed one SSE stream from `rx`, a subscription taken before the response was sent (so that
+/// a client that has the headers sees every event fired after them).
 pub(crate) async fn pump_sse(
     st: &Arc<AppState>,
     caller: &Caller,
     token: &str,
     last_id: Option<u64>,
+    mut rx: tokio::sync::broadcast::Receiver<Arc<BusEvent>>,
     tx: tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
 ) {
-    let mut rx = st.bus.subscribe();
     let send = |s: String| {
         let tx = tx.clone();
         async move { tx.send(Ok(Bytes::from(s))).await.is_ok() }

@@ -28,10 +28,12 @@ pub(super) async fn stream(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse().ok());
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(64);
+    // Subscribed before the headers go out: every event fired after them is seen.
+    let bus = st.bus.subscribe();
     let st2 = st.clone();
     tokio::spawn(async move {
         st2.metrics.event_streams.fetch_add(1, Ordering::Relaxed);
-        pump_sse(&st2, &caller, &token, last_id, tx).await;
+        pump_sse(&st2, &caller, &token, last_id, bus, tx).await;
         st2.metrics.event_streams.fetch_sub(1, Ordering::Relaxed);
     });
     let body = Body::from_stream(futures::stream::unfold(rx, |mut rx| async move {
