@@ -11,7 +11,7 @@
 //!
 //! Refused with a failure naming them: the other remote sources (ftp, s3, swift), a list
 //! of sources, `password` and rar archives (no `unrar` in this minion),
-//! `source_hash_update`, `skip_files_list_verify`,
+//! `skip_files_list_verify`,
 //! `list_options`, `enforce_ownership_on`, `use_etag` and the signature checks (`signature`,
 //! `source_hash_sig`, `signed_by_any`, `signed_by_all`, `keyring`, `gnupghome`).
 //!
@@ -199,7 +199,6 @@ pub fn tar_extract(path: &Path, dest: &Path) -> Result<Vec<String>, TarError> {
 /// harmless (their defaults).
 const REFUSED: &[&str] = &[
     "password",
-    "source_hash_update",
     "skip_files_list_verify",
     "list_options",
     "enforce_ownership_on",
@@ -403,6 +402,11 @@ fn extracted(c: &Call) -> Result<Map<String, Value>, String> {
             }
         }
     }
+    if c.flag("source_hash_update", false) && c.text("source_hash").is_none_or(|h| h.is_empty()) {
+        warnings.push(json!(
+            "The 'source_hash_update' argument is ignored when 'source_hash' is not also specified."
+        ));
+    }
     // The source.
     let source = match c.arg("source") {
         Some(Value::String(s)) => s.clone(),
@@ -593,6 +597,13 @@ fn extracted(c: &Call) -> Result<Map<String, Value>, String> {
             target
         }
     };
+    // source_hash_update: the archive's hash as the last run recorded it, then this one's.
+    let hash_update = c.flag("source_hash_update", false);
+    let checksum_file = checksum_file(&c.host.cachedir().display().to_string(), &cached);
+    let recorded = read_checksum(&checksum_file);
+    if sum.is_some() && hash_update && !skip_verify {
+        record_checksum(c, &checksum_file, &cached)?;
+    }
     let drop_cached = |cached: &str, out: &mut Map<String, Value>| {
         if !source_is_local && !keep_source {
             let _ = std::fs::remove_file(cached);
@@ -761,8 +772,15 @@ fn extracted(c: &Call) -> Result<Map<String, Value>, String> {
             }
         }
     }
+    let hash_trigger = !extraction_needed
+        && hash_update
+        && recorded.is_some()
+        && read_checksum(&checksum_file) != recorded;
+    extraction_needed |= hash_trigger;
     let explain = |comment: &mut String| {
-        if contents_missing {
+        if hash_trigger {
+            comment.push_str(", due to source_hash update");
+        } else if contents_missing {
             comment.push_str(", due to absence of one or more files/dirs");
         }
     };
@@ -1070,4 +1088,63 @@ fn cmd_which(cmd: &str) -> Option<PathBuf> {
             .map(|d| d.join(cmd))
             .find(|p| p.is_file())
     })
+}
+
+/// The hash type Salt's `source_hash_update` records (the minion's `hash_type` default).
+const UPDATE_HASH_TYPE: &str = "sha256";
+
+/// Where `source_hash_update` records an archive's hash (Salt's `_checksum_file_path`):
+/// `<cachedir>/archive_hash/<path in the cache>.hash`, or `.../local/<absolute path>` for
+/// an archive outside the cache (Salt's test: the relative path's third character is a
+/// slash).
+fn checksum_file(cachedir: &str, path: &str) -> PathBuf {
+    let cachedir = brine_protocol::posixpath::normpath(cachedir);
+    let path = brine_protocol::posixpath::normpath(path);
+    let inside = path
+        .strip_prefix(&format!("{}/", cachedir.trim_end_matches('/')))
+        .map(|rel| format!("{rel}.hash"))
+        .filter(|rel| !matches!(rel.as_bytes().get(2), Some(b'/' | b'\\')));
+    let rel = inside.unwrap_or_else(|| join("local", path.trim_start_matches('/')));
+    Path::new(&cachedir).join("archive_hash").join(rel)
+}
+
+/// The recorded hash of the update hash type (Salt's `_read_cached_checksum`): `None` when
+/// there is no record, or it cannot be read.
+fn read_checksum(file: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(file).ok()?;
+    for line in text.lines() {
+        let (form, hsum) = line.split_once(':')?;
+        if form == UPDATE_HASH_TYPE {
+            return Some(hsum.to_string());
+        }
+    }
+    None
+}
+
+/// Record the archive's hash now (Salt's `_update_checksum`): the line of the update hash
+/// type replaced or added, the others kept.
+fn record_checksum(c: &Call, file: &Path, archive: &str) -> Result<(), String> {
+    let hsum = c.host.call(
+        "file.get_hash",
+        &[json!(archive), json!(UPDATE_HASH_TYPE)],
+        &Map::new(),
+    )?;
+    let Some(hsum) = hsum.as_str().filter(|h| !h.is_empty()) else {
+        return Ok(());
+    };
+    let mut lines: Vec<(String, String)> = std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(f, h)| (f.to_string(), h.to_string()))
+        .collect();
+    match lines.iter_mut().find(|(f, _)| f == UPDATE_HASH_TYPE) {
+        Some(line) => line.1 = hsum.to_string(),
+        None => lines.push((UPDATE_HASH_TYPE.to_string(), hsum.to_string())),
+    }
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    }
+    let text: String = lines.iter().map(|(f, h)| format!("{f}:{h}\n")).collect();
+    std::fs::write(file, text).map_err(|e| e.to_string())
 }
