@@ -537,6 +537,15 @@ pub fn set(m: &mut Value, key: &str, v: Value) {
     }
 }
 
+/// Python's `d[key] = v` on a map's pairs: the entry whose key is `key` replaced in place, or
+/// a new one at the end.
+pub fn upsert(pairs: &mut Vec<(Value, Value)>, key: Value, v: Value) {
+    match pairs.iter_mut().find(|(k, _)| *k == key) {
+        Some(slot) => slot.1 = v,
+        None => pairs.push((key, v)),
+    }
+}
+
 /// Remove the entry for `key`, keeping the order of the others.
 pub fn remove(m: &mut Value, key: &str) -> Option<Value> {
     match m {

@@ -10,7 +10,7 @@ use rmpv::Value;
 use super::args::{py_str, Bound, Signature};
 use super::{CallState, Context, FnError, Spec};
 use brine_protocol::loads::MinionEventLoad;
-use brine_protocol::payload::{from_json, get, py_truthy};
+use brine_protocol::payload::{from_json, get, json_truthy, py_truthy, upsert};
 
 /// The functions of the `event` module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,7 +95,7 @@ impl Fun {
             Fun::Send => {
                 let tag = b.get("tag").map(py_str).unwrap_or_default();
                 let data = send_data(ctx, b);
-                if local_mode(ctx) {
+                if local_mode(ctx, true) {
                     // Salt fires it on the minion's local bus, which Brine's minion has not.
                     tracing::warn!("Local mode detected. Event with tag {tag} will NOT be sent.");
                     return Ok(Value::Boolean(false));
@@ -106,14 +106,15 @@ impl Fun {
     }
 }
 
-/// Whether the minion runs without its master (Salt's test in `event.send`, which
-/// `fire_master` shares but for `master_type`).
-fn local_mode(ctx: &Context) -> bool {
+/// Whether the minion runs without its master: Salt's test in `event.send`, and in
+/// `event.fire_master` without `master_type` (a minion with no master connection counts).
+fn local_mode(ctx: &Context, with_master_type: bool) -> bool {
     let opts = &ctx.services.opts;
-    let truthy = |k: &str| opts.get(k).is_some_and(brine_protocol::payload::json_truthy);
+    let truthy = |k: &str| opts.get(k).is_some_and(json_truthy);
+    let text = |k: &str| opts.get(k).and_then(|v| v.as_str());
     (truthy("local")
-        || opts.get("file_client").and_then(|v| v.as_str()) == Some("local")
-        || opts.get("master_type").and_then(|v| v.as_str()) == Some("disable")
+        || text("file_client") == Some("local")
+        || with_master_type && text("master_type") == Some("disable")
         || ctx.services.master.is_none())
         && !truthy("use_master_when_local")
 }
@@ -122,11 +123,7 @@ fn local_mode(ctx: &Context) -> bool {
 /// the keyword arguments, then `data` (when it is a map) over them all.
 fn send_data(ctx: &Context, b: &Bound) -> Value {
     let mut out: Vec<(Value, Value)> = Vec::new();
-    let mut set = |k: &str, v: Value| match out.iter_mut().find(|(key, _)| key.as_str() == Some(k))
-    {
-        Some(slot) => slot.1 = v,
-        None => out.push((Value::from(k), v)),
-    };
+    let mut set = |k: &str, v: Value| upsert(&mut out, Value::from(k), v);
     if let Some(with) = b.get("with_env").filter(|v| py_truthy(v)) {
         let environ: Vec<(Value, Value)> = std::env::vars_os()
             .map(|(k, v)| {
@@ -161,10 +158,7 @@ fn send_data(ctx: &Context, b: &Bound) -> Value {
     }
     if let Some(Value::Map(data)) = b.get("data") {
         for (k, v) in data {
-            match out.iter_mut().find(|(key, _)| key == k) {
-                Some(slot) => slot.1 = v.clone(),
-                None => out.push((k.clone(), v.clone())),
-            }
+            upsert(&mut out, k.clone(), v.clone());
         }
     }
     Value::Map(out)
@@ -197,15 +191,12 @@ async fn fire_master(
     preload: Option<&Value>,
 ) -> Result<Value, FnError> {
     let preload = preload.filter(|p| py_truthy(p));
-    let opts = &ctx.services.opts;
-    let local = opts.get("local").is_some_and(brine_protocol::payload::json_truthy)
-        || opts.get("file_client").and_then(|v| v.as_str()) == Some("local");
-    let when_local = opts
-        .get("use_master_when_local")
-        .is_some_and(brine_protocol::payload::json_truthy);
-    let Some(channel) = ctx.services.master.clone().filter(|_| !local || when_local) else {
-        tracing::warn!("Local mode detected. Event with tag {tag} will NOT be sent.");
-        return Ok(Value::Boolean(false));
+    let channel = match ctx.services.master.clone() {
+        Some(channel) if !local_mode(ctx, false) => channel,
+        _ => {
+            tracing::warn!("Local mode detected. Event with tag {tag} will NOT be sent.");
+            return Ok(Value::Boolean(false));
+        }
     };
     let salt_call = get(&ctx.pub_load, "tgt").and_then(Value::as_str) == Some("salt-call");
     let load = if preload.is_some() || salt_call {
@@ -217,10 +208,7 @@ async fn fire_master(
         ];
         if let Some(Value::Map(extra)) = preload {
             for (k, v) in extra {
-                match load.iter_mut().find(|(key, _)| key == k) {
-                    Some(slot) => slot.1 = v.clone(),
-                    None => load.push((k.clone(), v.clone())),
-                }
+                upsert(&mut load, k.clone(), v.clone());
             }
         }
         Value::Map(load)

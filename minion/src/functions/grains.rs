@@ -906,10 +906,7 @@ pub(crate) fn item_map(data: &Value, keys: &[Value], default: &Value, delimiter:
     let mut out: Vec<(Value, Value)> = Vec::new();
     for key in keys {
         let val = traverse(data, key, default.clone(), delimiter);
-        match out.iter_mut().find(|(k, _)| k == key) {
-            Some(slot) => slot.1 = val,
-            None => out.push((key.clone(), val)),
-        }
+        brine_protocol::payload::upsert(&mut out, key.clone(), val);
     }
     Value::Map(out)
 }

@@ -290,10 +290,7 @@ fn mine_functions(ctx: &Context) -> Value {
         };
     if let Some(Value::Map(from_pillar)) = get(&ctx.pillar, "mine_functions") {
         for (k, v) in from_pillar {
-            match merged.iter_mut().find(|(mk, _)| mk == k) {
-                Some(slot) => slot.1 = v.clone(),
-                None => merged.push((k.clone(), v.clone())),
-            }
+            brine_protocol::payload::upsert(&mut merged, k.clone(), v.clone());
         }
     }
     Value::Map(merged)

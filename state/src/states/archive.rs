@@ -402,7 +402,8 @@ fn extracted(c: &Call) -> Result<Map<String, Value>, String> {
             }
         }
     }
-    if c.flag("source_hash_update", false) && c.text("source_hash").is_none_or(|h| h.is_empty()) {
+    let hash_update = c.flag("source_hash_update", false);
+    if hash_update && c.text("source_hash").is_none_or(|h| h.is_empty()) {
         warnings.push(json!(
             "The 'source_hash_update' argument is ignored when 'source_hash' is not also specified."
         ));
@@ -598,11 +599,11 @@ fn extracted(c: &Call) -> Result<Map<String, Value>, String> {
         }
     };
     // source_hash_update: the archive's hash as the last run recorded it, then this one's.
-    let hash_update = c.flag("source_hash_update", false);
-    let checksum_file = checksum_file(&c.host.cachedir().display().to_string(), &cached);
-    let recorded = read_checksum(&checksum_file);
-    if sum.is_some() && hash_update && !skip_verify {
-        record_checksum(c, &checksum_file, &cached)?;
+    let checksum_file =
+        hash_update.then(|| checksum_file(&c.host.cachedir().display().to_string(), &cached));
+    let recorded = checksum_file.as_deref().and_then(read_checksum);
+    if let (Some(file), Some(_), false) = (&checksum_file, &sum, skip_verify) {
+        record_checksum(c, file, &cached)?;
     }
     let drop_cached = |cached: &str, out: &mut Map<String, Value>| {
         if !source_is_local && !keep_source {
@@ -773,9 +774,8 @@ fn extracted(c: &Call) -> Result<Map<String, Value>, String> {
         }
     }
     let hash_trigger = !extraction_needed
-        && hash_update
         && recorded.is_some()
-        && read_checksum(&checksum_file) != recorded;
+        && checksum_file.as_deref().and_then(read_checksum) != recorded;
     extraction_needed |= hash_trigger;
     let explain = |comment: &mut String| {
         if hash_trigger {

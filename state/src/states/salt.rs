@@ -598,15 +598,12 @@ fn parallel_runners(c: &Call) -> Result<Ret, String> {
             })
             .collect(),
         _ => {
-            let mut r = Map::new();
-            r.insert("name".into(), json!(name));
-            r.insert("result".into(), json!(false));
-            r.insert("changes".into(), json!({}));
-            r.insert(
-                "comment".into(),
-                json!("The runners parameter must be a string or dict."),
-            );
-            return Ok(r);
+            return Ok(runners_ret(
+                &name,
+                false,
+                json!({}),
+                "The runners parameter must be a string or dict.".into(),
+            ))
         }
     };
     let call = |config: &Map<String, Value>| -> Result<Value, String> {
@@ -669,11 +666,10 @@ fn parallel_runners(c: &Call) -> Result<Ret, String> {
         out.get("outputter").and_then(Value::as_str) == Some("highstate")
             && out.get("data").is_some()
     });
-    let (failed, changes): (Vec<&str>, Value) = if highstate {
+    let (failed, changes): (Vec<&(&str, Value)>, Value) = if highstate {
         let failed = outputs
             .iter()
             .filter(|(_, out)| failed_retcode(&out["data"]))
-            .map(|(id, _)| *id)
             .collect();
         let mut changes = Map::new();
         for (id, out) in &outputs {
@@ -690,7 +686,6 @@ fn parallel_runners(c: &Call) -> Result<Ret, String> {
                 out.get("exit_code")
                     .is_some_and(|c| !py_eq_json(c, &json!(0)))
             })
-            .map(|(id, _)| *id)
             .collect();
         let by_id: Map<String, Value> = outputs
             .iter()
@@ -708,8 +703,7 @@ fn parallel_runners(c: &Call) -> Result<Ret, String> {
         };
         failed
             .iter()
-            .map(|id| {
-                let out = &outputs.iter().find(|(i, _)| i == id).expect("a runner").1;
+            .map(|(id, out)| {
                 let mut lines = Vec::new();
                 nested.display(out, 2, "", &mut lines);
                 format!(
@@ -719,17 +713,23 @@ fn parallel_runners(c: &Call) -> Result<Ret, String> {
             })
             .collect::<Vec<_>>()
             .join("\n")
-    } else if let [one] = failed.as_slice() {
+    } else if let [(one, _)] = failed.as_slice() {
         format!("Runner {one} failed.")
     } else {
-        format!("Runners {} failed.", failed.join(", "))
+        let ids: Vec<&str> = failed.iter().map(|(id, _)| *id).collect();
+        format!("Runners {} failed.", ids.join(", "))
     };
+    Ok(runners_ret(&name, failed.is_empty(), changes, comment))
+}
+
+/// A `salt.parallel_runners` return, its keys in Salt's order.
+fn runners_ret(name: &str, result: bool, changes: Value, comment: String) -> Ret {
     let mut r = Map::new();
     r.insert("name".into(), json!(name));
-    r.insert("result".into(), json!(failed.is_empty()));
+    r.insert("result".into(), json!(result));
     r.insert("changes".into(), changes);
     r.insert("comment".into(), json!(comment));
-    Ok(r)
+    r
 }
 
 /// Whether `data.get("retcode", 0) != 0` in a highstate-style runner return, as Salt reads it (the key
