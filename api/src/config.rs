@@ -29,12 +29,37 @@ pub struct ApiConfig {
     pub max_concurrent_requests: usize,
     /// Events kept for `Last-Event-ID` resumption (Brine).
     pub event_replay: usize,
+    /// What one peer may hold (Brine).
+    pub limits: Limits,
     /// Seconds a synchronous runner call waits (`rest_timeout`).
     pub rest_timeout: u64,
     pub enable_sessions: bool,
     /// Origins allowed to read answers cross-site (`cors_origin`, as rest_tornado reads it):
     /// none by default, so no CORS headers are sent.
     pub cors: CorsOrigins,
+}
+
+/// Bounds a hostile or broken peer cannot exceed, all Brine settings (`brine_` keys of the
+/// same block). Salt's salt-api has none of them but CherryPy's socket timeout.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limits {
+    /// Connections open at once (`brine_max_connections`); beyond it new ones are closed.
+    pub max_connections: usize,
+    /// Connections open at once from one address (`brine_max_connections_per_address`).
+    pub max_connections_per_address: usize,
+    /// Time a client has to send a request's headers, and the longest a kept-alive connection
+    /// stays idle (`brine_header_timeout`, seconds); TLS handshakes get the same.
+    pub header_timeout: std::time::Duration,
+    /// Time a client has to send a request's body (`brine_body_timeout`, seconds): 408 after.
+    pub body_timeout: std::time::Duration,
+    /// `/events` and `/ws` streams open at once with one token (`brine_max_streams_per_token`):
+    /// 429 beyond it.
+    pub max_streams_per_token: usize,
+    /// Failed sign-ins for one user name in a minute before its sign-ins get 429 for the rest
+    /// of that minute (`brine_login_failures_per_user`).
+    pub login_failures_per_user: u32,
+    /// The same for one client address (`brine_login_failures_per_address`).
+    pub login_failures_per_address: u32,
 }
 
 /// The `cors_origin` setting.
@@ -154,6 +179,13 @@ impl ApiConfig {
                 Some(v) => as_u64(v).ok_or_else(|| bad(k, "expected a non-negative integer")),
             }
         };
+        // A timeout: whole seconds, 1 to a day.
+        let seconds = |k: &str, default: u64| -> Result<std::time::Duration, ApiConfigError> {
+            match number(k, default)? {
+                n @ 1..=86_400 => Ok(std::time::Duration::from_secs(n)),
+                _ => Err(bad(k, "expected a number of seconds from 1 to 86400")),
+            }
+        };
         let port = number("port", 0)?;
         if port == 0 || port > 65535 {
             return Err(bad("port", "expected a port number (1-65535)"));
@@ -205,6 +237,18 @@ impl ApiConfig {
             max_request_body_size: number("max_request_body_size", 1_048_576)? as usize,
             max_concurrent_requests: number("brine_max_concurrent_requests", 1024)?.max(1) as usize,
             event_replay: number("brine_event_replay", 1000)? as usize,
+            limits: Limits {
+                max_connections: number("brine_max_connections", 4096)?.max(1) as usize,
+                max_connections_per_address: number("brine_max_connections_per_address", 256)?
+                    .max(1) as usize,
+                header_timeout: seconds("brine_header_timeout", 10)?,
+                body_timeout: seconds("brine_body_timeout", 30)?,
+                max_streams_per_token: number("brine_max_streams_per_token", 16)?.max(1) as usize,
+                login_failures_per_user: number("brine_login_failures_per_user", 10)?
+                    .clamp(1, u32::MAX as u64) as u32,
+                login_failures_per_address: number("brine_login_failures_per_address", 30)?
+                    .clamp(1, u32::MAX as u64) as u32,
+            },
             rest_timeout,
             enable_sessions: boolean("enable_sessions", true)?,
             cors: CorsOrigins::from_value(get("cors_origin")).map_err(|m| bad("cors_origin", m))?,

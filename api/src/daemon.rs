@@ -33,13 +33,15 @@ pub fn state(
         .map_err(|e| anyhow::anyhow!("pki dir {}: {e}", cfg.pki_dir.display()))?;
     Ok(Arc::new(AppState {
         cfg,
-        api,
         tokens,
         master,
         bus,
         minions,
         metrics: Metrics::default(),
+        logins: crate::limits::LoginThrottle::new(&api.limits),
+        streams: crate::limits::Gauge::new(usize::MAX, api.limits.max_streams_per_token),
         started: Instant::now(),
+        api,
         shutdown,
     }))
 }

@@ -48,6 +48,8 @@ pub struct ApiError {
     pub kind: &'static str,
     /// Human-readable message; Salt's own text where Salt has one.
     pub message: String,
+    /// Seconds to wait before trying again (a `Retry-After` header), for 429 and 503.
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -57,7 +59,21 @@ impl ApiError {
             status,
             kind,
             message: message.into(),
+            retry_after: None,
         }
+    }
+
+    /// 429, kind `too_many_requests`, with a `Retry-After` of `seconds`.
+    pub fn too_many(message: impl Into<String>, seconds: u64) -> Self {
+        ApiError {
+            retry_after: Some(seconds),
+            ..Self::new(StatusCode::TOO_MANY_REQUESTS, "too_many_requests", message)
+        }
+    }
+
+    /// 408, kind `request_timeout`.
+    pub fn request_timeout(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::REQUEST_TIMEOUT, "request_timeout", message)
     }
 
     /// 400, kind `bad_request`.
@@ -223,6 +239,11 @@ impl ApiError {
     /// Render in the given format. The response carries a copy of the error in its extensions.
     pub fn into_response_with(self, format: Format) -> Response {
         let mut response = negotiate::respond(format, self.status, &self.body());
+        if let Some(s) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, s.into());
+        }
         response.extensions_mut().insert(self);
         response
     }

@@ -43,6 +43,24 @@ impl Negotiated {
     }
 }
 
+/// The client's address, when the server knows it (a router driven without a listener, as in
+/// unit tests, does not).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Peer(pub Option<std::net::IpAddr>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Peer {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(Peer(
+            parts
+                .extensions
+                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+                .map(|c| c.0.ip()),
+        ))
+    }
+}
+
 /// The guard's choice; without the guard (a router built without it), the `Accept` header is
 /// negotiated here, with the same rules and the same 406.
 impl<S: Send + Sync> FromRequestParts<S> for Negotiated {
@@ -193,8 +211,8 @@ impl Credentials {
         })
     }
 
-    /// Check them: the caller, or 401.
-    pub async fn caller(self, st: &Shared) -> Result<Caller, ApiError> {
+    /// Check them: the caller, or 401 (429 while sign-ins are throttled).
+    pub async fn caller(self, st: &Shared, peer: Peer) -> Result<Caller, ApiError> {
         match self {
             Credentials::Token(t) => caller_from_token(st, &t),
             Credentials::Eauth {
@@ -202,9 +220,9 @@ impl Credentials {
                 password,
                 eauth,
             } => {
-                let id = authenticate(st, &eauth, &username, &password)
+                let id = authenticate(st, peer, &eauth, &username, &password)
                     .await
-                    .map_err(|_| ApiError::auth_failure("eauth", &username))?;
+                    .map_err(|e| e.or(|| ApiError::auth_failure("eauth", &username)))?;
                 Ok(Caller {
                     acl: acl::auth_list(&st.cfg, &id),
                     name: id.name,
@@ -219,30 +237,69 @@ impl Credentials {
 
 /// The caller of a chunk that must carry its own credentials: 401 "No authentication
 /// credentials given" when it carries none.
-pub async fn lowstate_caller(st: &Shared, low: &Lowstate) -> Result<Caller, ApiError> {
+pub async fn lowstate_caller(st: &Shared, peer: Peer, low: &Lowstate) -> Result<Caller, ApiError> {
     Credentials::from_lowstate(low)
         .ok_or_else(ApiError::no_credentials)?
-        .caller(st)
+        .caller(st, peer)
         .await
 }
 
-/// Check a user's password with an eauth backend (off the async workers), counting logins.
+/// Why a sign-in did not give an identity.
+#[derive(Debug)]
+pub enum SignInError {
+    /// The backend refused the credentials.
+    Refused,
+    /// Too many failures for this name or address lately: not checked (429).
+    Throttled(ApiError),
+}
+
+impl SignInError {
+    /// The answer: the throttle's 429, or the caller's own refusal.
+    pub fn or(self, refused: impl FnOnce() -> ApiError) -> ApiError {
+        match self {
+            SignInError::Refused => refused(),
+            SignInError::Throttled(e) => e,
+        }
+    }
+}
+
+/// Check a user's password with an eauth backend (off the async workers), counting logins;
+/// refused without a check while the name or the address has failed too often
+/// ([`crate::limits::LoginThrottle`]).
 pub async fn authenticate(
     st: &Shared,
+    Peer(peer): Peer,
     backend: &str,
     user: &str,
     pass: &str,
-) -> Result<eauth::Identity, eauth::EauthError> {
+) -> Result<eauth::Identity, SignInError> {
+    if let Err(t) = st.logins.check(user, peer) {
+        st.metrics.login_failures.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(
+            "sign-in of {user:?} from {} refused: too many failures from this {} (retry in {} s)",
+            peer.map_or("an unknown address".to_string(), |p| p.to_string()),
+            t.what,
+            t.retry_after
+        );
+        return Err(SignInError::Throttled(ApiError::too_many(
+            format!(
+                "Too many failed sign-ins for this {}; try again in {} seconds",
+                t.what, t.retry_after
+            ),
+            t.retry_after,
+        )));
+    }
     let st2 = st.clone();
     let (b, u, p) = (backend.to_string(), user.to_string(), pass.to_string());
     let res = tokio::task::spawn_blocking(move || eauth::authenticate(&st2.cfg, &b, &u, &p))
         .await
         .unwrap_or(Err(eauth::EauthError::BadCredentials));
+    st.logins.record(user, peer, res.is_ok());
     match &res {
         Ok(_) => st.metrics.logins.fetch_add(1, Ordering::Relaxed),
         Err(_) => st.metrics.login_failures.fetch_add(1, Ordering::Relaxed),
     };
-    res
+    res.map_err(|_| SignInError::Refused)
 }
 
 /// Oversized bodies up to this much beyond the limit are read and dropped before the 413.
@@ -280,18 +337,31 @@ impl FromRequest<Shared> for RawBody {
                 // Read (and drop) a moderately oversized body so the client sees the 413 rather
                 // than a connection cut while it is still sending.
                 if len <= limit.saturating_add(DRAIN_LIMIT) {
-                    let _ = axum::body::to_bytes(body, len).await;
+                    let _ = tokio::time::timeout(
+                        st.api.limits.body_timeout,
+                        axum::body::to_bytes(body, len),
+                    )
+                    .await;
                 }
                 return Err(ApiError::payload_too_large(format!(
                     "The request body ({len} bytes) is over max_request_body_size ({limit} bytes)"
                 )));
             }
         }
-        let bytes = axum::body::to_bytes(body, limit).await.map_err(|_| {
-            ApiError::payload_too_large(format!(
-                "The request body is over max_request_body_size ({limit} bytes)"
-            ))
-        })?;
+        let wait = st.api.limits.body_timeout;
+        let bytes = tokio::time::timeout(wait, axum::body::to_bytes(body, limit))
+            .await
+            .map_err(|_| {
+                ApiError::request_timeout(format!(
+                    "The request body did not arrive within {} seconds (brine_body_timeout)",
+                    wait.as_secs()
+                ))
+            })?
+            .map_err(|_| {
+                ApiError::payload_too_large(format!(
+                    "The request body is over max_request_body_size ({limit} bytes)"
+                ))
+            })?;
         Ok(RawBody {
             headers: parts.headers,
             bytes,

@@ -10,6 +10,7 @@ use brine_protocol::payload::Value;
 
 use crate::auth::tokens::{Claims, TokenKeeper};
 use crate::config::ApiConfig;
+use crate::limits::{Gauge, LoginThrottle};
 use crate::link::Bus;
 use crate::metrics::Metrics;
 use brine_client::MasterLink;
@@ -22,6 +23,10 @@ pub struct AppState {
     pub bus: Arc<Bus>,
     pub minions: MinionView,
     pub metrics: Metrics,
+    /// Failed sign-ins per user name and address.
+    pub logins: LoginThrottle,
+    /// `/events` and `/ws` streams open per token.
+    pub streams: Arc<Gauge<String>>,
     pub started: Instant,
     /// Flips to true when the server shuts down: streams end cleanly.
     pub shutdown: tokio::sync::watch::Receiver<bool>,

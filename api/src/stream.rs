@@ -13,10 +13,24 @@ use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::auth::acl;
+use crate::error::ApiError;
+use crate::limits::Held;
 use crate::link::BusEvent;
 use crate::state::{AppState, Caller};
 
 const KEEPALIVE: Duration = Duration::from_secs(15);
+
+/// A place for one more stream with `token`, or 429 when it has `max_streams_per_token` open.
+pub fn stream_slot(st: &AppState, token: &str) -> Result<Held<String>, ApiError> {
+    st.streams.acquire(token.to_string()).ok_or_else(|| {
+        let max = st.api.limits.max_streams_per_token;
+        tracing::warn!("a stream refused: {max} are open with this token already");
+        ApiError::too_many(
+            format!("This token has {max} event streams open already (brine_max_streams_per_token): close one first"),
+            1,
+        )
+    })
+}
 
 fn visible(st: &AppState, caller: &Caller, ev: &BusEvent) -> bool {
     if let Some(jid) = acl::job_of_event(&ev.tag) {

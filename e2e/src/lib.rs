@@ -187,6 +187,15 @@ impl Stack {
         }
     }
 
+    pub fn api_pid(&self) -> Option<u32> {
+        self.api.as_ref().map(Child::id)
+    }
+
+    /// What salt-api wrote to its console (its warnings).
+    pub fn api_log(&self) -> String {
+        fs::read_to_string(self.dir.path().join("api.stderr")).unwrap_or_default()
+    }
+
     pub fn master_pid(&self) -> Option<u32> {
         self.master.as_ref().map(Child::id)
     }
@@ -443,6 +452,16 @@ pub fn event_data(stream: &mut std::os::unix::net::UnixStream, tag: &str) -> ser
         }
     }
     panic!("no {tag} event on the master's bus");
+}
+
+/// A size line of `/proc/<pid>/status` (`VmRSS`, `VmHWM`, ...), in KiB.
+pub fn proc_kib(pid: u32, field: &str) -> u64 {
+    fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("{field} of process {pid}"))
 }
 
 pub fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> Option<()> {

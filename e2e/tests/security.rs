@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use brine_e2e::http::{assert_error, sse, Api};
-use brine_e2e::{wait_until, Stack};
+use brine_e2e::{proc_kib, wait_until, Stack};
 use brine_minion::channel::{Channel, Identity};
 use brine_protocol::crypt::{clean_key, load_or_generate_keypair, EncAlgo, SigAlgo};
 use brine_protocol::event::{unpack_body, PubDecoder};
@@ -284,15 +284,6 @@ fn req(ctx: &zmq::Context, port: u16, body: &[u8]) -> Option<Vec<u8>> {
     s.recv_bytes(0).ok()
 }
 
-fn peak_rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM")
-}
-
 /// A reader of the master's event bus.
 struct Bus {
     stream: UnixStream,
@@ -392,11 +383,11 @@ fn element_floods_on_the_request_port_do_not_amplify_memory() {
 
     // 2. One 16 MiB frame holding an array of 16 Mi nils, unauthenticated (this raised the
     //    master's peak RSS by about 655 MiB).
-    let before = peak_rss_kib(pid);
+    let before = proc_kib(pid, "VmHWM");
     let flood = nil_flood(16 << 20);
     let reply = req(&ctx, st.ret_port, &flood).expect("the master answers the flood");
     assert_eq!(loads(&reply).unwrap(), Value::from("bad load"));
-    let grown_kib = peak_rss_kib(pid).saturating_sub(before);
+    let grown_kib = proc_kib(pid, "VmHWM").saturating_sub(before);
     let frame_kib = flood.len() as u64 / 1024;
     eprintln!("peak RSS growth for a {frame_kib} KiB frame: {grown_kib} KiB");
     assert!(
@@ -407,7 +398,7 @@ fn element_floods_on_the_request_port_do_not_amplify_memory() {
         .master_log()
         .contains("holds more elements than its size allows"));
     // Six at once (these reached about 2 GiB).
-    let before = peak_rss_kib(pid);
+    let before = proc_kib(pid, "VmHWM");
     let port = st.ret_port;
     let senders: Vec<_> = (0..6)
         .map(|_| {
@@ -420,7 +411,7 @@ fn element_floods_on_the_request_port_do_not_amplify_memory() {
         let reply = s.join().unwrap().expect("the master answers every flood");
         assert_eq!(loads(&reply).unwrap(), Value::from("bad load"));
     }
-    let grown_kib = peak_rss_kib(pid).saturating_sub(before);
+    let grown_kib = proc_kib(pid, "VmHWM").saturating_sub(before);
     eprintln!("peak RSS growth for six {frame_kib} KiB frames: {grown_kib} KiB");
     assert!(
         grown_kib <= 2 * 6 * frame_kib,

@@ -9,7 +9,7 @@ use axum::response::Response;
 
 use crate::error::ApiError;
 use crate::extract::{Session, Shared};
-use crate::stream::pump_sse;
+use crate::stream::{pump_sse, stream_slot};
 
 pub(super) async fn stream(
     State(st): State<Shared>,
@@ -27,11 +27,13 @@ pub(super) async fn stream(
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse().ok());
+    let slot = stream_slot(&st, &token)?;
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(64);
     // Subscribed before the headers go out: every event fired after them is seen.
     let bus = st.bus.subscribe();
     let st2 = st.clone();
     tokio::spawn(async move {
+        let _slot = slot;
         st2.metrics.event_streams.fetch_add(1, Ordering::Relaxed);
         pump_sse(&st2, &caller, &token, last_id, bus, tx).await;
         st2.metrics.event_streams.fetch_sub(1, Ordering::Relaxed);

@@ -9,7 +9,7 @@ use serde_json::{json, Value as Json};
 
 use super::call_client;
 use crate::error::ApiError;
-use crate::extract::{lowstate_caller, Negotiated, Parsed, Session, Shared};
+use crate::extract::{lowstate_caller, Negotiated, Parsed, Peer, Session, Shared};
 use crate::state::Caller;
 
 async fn wheel_call(
@@ -60,11 +60,15 @@ pub(super) async fn finger(
 }
 
 /// `POST /keys`: a new key pair for `mid`, accepted on the master, as an uncompressed tar.
-pub(super) async fn generate(State(st): State<Shared>, body: Parsed) -> Result<Response, ApiError> {
+pub(super) async fn generate(
+    State(st): State<Shared>,
+    peer: Peer,
+    body: Parsed,
+) -> Result<Response, ApiError> {
     let low = body
         .first_object()
         .ok_or_else(|| ApiError::bad_request("Send mid, username, password and eauth"))?;
-    let caller = lowstate_caller(&st, &low).await?;
+    let caller = lowstate_caller(&st, peer, &low).await?;
     let Some(mid) = low.get("mid").and_then(Json::as_str).map(str::to_string) else {
         return Err(ApiError::bad_request(
             "POST /keys needs 'mid': the new minion's id",

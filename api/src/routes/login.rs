@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value as Json};
 use crate::auth::acl;
 use crate::clients;
 use crate::error::ApiError;
-use crate::extract::{authenticate, Negotiated, Parsed, Session, Shared};
+use crate::extract::{authenticate, Negotiated, Parsed, Peer, Session, Shared};
 use crate::state::AppState;
 
 pub(super) async fn prompt(fmt: Negotiated) -> Response {
@@ -39,6 +39,7 @@ fn text_field(low: &Map<String, Json>, k: &str) -> Option<String> {
 
 pub(super) async fn login(
     State(st): State<Shared>,
+    peer: Peer,
     fmt: Negotiated,
     body: Parsed,
 ) -> Result<Response, ApiError> {
@@ -52,9 +53,9 @@ pub(super) async fn login(
     ) else {
         return Err(ApiError::login_failed());
     };
-    let id = authenticate(&st, &backend, &user, &pass)
+    let id = authenticate(&st, peer, &backend, &user, &pass)
         .await
-        .map_err(|_| ApiError::login_failed())?;
+        .map_err(|e| e.or(ApiError::login_failed))?;
     let perms = acl::login_perms(&st.cfg, &id);
     let (token, claims) = st.tokens.issue(&id, token_ttl(&st, &low)?);
     let body = json!({"return": [{
@@ -98,6 +99,7 @@ const TOKEN_FIELDS: &str = "Require \"username\", \"password\", and \"eauth\" pa
 
 pub(super) async fn token(
     State(st): State<Shared>,
+    peer: Peer,
     fmt: Negotiated,
     Parsed(body): Parsed,
 ) -> Result<Response, ApiError> {
@@ -121,9 +123,9 @@ pub(super) async fn token(
         ) else {
             return Err(ApiError::bad_request(TOKEN_FIELDS));
         };
-        let id = authenticate(&st, &backend, &user, &pass)
+        let id = authenticate(&st, peer, &backend, &user, &pass)
             .await
-            .map_err(|_| ApiError::login_failed())?;
+            .map_err(|e| e.or(ApiError::login_failed))?;
         let (token, c) = st.tokens.issue(&id, token_ttl(&st, &obj)?);
         out.push(json!({"start": c.start, "expire": c.expire, "name": c.name, "eauth": c.eauth, "token": token}));
     }

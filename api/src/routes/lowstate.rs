@@ -8,7 +8,7 @@ use serde_json::{json, Value as Json};
 use crate::body::Lowstate;
 use crate::clients;
 use crate::error::ApiError;
-use crate::extract::{lowstate_caller, Lowstates, Negotiated, Session, Shared};
+use crate::extract::{lowstate_caller, Lowstates, Negotiated, Peer, Session, Shared};
 use crate::state::Caller;
 
 pub(super) async fn index(fmt: Negotiated) -> Response {
@@ -43,13 +43,14 @@ pub(super) async fn run_with_session(
 /// `netapi_enable_clients` (400), then credentials (401), then the call.
 pub(super) async fn run_with_credentials(
     State(st): State<Shared>,
+    peer: Peer,
     fmt: Negotiated,
     Lowstates(chunks): Lowstates,
 ) -> Result<Response, ApiError> {
     let mut out = Vec::new();
     for low in chunks {
         clients::check_enabled(&st, low.get("client").and_then(Json::as_str))?;
-        let caller = lowstate_caller(&st, &low).await?;
+        let caller = lowstate_caller(&st, peer, &low).await?;
         out.extend(clients::run(&st, &caller, low).await?);
     }
     Ok(fmt.ok(&json!({"return": out})))

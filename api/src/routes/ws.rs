@@ -11,7 +11,7 @@ use axum::response::Response;
 use crate::error::ApiError;
 use crate::extract::{caller_from_token, Session, Shared};
 use crate::state::Caller;
-use crate::stream::pump_ws;
+use crate::stream::{pump_ws, stream_slot};
 
 pub(super) async fn with_session(
     State(st): State<Shared>,
@@ -38,7 +38,9 @@ fn upgrade(
     token: String,
 ) -> Result<Response, ApiError> {
     let ws = ws.map_err(|_| ApiError::websocket_upgrade_required())?;
+    let slot = stream_slot(&st, &token)?;
     Ok(ws.on_upgrade(move |socket| async move {
+        let _slot = slot;
         st.metrics.event_streams.fetch_add(1, Ordering::Relaxed);
         pump_ws(&st, &caller, &token, socket).await;
         st.metrics.event_streams.fetch_sub(1, Ordering::Relaxed);
