@@ -210,6 +210,9 @@ fn failed_sign_ins_are_throttled_per_user_and_per_address() {
         "{log}"
     );
     assert!(log.contains("too many failures from this address"), "{log}");
+    for secret in ["adminpw", "limitedpw", "wrong"] {
+        assert!(!log.contains(secret), "a password in salt-api's log: {log}");
+    }
 }
 
 #[test]

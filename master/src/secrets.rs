@@ -43,6 +43,7 @@ impl Secrets {
         user: &str,
     ) -> anyhow::Result<Secrets> {
         fs::create_dir_all(pki_dir)?;
+        brine_protocol::crypt::secure_pki_dir(pki_dir)?;
         fs::create_dir_all(cachedir)?;
         let (master_key, master_pub) = load_or_generate_keypair(pki_dir, "master", keysize)
             .map_err(|e| anyhow::anyhow!("master key pair in {}: {e}", pki_dir.display()))?;

@@ -38,6 +38,7 @@ pub const EXIT_FINGER: i32 = 42;
 impl Minion {
     pub fn new(cfg: MinionConfig, ctx: &zmq::Context, config_dir: &Path) -> anyhow::Result<Minion> {
         std::fs::create_dir_all(&cfg.pki_dir)?;
+        brine_protocol::crypt::secure_pki_dir(&cfg.pki_dir)?;
         std::fs::create_dir_all(&cfg.cachedir)?;
         let (key, public) = load_or_generate_keypair(&cfg.pki_dir, "minion", cfg.keysize)
             .map_err(|e| anyhow::anyhow!("minion key pair in {}: {e}", cfg.pki_dir.display()))?;

@@ -710,12 +710,41 @@ pub fn load_or_generate_keypair(
             Err(e) => return Err(e.into()),
         }
     }
+    restrict(&priv_path, 0o400)?;
     let key = PrivateKey::from_pem(&fs::read_to_string(&priv_path)?)?;
     let public = key.public();
     if !pub_path.exists() {
         write_public(&pub_path, &public)?;
     }
     Ok((key, public))
+}
+
+/// A secret others may read or write is restricted to `mode` (a warning says so), as Salt
+/// keeps its keys to their owner.
+fn restrict(path: &Path, mode: u32) -> Result<(), std::io::Error> {
+    let found = fs::metadata(path)?.permissions().mode() & 0o777;
+    if found & 0o077 != 0 {
+        tracing::warn!(
+            "{} was mode {found:o}, readable by others: restricted to {mode:o}",
+            path.display()
+        );
+        fs::set_permissions(path, fs::Permissions::from_mode(mode))?;
+    }
+    Ok(())
+}
+
+/// Salt's start-up rule for a pki directory: mode 0700 or 0750, any other mode is made 0700
+/// (with a warning).
+pub fn secure_pki_dir(dir: &Path) -> Result<(), std::io::Error> {
+    let found = fs::metadata(dir)?.permissions().mode() & 0o777;
+    if found != 0o700 && found != 0o750 {
+        tracing::warn!(
+            "the pki directory {} was mode {found:o}: made 0700",
+            dir.display()
+        );
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
 }
 
 fn write_public(path: &Path, key: &PublicKey) -> Result<(), CryptError> {
@@ -912,6 +941,34 @@ impl SerialGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn mode(p: &Path) -> u32 {
+        fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    /// Keys and the pki directory left open to others are closed at load, as Salt does.
+    #[test]
+    fn open_keys_and_pki_dirs_are_restricted() {
+        let dir = tempfile::tempdir().unwrap();
+        let pki = dir.path().join("pki");
+        let (key, _) = load_or_generate_keypair(&pki, "master", 1024).unwrap();
+        assert_eq!(mode(&pki.join("master.pem")), 0o400);
+        assert_eq!(mode(&pki.join("master.pub")), 0o644);
+        fs::set_permissions(pki.join("master.pem"), fs::Permissions::from_mode(0o644)).unwrap();
+        let (again, _) = load_or_generate_keypair(&pki, "master", 1024).unwrap();
+        assert_eq!(again.to_pem(), key.to_pem());
+        assert_eq!(mode(&pki.join("master.pem")), 0o400);
+        for (set, want) in [
+            (0o755, 0o700),
+            (0o777, 0o700),
+            (0o750, 0o750),
+            (0o700, 0o700),
+        ] {
+            fs::set_permissions(&pki, fs::Permissions::from_mode(set)).unwrap();
+            secure_pki_dir(&pki).unwrap();
+            assert_eq!(mode(&pki), want, "{set:o}");
+        }
+    }
 
     /// Both backends of the private-key operations give the same bytes.
     #[cfg(feature = "openssl")]
