@@ -5,6 +5,7 @@
 pub mod http;
 pub mod masters;
 pub mod real;
+pub mod wire;
 
 use std::collections::BTreeMap;
 use std::fs;

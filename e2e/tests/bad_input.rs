@@ -4,28 +4,10 @@
 use std::io::Write;
 use std::time::Duration;
 
+use brine_e2e::wire::{clear, request};
 use brine_e2e::{bin, children_of, process_gone, stderr, stdout, wait_until, Stack};
 use brine_protocol::payload::{dumps, get, get_str, loads, map, Value};
 use serde_json::json;
-
-fn req(ctx: &zmq::Context, port: u16, body: &[u8], wait_ms: i64) -> Option<Vec<u8>> {
-    let s = ctx.socket(zmq::REQ).unwrap();
-    s.set_linger(0).unwrap();
-    s.connect(&format!("tcp://127.0.0.1:{port}")).unwrap();
-    s.send(body, 0).unwrap();
-    if s.poll(zmq::POLLIN, wait_ms).unwrap() == 0 {
-        return None;
-    }
-    Some(s.recv_bytes(0).unwrap())
-}
-
-fn clear(load: Value) -> Vec<u8> {
-    dumps(&map(vec![
-        ("enc", Value::from("clear")),
-        ("load", load),
-        ("version", Value::from(3)),
-    ]))
-}
 
 #[test]
 fn hostile_requests_are_refused_and_the_master_keeps_serving() {
@@ -43,16 +25,16 @@ fn hostile_requests_are_refused_and_the_master_keeps_serving() {
 
     // Garbage, truncated msgpack, a non-map, wrong enc, old versions.
     assert_eq!(
-        req(&ctx, port, b"\xff\xfe garbage", 5000).unwrap(),
+        request(&ctx, port, b"\xff\xfe garbage", 5000).unwrap(),
         bad_load
     );
     let valid = clear(map(vec![("cmd", Value::from("ping"))]));
     assert_eq!(
-        req(&ctx, port, &valid[..valid.len() / 2], 5000).unwrap(),
+        request(&ctx, port, &valid[..valid.len() / 2], 5000).unwrap(),
         bad_load
     );
     assert_eq!(
-        req(&ctx, port, &dumps(&Value::from(7)), 5000).unwrap(),
+        request(&ctx, port, &dumps(&Value::from(7)), 5000).unwrap(),
         bad_load
     );
     let wrong_enc = dumps(&map(vec![
@@ -60,16 +42,16 @@ fn hostile_requests_are_refused_and_the_master_keeps_serving() {
         ("load", Value::Map(vec![])),
         ("version", Value::from(3)),
     ]));
-    assert_eq!(req(&ctx, port, &wrong_enc, 5000).unwrap(), bad_load);
+    assert_eq!(request(&ctx, port, &wrong_enc, 5000).unwrap(), bad_load);
     let v2 = dumps(&map(vec![
         ("enc", Value::from("clear")),
         ("load", map(vec![("cmd", Value::from("ping"))])),
         ("version", Value::from(2)),
     ]));
-    assert_eq!(req(&ctx, port, &v2, 5000).unwrap(), bad_load);
+    assert_eq!(request(&ctx, port, &v2, 5000).unwrap(), bad_load);
 
     // An unknown clear command gets {}; ping echoes.
-    let unknown = req(
+    let unknown = request(
         &ctx,
         port,
         &clear(map(vec![("cmd", Value::from("nope"))])),
@@ -77,7 +59,7 @@ fn hostile_requests_are_refused_and_the_master_keeps_serving() {
     )
     .unwrap();
     assert_eq!(loads(&unknown).unwrap(), Value::Map(vec![]));
-    let ping = req(&ctx, port, &valid, 5000).unwrap();
+    let ping = request(&ctx, port, &valid, 5000).unwrap();
     assert_eq!(get_str(&loads(&ping).unwrap(), "cmd"), Some("ping"));
 
     // A tampered AES load, and an aes request for an id with no session.
@@ -88,7 +70,7 @@ fn hostile_requests_are_refused_and_the_master_keeps_serving() {
             ("version", Value::from(3)),
             ("id", Value::from(id)),
         ]));
-        assert_eq!(req(&ctx, port, &body, 5000).unwrap(), bad_load, "{id}");
+        assert_eq!(request(&ctx, port, &body, 5000).unwrap(), bad_load, "{id}");
     }
 
     // A publish with a wrong root key.
@@ -106,7 +88,7 @@ fn hostile_requests_are_refused_and_the_master_keeps_serving() {
         ("ret", Value::from("")),
         ("user", Value::from("root")),
     ]));
-    let r = loads(&req(&ctx, port, &publish, 5000).unwrap()).unwrap();
+    let r = loads(&request(&ctx, port, &publish, 5000).unwrap()).unwrap();
     assert_eq!(
         get_str(get(&r, "error").unwrap(), "name"),
         Some("AuthenticationError"),
@@ -124,7 +106,7 @@ fn hostile_requests_are_refused_and_the_master_keeps_serving() {
             ("sig_algo", Value::from("PKCS1v15-SHA1")),
             ("pub", Value::from(pub_text.clone())),
         ]));
-        let r = loads(&req(&ctx, port, &body, 5000).unwrap()).unwrap();
+        let r = loads(&request(&ctx, port, &body, 5000).unwrap()).unwrap();
         let inner = match get(&r, "load").unwrap() {
             Value::Binary(b) => loads(b).unwrap(),
             other => panic!("unsigned reply {other}"),
@@ -146,7 +128,7 @@ fn hostile_requests_are_refused_and_the_master_keeps_serving() {
         ("sig_algo", Value::from("PKCS1v15-SHA1")),
         ("pub", Value::from(other.clone())),
     ]));
-    let r = loads(&req(&ctx, port, &body, 5000).unwrap()).unwrap();
+    let r = loads(&request(&ctx, port, &body, 5000).unwrap()).unwrap();
     let inner = match get(&r, "load").unwrap() {
         Value::Binary(b) => loads(b).unwrap(),
         other => panic!("unsigned reply {other}"),
@@ -164,9 +146,9 @@ fn hostile_requests_are_refused_and_the_master_keeps_serving() {
     // A 100 MB frame is refused with a reason; one over twice the limit cuts the peer off
     // before it is held in memory. Nobody else notices either.
     let huge = vec![0x90u8; 100 * 1024 * 1024];
-    assert_eq!(req(&ctx, port, &huge, 30000).unwrap(), bad_load);
+    assert_eq!(request(&ctx, port, &huge, 30000).unwrap(), bad_load);
     let huger = vec![0x90u8; 140 * 1024 * 1024];
-    assert!(req(&ctx, port, &huger, 3000).is_none());
+    assert!(request(&ctx, port, &huger, 3000).is_none());
     drop((huge, huger));
 
     // Truncated ZMTP: half a greeting, then a hang-up.
@@ -230,7 +212,7 @@ fn wheel_and_runner_functions() {
             ("user", Value::from("root")),
         ];
         l.extend(extra);
-        let r = loads(&req(&ctx, st.ret_port, &clear(map(l)), 10000).unwrap()).unwrap();
+        let r = loads(&request(&ctx, st.ret_port, &clear(map(l)), 10000).unwrap()).unwrap();
         let data = get(&r, "data")
             .unwrap_or_else(|| panic!("{fun}: {r}"))
             .clone();
@@ -265,7 +247,7 @@ fn wheel_and_runner_functions() {
         ("fun", Value::from("key.list_all")),
         ("key", Value::from("wrong")),
     ]));
-    let r = loads(&req(&ctx, st.ret_port, &bad, 10000).unwrap()).unwrap();
+    let r = loads(&request(&ctx, st.ret_port, &bad, 10000).unwrap()).unwrap();
     assert!(get(&r, "error").is_some(), "{r}");
 
     // Jobs published at the same time from several clients all reach the minion (publish

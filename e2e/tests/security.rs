@@ -9,6 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use brine_e2e::http::{assert_error, sse, Api};
+use brine_e2e::wire::request;
 use brine_e2e::{proc_kib, wait_until, Stack};
 use brine_minion::channel::{Channel, Identity};
 use brine_protocol::crypt::{clean_key, load_or_generate_keypair, EncAlgo, SigAlgo};
@@ -275,15 +276,6 @@ fn streams_show_a_user_only_the_jobs_they_may_read() {
 
 // ---- the master's request port -------------------------------------------------------------
 
-fn req(ctx: &zmq::Context, port: u16, body: &[u8]) -> Option<Vec<u8>> {
-    let s = ctx.socket(zmq::REQ).unwrap();
-    s.set_linger(0).unwrap();
-    s.set_rcvtimeo(20_000).unwrap();
-    s.connect(&format!("tcp://127.0.0.1:{port}")).unwrap();
-    s.send(body, 0).unwrap();
-    s.recv_bytes(0).ok()
-}
-
 /// A reader of the master's event bus.
 struct Bus {
     stream: UnixStream,
@@ -385,7 +377,7 @@ fn element_floods_on_the_request_port_do_not_amplify_memory() {
     //    master's peak RSS by about 655 MiB).
     let before = proc_kib(pid, "VmHWM");
     let flood = nil_flood(16 << 20);
-    let reply = req(&ctx, st.ret_port, &flood).expect("the master answers the flood");
+    let reply = request(&ctx, st.ret_port, &flood, 20_000).expect("the master answers the flood");
     assert_eq!(loads(&reply).unwrap(), Value::from("bad load"));
     let grown_kib = proc_kib(pid, "VmHWM").saturating_sub(before);
     let frame_kib = flood.len() as u64 / 1024;
@@ -404,7 +396,7 @@ fn element_floods_on_the_request_port_do_not_amplify_memory() {
         .map(|_| {
             let ctx = ctx.clone();
             let flood = flood.clone();
-            std::thread::spawn(move || req(&ctx, port, &flood))
+            std::thread::spawn(move || request(&ctx, port, &flood, 20_000))
         })
         .collect();
     for s in senders {
@@ -434,12 +426,12 @@ fn replayed_aes_requests_are_processed_once() {
         &event_load("m1", "probe/replayed"),
         "0123456789abcdef0123456789abcdef",
     );
-    let first = req(&ctx, st.ret_port, &body).expect("first answer");
+    let first = request(&ctx, st.ret_port, &body, 20_000).expect("first answer");
     assert!(
         matches!(loads(&first).unwrap(), Value::Binary(_)),
         "an encrypted answer"
     );
-    let second = req(&ctx, st.ret_port, &body).expect("second answer");
+    let second = request(&ctx, st.ret_port, &body, 20_000).expect("second answer");
     assert_eq!(loads(&second).unwrap(), Value::from("bad load"));
     ch.request(&event_load("m1", "probe/end-of-replay"))
         .unwrap();

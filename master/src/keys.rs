@@ -47,7 +47,7 @@ impl KeyState {
 }
 
 /// Why an id is refused: Salt refuses ids with `/`, `\` or NUL, and anything that would leave
-/// `pki_dir` once joined to it.
+/// `pki_dir` once joined to it; Brine also refuses ids longer than a file name may be.
 pub fn invalid_id_reason(id: &str) -> Option<&'static str> {
     if id.is_empty() {
         Some("id is empty")
@@ -57,6 +57,8 @@ pub fn invalid_id_reason(id: &str) -> Option<&'static str> {
         Some("id contains a path separator")
     } else if id == "." || id == ".." {
         Some("id is a relative path component")
+    } else if id.len() > 255 {
+        Some("id is longer than 255 bytes")
     } else {
         None
     }
