@@ -1,0 +1,2 @@
+e: {{ 'hello world'|base64_encode }}
+d: {{ 'aGVsbG8='|base64_decode }}

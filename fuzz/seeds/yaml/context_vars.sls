@@ -1,0 +1,4 @@
+sls: {{ sls }}
+slspath: '{{ slspath }}'
+tpldir: '{{ tpldir }}'
+saltenv: {{ saltenv }}

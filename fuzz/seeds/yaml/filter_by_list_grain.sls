@@ -1,0 +1,2 @@
+{% set m = salt['grains.filter_by']({'db': 'postgres', 'web': 'nginx'}, grain='roles') %}
+v: {{ m }}

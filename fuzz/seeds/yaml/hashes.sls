@@ -1,0 +1,2 @@
+md5: {{ 'salt'|md5 }}
+sha: {{ 'salt'|sha256 }}

@@ -1,0 +1,2 @@
+{% import 'nginx/macros.jinja' as m %}
+{{ m.pkg('git') }}

@@ -1,0 +1,2 @@
+{% include 'nginx/macros.jinja' %}
+k: v

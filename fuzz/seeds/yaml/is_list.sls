@@ -1,0 +1,2 @@
+a: {{ [1]|is_list }}
+b: {{ 'x'|is_list }}

@@ -1,0 +1,2 @@
+#!jinja|json
+{"id": "{{ grains.id }}", "n": {{ grains.num_cpus }}}

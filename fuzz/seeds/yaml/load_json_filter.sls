@@ -1,0 +1,2 @@
+{% set d = '{"a": {"b": [true, null]}}'|load_json %}
+v: {{ d.a.b|tojson }}

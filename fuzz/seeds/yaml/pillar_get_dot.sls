@@ -1,0 +1,1 @@
+servers: {{ salt.pillar.get('ntp:servers', []) | tojson }}

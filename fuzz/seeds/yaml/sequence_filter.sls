@@ -1,0 +1,2 @@
+a: {{ 'x'|sequence|tojson }}
+b: {{ ['y']|sequence|tojson }}

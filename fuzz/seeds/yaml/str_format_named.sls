@@ -1,0 +1,1 @@
+v: "{{ '{name} is {age}'.format(name='bob', age=3) }}"

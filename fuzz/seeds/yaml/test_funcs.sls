@@ -1,0 +1,3 @@
+t: {{ salt['test.true']() }}
+f: {{ salt['test.false']() }}
+e: {{ salt['test.echo']('hi') }}

@@ -1,0 +1,1 @@
+data: {{ pillar.nginx|tojson }}

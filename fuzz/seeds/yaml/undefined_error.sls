@@ -1,0 +1,1 @@
+a: {{ missing.attr }}

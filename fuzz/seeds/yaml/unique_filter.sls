@@ -1,0 +1,1 @@
+v: {{ pillar.app.tags|unique|tojson }}

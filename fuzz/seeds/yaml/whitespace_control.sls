@@ -1,0 +1,4 @@
+list:
+{%- for s in pillar.ntp.servers %}
+  - {{ s }}
+{%- endfor %}

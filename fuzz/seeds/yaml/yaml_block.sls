@@ -1,0 +1,2 @@
+data:
+  {{ pillar.nginx.sites|yaml(False)|indent(2) }}

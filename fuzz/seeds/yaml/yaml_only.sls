@@ -1,0 +1,2 @@
+#!yaml
+k: {{ not_rendered }}

@@ -1,0 +1,2 @@
+a: {{ 'on'|yaml_dquote }}
+b: {{ "it's"|yaml_squote }}
