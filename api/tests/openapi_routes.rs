@@ -21,7 +21,8 @@ const METHODS: &[&str] = &[
 
 /// Every status the API answers with (101 for the WebSocket upgrade).
 const SANE_STATUSES: &[&str] = &[
-    "101", "200", "202", "400", "401", "404", "405", "406", "413", "500", "503", "504",
+    "101", "200", "202", "400", "401", "404", "405", "406", "408", "413", "429", "500", "503",
+    "504",
 ];
 
 fn spec() -> Value {
