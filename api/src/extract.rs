@@ -263,6 +263,11 @@ impl SignInError {
     }
 }
 
+static THROTTLED_BY_USER: crate::limits::Refusals =
+    crate::limits::Refusals::new("sign-ins: too many failures from this user");
+static THROTTLED_BY_ADDRESS: crate::limits::Refusals =
+    crate::limits::Refusals::new("sign-ins: too many failures from this address");
+
 /// Check a user's password with an eauth backend (off the async workers), counting logins;
 /// refused without a check while the name or the address has failed too often
 /// ([`crate::limits::LoginThrottle`]).
@@ -275,12 +280,17 @@ pub async fn authenticate(
 ) -> Result<eauth::Identity, SignInError> {
     if let Err(t) = st.logins.check(user, peer) {
         st.metrics.login_failures.fetch_add(1, Ordering::Relaxed);
-        tracing::warn!(
-            "sign-in of {user:?} from {} refused: too many failures from this {} (retry in {} s)",
+        let refusals = if t.what == "user" {
+            &THROTTLED_BY_USER
+        } else {
+            &THROTTLED_BY_ADDRESS
+        };
+        refusals.refused(format_args!(
+            "{:?} from {} (retry in {} s)",
+            crate::limits::short(user),
             peer.map_or("an unknown address".to_string(), |p| p.to_string()),
-            t.what,
             t.retry_after
-        );
+        ));
         return Err(SignInError::Throttled(ApiError::too_many(
             format!(
                 "Too many failed sign-ins for this {}; try again in {} seconds",

@@ -201,7 +201,8 @@ impl LoginThrottle {
     }
 }
 
-fn short(user: &str) -> &str {
+/// A name cut to the length the throttle keeps of it (on a character boundary).
+pub fn short(user: &str) -> &str {
     if user.len() <= MAX_NAME {
         return user;
     }

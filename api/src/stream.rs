@@ -14,9 +14,11 @@ use tokio::sync::broadcast::error::RecvError;
 
 use crate::auth::acl;
 use crate::error::ApiError;
-use crate::limits::Held;
+use crate::limits::{Held, Refusals};
 use crate::link::BusEvent;
 use crate::state::{AppState, Caller};
+
+static REFUSED_STREAMS: Refusals = Refusals::new("event streams over brine_max_streams_per_token");
 
 const KEEPALIVE: Duration = Duration::from_secs(15);
 
@@ -24,7 +26,7 @@ const KEEPALIVE: Duration = Duration::from_secs(15);
 pub fn stream_slot(st: &AppState, token: &str) -> Result<Held<String>, ApiError> {
     st.streams.acquire(token.to_string()).ok_or_else(|| {
         let max = st.api.limits.max_streams_per_token;
-        tracing::warn!("a stream refused: {max} are open with this token already");
+        REFUSED_STREAMS.refused(format_args!("{max} open with its token already"));
         ApiError::too_many(
             format!("This token has {max} event streams open already (brine_max_streams_per_token): close one first"),
             1,
