@@ -167,7 +167,7 @@ impl VerifiedTokens {
     /// The minion's public key if `tok` verifies with `pub_text`.
     fn check(&self, id: &str, pub_text: &str, tok: &[u8]) -> Result<Arc<VerifiedKey>, String> {
         if let Some(hit) = self.map.lock().unwrap_or_else(|e| e.into_inner()).get(id) {
-            if hit.pub_text == pub_text && hit.tok == tok {
+            if hit.pub_text == pub_text && brine_protocol::crypt::ct_eq(&hit.tok, tok) {
                 return Ok(hit.clone());
             }
         }

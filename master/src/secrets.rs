@@ -86,8 +86,7 @@ impl Secrets {
 
     /// Constant-time comparison of a presented root key.
     pub fn check_root_key(&self, presented: &str) -> bool {
-        use subtle_eq::ct_eq;
-        ct_eq(presented.as_bytes(), self.root_key.as_bytes())
+        brine_protocol::crypt::ct_eq(presented.as_bytes(), self.root_key.as_bytes())
     }
 
     /// The session key of a minion: `cachedir/sessions/<id>`, created on first use and replaced
@@ -163,15 +162,6 @@ fn load_root_key(cachedir: &Path, user: &str) -> io::Result<String> {
         write_private(&cachedir.join(".root_key"), &key)?;
     }
     Ok(key)
-}
-
-mod subtle_eq {
-    pub(super) fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-        if a.len() != b.len() {
-            return false;
-        }
-        a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-    }
 }
 
 #[cfg(test)]

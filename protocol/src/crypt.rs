@@ -561,6 +561,13 @@ fn x931_decode(em: &[u8]) -> Result<Vec<u8>, CryptError> {
     Ok(em[p..p + j].to_vec())
 }
 
+/// Equality of two secrets (keys, tokens, passwords, signatures) in time that depends on their
+/// lengths only, not on where they differ.
+pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    use subtle::ConstantTimeEq;
+    a.len() == b.len() && bool::from(a.ct_eq(b))
+}
+
 /// Salt's `clean_key`: strip, split lines (any line ending), join with `\n`.
 pub fn clean_key(text: &str) -> String {
     let t = text.trim();
@@ -947,6 +954,15 @@ mod tests {
     }
 
     /// Keys and the pki directory left open to others are closed at load, as Salt does.
+    #[test]
+    fn ct_eq_is_plain_equality() {
+        assert!(ct_eq(b"", b""));
+        assert!(ct_eq(b"secret", b"secret"));
+        assert!(!ct_eq(b"secret", b"secreT"));
+        assert!(!ct_eq(b"secret", b"secret!"));
+        assert!(!ct_eq(b"Secret", b"secret"));
+    }
+
     #[test]
     fn open_keys_and_pki_dirs_are_restricted() {
         let dir = tempfile::tempdir().unwrap();

@@ -13,13 +13,13 @@
 use super::file_backend;
 use super::pam::{self, PamError};
 use brine_protocol::config::MasterConfig;
+use brine_protocol::crypt::ct_eq;
 use nix::unistd::{getgrouplist, Group, User};
 use rand::Rng;
 use serde_json::Value;
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use subtle::ConstantTimeEq;
 
 /// Why a login failed.
 #[derive(Debug, thiserror::Error)]
@@ -101,7 +101,7 @@ fn check(
         "sharedsecret" => {
             let secret = cfg.sharedsecret.as_deref();
             match secret {
-                Some(s) if bool::from(s.as_bytes().ct_eq(password.as_bytes())) => Ok(Vec::new()),
+                Some(s) if ct_eq(s.as_bytes(), password.as_bytes()) => Ok(Vec::new()),
                 Some(_) => Err(EauthError::BadCredentials),
                 None => Err(EauthError::Backend(
                     "the master option `sharedsecret` is not set".into(),

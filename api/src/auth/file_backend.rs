@@ -4,19 +4,14 @@
 use super::eauth::EauthError;
 use super::pycompat::{py_int, py_str};
 use base64::Engine as _;
+use brine_protocol::crypt::ct_eq;
 use md5::Md5;
 use serde_json::{Map, Value};
 use sha1::Sha1;
 use sha2::{Digest, Sha224, Sha256, Sha384, Sha512};
-use subtle::ConstantTimeEq;
 
 fn backend(msg: impl Into<String>) -> EauthError {
     EauthError::Backend(msg.into())
-}
-
-/// Constant-time equality of two byte strings (the length is not secret).
-fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && bool::from(a.ct_eq(b))
 }
 
 fn verdict(ok: bool) -> Result<(), EauthError> {
