@@ -130,9 +130,18 @@ pub fn yamlify_arg(value: Value) -> Value {
 
 /// Normalise a parsed body into lowstate chunks: an object is one chunk, a list is used as is
 /// (every element must be an object), anything else (scalars, null, an empty object) → 400
-/// "Lowstates must be a list". In every chunk a non-list `arg` is wrapped in a list, and the
+/// "Lowstates must be a list", and so does a list of more than `max` chunks. In every chunk a non-list `arg` is wrapped in a list, and the
 /// old `expr_form` key becomes `tgt_type` (when `tgt_type` is absent; otherwise it is dropped).
-pub fn lowstates(body: Value) -> Result<Vec<Lowstate>, ApiError> {
+pub fn lowstates(body: Value, max: usize) -> Result<Vec<Lowstate>, ApiError> {
+    if let Value::Array(items) = &body {
+        if items.len() > max {
+            return Err(ApiError::bad_request(format!(
+                "{} lowstate chunks in one request; at most {max} are taken \
+                 (brine_max_lowstate_chunks)",
+                items.len()
+            )));
+        }
+    }
     let chunks = match body {
         Value::Object(chunk) if !chunk.is_empty() => vec![chunk],
         Value::Array(items) => items
@@ -357,8 +366,11 @@ mod tests {
 
     #[test]
     fn lowstates_from_object_list_and_invalid_shapes() {
-        let one =
-            lowstates(json!({"client": "local", "arg": "x", "expr_form": "list"})).expect("object");
+        let one = lowstates(
+            json!({"client": "local", "arg": "x", "expr_form": "list"}),
+            8,
+        )
+        .expect("object");
         assert_eq!(
             one,
             vec![json!({"client": "local", "arg": ["x"], "tgt_type": "list"})
@@ -367,7 +379,7 @@ mod tests {
                 .expect("map")]
         );
 
-        let many = lowstates(json!([{"fun": "a", "arg": null}, {"fun": "b", "arg": [1], "tgt_type": "glob", "expr_form": "list"}]))
+        let many = lowstates(json!([{"fun": "a", "arg": null}, {"fun": "b", "arg": [1], "tgt_type": "glob", "expr_form": "list"}]), 8)
             .expect("list");
         assert_eq!(
             Value::Array(many.into_iter().map(Value::Object).collect()),
@@ -375,19 +387,25 @@ mod tests {
         );
 
         assert_eq!(
-            lowstates(json!([])).expect("empty list"),
+            lowstates(json!([]), 8).expect("empty list"),
             Vec::<Lowstate>::new()
         );
 
         for bad in [json!(42), json!("s"), Value::Null, json!({}), json!(true)] {
-            let error = lowstates(bad.clone()).expect_err("scalar");
+            let error = lowstates(bad.clone(), 8).expect_err("scalar");
             assert_eq!(
                 (error.status, error.message.as_str()),
                 (StatusCode::BAD_REQUEST, "Lowstates must be a list"),
                 "{bad}"
             );
         }
-        let error = lowstates(json!([{"fun": "a"}, "oops"])).expect_err("non-object element");
+        let error = lowstates(json!([{"fun": "a"}, "oops"]), 8).expect_err("non-object element");
+        let error_cap = lowstates(json!([{"fun": "a"}, {"fun": "b"}, {"fun": "c"}]), 2)
+            .expect_err("over the cap");
+        assert_eq!(error_cap.status, StatusCode::BAD_REQUEST);
+        assert!(error_cap
+            .message
+            .contains("3 lowstate chunks in one request; at most 2"));
         assert_eq!(error.status, StatusCode::BAD_REQUEST);
         assert_eq!(
             error.message,

@@ -60,6 +60,9 @@ pub struct Limits {
     pub login_failures_per_user: u32,
     /// The same for one client address (`brine_login_failures_per_address`).
     pub login_failures_per_address: u32,
+    /// Lowstate chunks in one request (`brine_max_lowstate_chunks`): each may publish a job,
+    /// so a body full of small chunks is 400 beyond it.
+    pub max_lowstate_chunks: usize,
 }
 
 /// The `cors_origin` setting.
@@ -248,6 +251,7 @@ impl ApiConfig {
                     .clamp(1, u32::MAX as u64) as u32,
                 login_failures_per_address: number("brine_login_failures_per_address", 30)?
                     .clamp(1, u32::MAX as u64) as u32,
+                max_lowstate_chunks: number("brine_max_lowstate_chunks", 256)?.max(1) as usize,
             },
             rest_timeout,
             enable_sessions: boolean("enable_sessions", true)?,

@@ -414,7 +414,7 @@ impl FromRequest<Shared> for Lowstates {
 
     async fn from_request(req: Request, st: &Shared) -> Result<Self, Self::Rejection> {
         let Parsed(body) = Parsed::from_request(req, st).await?;
-        lowstates(body).map(Lowstates)
+        lowstates(body, st.api.limits.max_lowstate_chunks).map(Lowstates)
     }
 }
 

@@ -255,6 +255,7 @@ mod tests {
             max_streams_per_token: 2,
             login_failures_per_user: user,
             login_failures_per_address: address,
+            max_lowstate_chunks: 4,
         }
     }
 

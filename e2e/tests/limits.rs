@@ -19,7 +19,7 @@ use serde_json::{json, Value as Json};
 /// A stack (master, one minion, salt-api) with these lines added to the `rest_cherrypy` block.
 fn limited_api(limits: &str) -> Api {
     let (mut st, port) = brine_e2e::http::api_stack_config(
-        "auto_accept: True\ntimeout: 6\ngather_job_timeout: 3\nnetapi_enable_clients: [local, runner, wheel]",
+        "auto_accept: True\ntimeout: 6\ngather_job_timeout: 3\nnetapi_enable_clients: [local, local_async, runner, wheel]",
         "admin:adminpw\nlimited:limitedpw\n",
         "    admin: ['.*', '@runner', '@wheel', '@jobs']
     limited:
@@ -226,8 +226,8 @@ fn failed_sign_ins_are_throttled_per_user_and_per_address() {
 }
 
 #[test]
-fn streams_per_token_are_capped() {
-    let api = limited_api("  brine_max_streams_per_token: 2\n");
+fn streams_per_token_and_chunks_per_request_are_capped() {
+    let api = limited_api("  brine_max_streams_per_token: 2\n  brine_max_lowstate_chunks: 3\n");
     let token = api.login("admin", "adminpw", "file");
     let open = |token: &str| {
         Client::builder()
@@ -274,6 +274,52 @@ fn streams_per_token_are_capped() {
     })
     .expect("a place after a stream closed");
     drop((second, again));
+
+    // Each lowstate chunk may publish a job: a body of more chunks than the cap runs none.
+    let chunk = json!({"client": "local_async", "tgt": "web1", "fun": "test.ping"});
+    let post = |n: usize| {
+        let r = Client::new()
+            .post(api.url("/"))
+            .header("X-Auth-Token", &token)
+            .header("Accept", "application/json")
+            .json(&vec![chunk.clone(); n])
+            .send()
+            .unwrap();
+        (r.status().as_u16(), r.json::<Json>().unwrap())
+    };
+    let (status, body) = post(4);
+    assert_error(status, &body, 400);
+    assert!(
+        body["return"]
+            .as_str()
+            .unwrap()
+            .contains("4 lowstate chunks in one request; at most 3"),
+        "{body}"
+    );
+    let (status, body) = post(3);
+    assert_eq!(status, 200, "{body}");
+    let jids: Vec<&str> = body["return"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["jid"].as_str().unwrap())
+        .collect();
+    assert_eq!(jids.len(), 3, "{body}");
+    // Only those three jobs were published: the refused body left no job behind.
+    let jobs: Json = Client::new()
+        .get(api.url("/jobs"))
+        .header("X-Auth-Token", &token)
+        .header("Accept", "application/json")
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let listed = jobs["return"][0].as_object().unwrap();
+    let pings = listed
+        .values()
+        .filter(|j| j["Function"] == json!("test.ping") && j["User"] == json!("admin"))
+        .count();
+    assert_eq!(pings, 3, "{jobs}");
 }
 
 #[test]
