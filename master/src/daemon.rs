@@ -91,6 +91,7 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
             workers,
             max_message_size: (master.cfg.max_request_size as i64).saturating_mul(2),
             queue_len: 100_000,
+            sign_in_queue_len: 10_000,
             ipv6: master.cfg.ipv6,
         },
         Arc::new(move |body: &[u8]| m.handle_request(body)),

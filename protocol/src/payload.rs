@@ -453,6 +453,126 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// The `cmd` of a clear request (`{"enc": "clear", "load": {"cmd": ...}}`), read from its bytes
+/// without decoding anything else: the request server sorts sign-ins from other requests with
+/// it before a worker decodes them. `None` for an AES request, a load without a string `cmd`, or
+/// bytes that are not one msgpack map. No allocation; every other value is skipped in time
+/// bounded by the input's length (no recursion).
+pub fn clear_cmd(data: &[u8]) -> Option<&[u8]> {
+    let mut r = Reader {
+        data,
+        pos: 0,
+        slots_left: 0,
+    };
+    let entries = r.map_len()?;
+    let (mut clear, mut cmd) = (false, None);
+    for _ in 0..entries {
+        match r.str_or_skip().ok()? {
+            Some(b"enc") => clear = r.str_or_skip().ok()? == Some(b"clear"),
+            Some(b"load") => {
+                let Some(n) = r.map_len() else {
+                    r.skip().ok()?;
+                    continue;
+                };
+                cmd = None;
+                for _ in 0..n {
+                    match r.str_or_skip().ok()? {
+                        Some(b"cmd") => cmd = r.str_or_skip().ok()?,
+                        _ => r.skip().ok()?,
+                    }
+                }
+            }
+            _ => r.skip().ok()?,
+        }
+    }
+    (r.remaining() == 0 && clear).then_some(cmd).flatten()
+}
+
+impl<'a> Reader<'a> {
+    /// The entry count of a map at the cursor, consuming its header; `None` (cursor unmoved)
+    /// for anything else.
+    fn map_len(&mut self) -> Option<usize> {
+        let start = self.pos;
+        let n = match self.u8().ok()? {
+            m @ 0x80..=0x8f => usize::from(m & 0x0f),
+            0xde => usize::from(self.u16().ok()?),
+            0xdf => self.len32().ok()?,
+            _ => return None,
+        };
+        if n > self.remaining() / 2 {
+            self.pos = start;
+            return None;
+        }
+        Some(n)
+    }
+
+    /// The bytes of a str at the cursor, or `None` after skipping a value of any other type.
+    fn str_or_skip(&mut self) -> Result<Option<&'a [u8]>, PayloadError> {
+        let n = match self.data.get(self.pos) {
+            Some(m @ 0xa0..=0xbf) => {
+                self.pos += 1;
+                usize::from(m & 0x1f)
+            }
+            Some(0xd9) => {
+                self.pos += 1;
+                usize::from(self.u8()?)
+            }
+            Some(0xda) => {
+                self.pos += 1;
+                usize::from(self.u16()?)
+            }
+            Some(0xdb) => {
+                self.pos += 1;
+                self.len32()?
+            }
+            _ => return self.skip().map(|()| None),
+        };
+        self.take(n).map(Some)
+    }
+
+    /// Past one value of any type: containers add their items to a count of values still to
+    /// pass, so nesting costs no stack.
+    fn skip(&mut self) -> Result<(), PayloadError> {
+        let mut pending: usize = 1;
+        while pending > 0 {
+            pending -= 1;
+            let marker = self.u8()?;
+            let (items, bytes) = match marker {
+                0x00..=0x7f | 0xc0 | 0xc2 | 0xc3 | 0xe0..=0xff => (0, 0),
+                0x80..=0x8f => (2 * usize::from(marker & 0x0f), 0),
+                0x90..=0x9f => (usize::from(marker & 0x0f), 0),
+                0xa0..=0xbf => (0, usize::from(marker & 0x1f)),
+                0xc1 => return Err(PayloadError::BadMarker(marker)),
+                0xc4 | 0xd9 => (0, usize::from(self.u8()?)),
+                0xc5 | 0xda => (0, usize::from(self.u16()?)),
+                0xc6 | 0xdb => (0, self.len32()?),
+                0xc7 => (0, usize::from(self.u8()?) + 1),
+                0xc8 => (0, usize::from(self.u16()?) + 1),
+                0xc9 => (0, self.len32()?.saturating_add(1)),
+                0xcc | 0xd0 => (0, 1),
+                0xcd | 0xd1 | 0xd4 => (0, 2),
+                0xd5 => (0, 3),
+                0xca | 0xce | 0xd2 => (0, 4),
+                0xd6 => (0, 5),
+                0xcb | 0xcf | 0xd3 => (0, 8),
+                0xd7 => (0, 9),
+                0xd8 => (0, 17),
+                0xdc => (usize::from(self.u16()?), 0),
+                0xdd => (self.len32()?, 0),
+                0xde => (2 * usize::from(self.u16()?), 0),
+                0xdf => (self.len32()?.saturating_mul(2), 0),
+            };
+            self.take(bytes)?;
+            // Every value takes at least a byte: a count beyond what is left is a lie.
+            pending = pending.saturating_add(items);
+            if pending > self.remaining() {
+                return Err(PayloadError::Incomplete);
+            }
+        }
+        Ok(())
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Helpers over Value
 
@@ -637,6 +757,72 @@ pub fn from_json(v: &serde_json::Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clear_cmd_reads_the_command_of_clear_requests_only() {
+        let auth = dumps(&map(vec![
+            ("enc", Value::from("clear")),
+            (
+                "load",
+                map(vec![
+                    ("id", Value::from("web1")),
+                    ("pub", Value::from("-----BEGIN PUBLIC KEY-----")),
+                    ("token", Value::Binary(vec![0xc1; 300])),
+                    (
+                        "nested",
+                        Value::Array(vec![map(vec![("cmd", Value::from("no"))])]),
+                    ),
+                    ("cmd", Value::from("_auth")),
+                    ("nonce", Value::from(1.5)),
+                ]),
+            ),
+            ("version", Value::from(3)),
+        ]));
+        assert_eq!(clear_cmd(&auth), Some(&b"_auth"[..]));
+        // The envelope's keys in any order.
+        let load_first = dumps(&map(vec![
+            ("load", map(vec![("cmd", Value::from("publish"))])),
+            ("enc", Value::from("clear")),
+        ]));
+        assert_eq!(clear_cmd(&load_first), Some(&b"publish"[..]));
+        let aes = dumps(&map(vec![
+            ("enc", Value::from("aes")),
+            ("load", map(vec![("cmd", Value::from("_auth"))])),
+        ]));
+        assert_eq!(clear_cmd(&aes), None);
+        let ciphertext = dumps(&map(vec![
+            ("enc", Value::from("clear")),
+            ("load", Value::Binary(b"\xa3cmd\xa5_auth".to_vec())),
+        ]));
+        assert_eq!(clear_cmd(&ciphertext), None);
+        // Truncated, trailing bytes, not a map, a lying length, a bad marker.
+        assert_eq!(clear_cmd(&auth[..auth.len() - 1]), None);
+        assert_eq!(clear_cmd(&[auth.as_slice(), b"x"].concat()), None);
+        assert_eq!(clear_cmd(&dumps(&Value::from("_auth"))), None);
+        assert_eq!(clear_cmd(&[0xdf, 0xff, 0xff, 0xff, 0xff]), None);
+        assert_eq!(
+            clear_cmd(&[0x81, 0xa1, b'x', 0xdd, 0xff, 0xff, 0xff, 0xff]),
+            None
+        );
+        assert_eq!(clear_cmd(&[0x81, 0xa1, b'x', 0xc1]), None);
+        assert_eq!(clear_cmd(&[]), None);
+    }
+
+    #[test]
+    fn clear_cmd_skips_deep_nesting_without_recursion() {
+        // A million nested arrays inside the load: skipped in a loop.
+        let mut load = vec![
+            0x82, 0xa3, b'c', b'm', b'd', 0xa5, b'_', b'a', b'u', b't', b'h', 0xa1, b'x',
+        ];
+        load.extend(std::iter::repeat_n(0x91, 1_000_000));
+        load.push(0xc0);
+        let mut body = vec![
+            0x82, 0xa3, b'e', b'n', b'c', 0xa5, b'c', b'l', b'e', b'a', b'r', 0xa4,
+        ];
+        body.extend_from_slice(b"load");
+        body.extend(load);
+        assert_eq!(clear_cmd(&body), Some(&b"_auth"[..]));
+    }
 
     fn hex(b: &[u8]) -> String {
         hex::encode(b)

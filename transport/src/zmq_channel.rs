@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Sender};
 
-use crate::job_queue::{JobQueue, PopError, PushError};
+use crate::job_queue::{JobQueue, Lane, PopError, PushError};
 
 /// How long blocking loops wait before looking at their stop flag.
 const POLL_MS: i64 = 100;
@@ -53,6 +53,10 @@ pub struct ServerOptions {
     /// Requests waiting for a worker; beyond this, new requests are dropped (and logged): the
     /// client times out and retries, as it would with an overloaded Salt master.
     pub queue_len: usize,
+    /// Sign-ins (clear `_auth` requests) waiting for a worker, in a queue of their own: a flood
+    /// of them is dropped there and never delays the requests of minions already signed in.
+    /// At most all workers but one handle sign-ins at once.
+    pub sign_in_queue_len: usize,
     pub ipv6: bool,
 }
 
@@ -74,13 +78,20 @@ struct QueuedBytes {
 
 /// Request bytes queued or being handled at once (a few of the largest requests).
 const QUEUED_BYTES_LIMIT: usize = 256 * 1024 * 1024;
+/// The same for sign-ins, counted apart: a sign-in is a few KiB, and a flood of padded ones
+/// must not use up the budget of the other requests.
+const QUEUED_SIGN_IN_BYTES_LIMIT: usize = 32 * 1024 * 1024;
 
 impl QueuedBytes {
     /// Count `n` more bytes, unless that would pass the limit while others are queued (a single
     /// request under the size limit is always taken).
-    fn take(total: &Arc<std::sync::atomic::AtomicUsize>, n: usize) -> Option<QueuedBytes> {
+    fn take(
+        total: &Arc<std::sync::atomic::AtomicUsize>,
+        n: usize,
+        limit: usize,
+    ) -> Option<QueuedBytes> {
         let before = total.fetch_add(n, Ordering::SeqCst);
-        if before > 0 && before + n > QUEUED_BYTES_LIMIT {
+        if before > 0 && before + n > limit {
             total.fetch_sub(n, Ordering::SeqCst);
             return None;
         }
@@ -145,7 +156,11 @@ impl RequestServer {
         replies.bind(&inproc).map_err(zerr(&inproc))?;
 
         let stop = Arc::new(AtomicBool::new(false));
-        let queue = Arc::new(JobQueue::<Job>::new(opts.queue_len));
+        let queue = Arc::new(JobQueue::<Job>::new(
+            opts.queue_len,
+            opts.sign_in_queue_len,
+            opts.workers.max(2) - 1,
+        ));
         let mut threads = Vec::new();
         for n in 0..opts.workers.max(1) {
             let push = ctx.socket(zmq::PUSH).map_err(zerr(&inproc))?;
@@ -181,6 +196,26 @@ impl RequestServer {
     }
 }
 
+/// Requests dropped for want of room, per lane; logged at each power of two.
+#[derive(Default)]
+struct Dropped {
+    main: u64,
+    sign_ins: u64,
+}
+
+impl Dropped {
+    fn count(&mut self, lane: Lane, why: impl FnOnce() -> String) {
+        let n = match lane {
+            Lane::Main => &mut self.main,
+            Lane::SignIn => &mut self.sign_ins,
+        };
+        *n += 1;
+        if n.is_power_of_two() {
+            tracing::warn!("{} ({n} so far)", why());
+        }
+    }
+}
+
 fn router_loop(
     router: zmq::Socket,
     replies: zmq::Socket,
@@ -188,8 +223,9 @@ fn router_loop(
     stop: Arc<AtomicBool>,
     endpoint: String,
 ) {
-    let mut dropped_busy: u64 = 0;
+    let mut dropped = Dropped::default();
     let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let queued_sign_ins = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     while !stop.load(Ordering::SeqCst) {
         let (r_in, p_in) = {
             let mut items = [
@@ -228,31 +264,34 @@ fn router_loop(
                     );
                     continue;
                 }
-                let Some(hold) = QueuedBytes::take(&queued, body.len()) else {
-                    dropped_busy += 1;
-                    if dropped_busy.is_power_of_two() {
-                        tracing::warn!(
-                            "request of {} bytes dropped: {} MiB of requests already waiting \
-                             ({dropped_busy} requests dropped so far)",
-                            body.len(),
-                            QUEUED_BYTES_LIMIT >> 20
-                        );
-                    }
+                let lane = match brine_protocol::payload::clear_cmd(&body) {
+                    Some(b"_auth") => Lane::SignIn,
+                    _ => Lane::Main,
+                };
+                let (budget, limit, what) = match lane {
+                    Lane::Main => (&queued, QUEUED_BYTES_LIMIT, "requests"),
+                    Lane::SignIn => (&queued_sign_ins, QUEUED_SIGN_IN_BYTES_LIMIT, "sign-ins"),
+                };
+                let Some(hold) = QueuedBytes::take(budget, body.len(), limit) else {
+                    dropped.count(lane, || {
+                        format!(
+                            "{what} dropped: {} MiB of them already waiting",
+                            limit >> 20
+                        )
+                    });
                     continue;
                 };
-                match tx.push(Job {
-                    route: frames,
-                    body,
-                    _queued: hold,
-                }) {
+                match tx.push(
+                    Job {
+                        route: frames,
+                        body,
+                        _queued: hold,
+                    },
+                    lane,
+                ) {
                     Ok(()) => {}
                     Err(PushError::Full) => {
-                        dropped_busy += 1;
-                        if dropped_busy.is_power_of_two() {
-                            tracing::warn!(
-                                "request queue full: {dropped_busy} requests dropped so far"
-                            );
-                        }
+                        dropped.count(lane, || format!("{what} dropped: their queue is full"));
                     }
                     Err(PushError::Closed) => return,
                 }
@@ -287,8 +326,8 @@ fn worker_loop(
         if stop.load(Ordering::SeqCst) {
             return;
         }
-        let job = match rx.pop(Duration::from_millis(POLL_MS as u64)) {
-            Ok(job) => job,
+        let (job, lane) = match rx.pop(Duration::from_millis(POLL_MS as u64)) {
+            Ok(popped) => popped,
             Err(PopError::Timeout) => {
                 if stop.load(Ordering::SeqCst) {
                     return;
@@ -298,6 +337,7 @@ fn worker_loop(
             Err(PopError::Closed) => return,
         };
         let reply = handler(&job.body);
+        rx.done(lane);
         let mut frames = job.route;
         drop(job.body);
         drop(job._queued);
@@ -791,6 +831,7 @@ mod tests {
                 workers: 2,
                 max_message_size: 1024,
                 queue_len: 16,
+                sign_in_queue_len: 16,
                 ipv6: false,
             },
             handler,
