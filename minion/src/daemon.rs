@@ -1,7 +1,7 @@
 //! `salt-minion`: sign in, subscribe, run what is published for us, return the results.
 
 use std::collections::VecDeque;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 
 use crate::channel::{Channel, ChannelError, Creds, Identity};
 use crate::functions::{self, CallResult, Context, RunningJob, RunningJobs, Services};
+use crate::outbox::Outbox;
 use crate::schedule::{Due, Where};
 
 /// How many recent jids are remembered to drop duplicate publishes (Salt's
@@ -29,6 +30,8 @@ pub struct Minion {
     pub services: Arc<Services>,
     pub(crate) master_host: String,
     job_timeout: Option<Duration>,
+    /// Returns the master has not taken yet.
+    outbox: Outbox,
 }
 
 /// Exit codes Salt's minion uses.
@@ -102,6 +105,8 @@ impl Minion {
                     .put(Where::Opts, "__mine_interval", item, false);
             }
         }
+        let outbox = Outbox::open(&cfg.cachedir)
+            .map_err(|e| anyhow::anyhow!("outbox in {}: {e}", cfg.cachedir.display()))?;
         Ok(Minion {
             cfg,
             channel,
@@ -109,6 +114,7 @@ impl Minion {
             services,
             master_host,
             job_timeout,
+            outbox,
         })
     }
 
@@ -472,19 +478,83 @@ impl Minion {
         }
     }
 
+    /// Deliver a return, trying `return_retry_tries` times; from the first failure on it is
+    /// kept in the outbox, which [`Self::drain_outbox`] empties once the master is back.
     async fn send_return(&self, ret: Value, jid: &str) {
         let tries = self.cfg.return_retry_tries.max(1);
+        let mut kept: Option<PathBuf> = None;
         for n in 1..=tries {
             match self.request(ret.clone()).await {
-                Ok(_) => return,
+                Ok(_) => {
+                    if let Some(path) = kept {
+                        self.outbox.release(&path, true);
+                    }
+                    return;
+                }
                 Err(e) => {
                     tracing::warn!("return of {jid} not delivered (try {n}/{tries}): {e}");
-                    let wait = self.cfg.return_retry_timer.max(1);
-                    tokio::time::sleep(Duration::from_secs(wait)).await;
+                    if kept.is_none() {
+                        match self.outbox.keep(jid, &ret) {
+                            Ok(path) => kept = Some(path),
+                            Err(e) => tracing::error!("return of {jid} not kept: {e}"),
+                        }
+                    }
+                    if n < tries {
+                        tokio::time::sleep(self.retry_wait()).await;
+                    }
                 }
             }
         }
-        tracing::error!("return of {jid} dropped after {tries} tries");
+        match kept {
+            Some(path) => {
+                tracing::warn!(
+                    "return of {jid} kept in {} until the master takes it",
+                    path.display()
+                );
+                self.outbox.release(&path, false);
+            }
+            None => tracing::error!("return of {jid} dropped after {tries} tries"),
+        }
+    }
+
+    /// `return_retry_timer`, plus up to `return_retry_timer_max` more at random, as Salt waits.
+    fn retry_wait(&self) -> Duration {
+        let base = self.cfg.return_retry_timer.max(1);
+        let spread = self.cfg.return_retry_timer_max.saturating_sub(base);
+        Duration::from_secs(base + rand::random::<u64>() % (spread + 1))
+    }
+
+    /// Deliver the returns of the outbox, oldest first, until one is refused (the master is
+    /// still away); every `return_retry_timer` seconds while the minion runs.
+    async fn drain_outbox(self: Arc<Self>) {
+        loop {
+            let outbox = &self.outbox;
+            for path in outbox.waiting() {
+                let Some(load) = outbox.load(&path) else {
+                    continue;
+                };
+                match self.request(load).await {
+                    Ok(_) => {
+                        tracing::warn!("kept return {} delivered", path.display());
+                        outbox.release(&path, true);
+                    }
+                    Err(e) => {
+                        tracing::info!("kept returns wait: {e}");
+                        break;
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_secs(self.cfg.return_retry_timer.max(1))).await;
+        }
+    }
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -533,6 +603,8 @@ pub async fn run(minion: Arc<Minion>, ctx: zmq::Context) -> i32 {
     };
     minion.fetch_pillar().await;
     minion.start_events().await;
+    let drain = tokio::spawn(minion.clone().drain_outbox());
+    let _drain = AbortOnDrop(drain);
     tracing::warn!("minion {} is ready", minion.cfg.id);
 
     let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {

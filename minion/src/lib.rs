@@ -9,4 +9,5 @@ pub mod fileclient;
 pub mod functions;
 pub mod grains_core;
 pub mod grains_host;
+pub mod outbox;
 pub mod schedule;

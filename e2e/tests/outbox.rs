@@ -1,0 +1,84 @@
+//! No acknowledged job loses its return to a fault: a minion whose master is killed while a job
+//! runs keeps the return in its outbox (on disk, so its own kill -9 loses nothing either) and
+//! delivers it once the master is back, where Salt's minion drops it after
+//! `return_retry_tries`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use brine_e2e::{stdout, wait_until, Stack};
+use serde_json::{json, Value};
+
+fn outbox_files(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.starts_with('.'))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_return_survives_a_master_and_a_minion_killed() {
+    let mut st = Stack::new("auto_accept: True\ntimeout: 5\n");
+    st.start_master();
+    // One try of two seconds per return: Salt's minion would drop the return right away.
+    st.start_minion(
+        "web1",
+        "return_retry_tries: 1\nreturn_retry_timer: 1\nreturn_retry_timer_max: 1\nrequest_channel_tries: 1",
+    );
+    let conf = st.dir.path().join("minion-web1/etc/minion");
+    let text = std::fs::read_to_string(&conf).unwrap();
+    std::fs::write(
+        &conf,
+        text.replace("request_channel_timeout: 10", "request_channel_timeout: 2"),
+    )
+    .unwrap();
+    st.kill_minion("web1");
+    st.restart_minion("web1");
+    st.wait_answering(&["web1"]);
+
+    let out = st.tool(
+        "salt",
+        &["web1", "cmd.run", "sleep 3; echo finished", "--async"],
+    );
+    let text = stdout(&out);
+    let jid = text
+        .trim()
+        .strip_prefix("Executed command with job ID: ")
+        .unwrap_or_else(|| panic!("no jid in {text:?}"))
+        .to_string();
+    // The master goes while the job runs; the return finds nobody and is kept.
+    std::thread::sleep(Duration::from_millis(500));
+    st.kill_master();
+    let outbox = st.dir.path().join("minion-web1/cache/outbox");
+    wait_until(Duration::from_secs(30), || {
+        !outbox_files(&outbox).is_empty()
+    })
+    .unwrap_or_else(|| panic!("the return was not kept\n{}", st.logs()));
+    let kept = outbox_files(&outbox);
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert!(kept[0].ends_with(&format!("-{jid}")), "{kept:?} {jid}");
+    let minion_log =
+        std::fs::read_to_string(st.dir.path().join("minion-web1/minion.log")).unwrap_or_default();
+    assert!(
+        minion_log.contains(&format!("return of {jid} kept in")),
+        "{minion_log}"
+    );
+
+    // The minion is killed too; both come back, and the kept return is delivered.
+    st.kill_minion("web1");
+    st.start_master();
+    st.restart_minion("web1");
+    let mut last = Value::Null;
+    wait_until(Duration::from_secs(60), || {
+        let out = st.tool("salt-run", &["jobs.lookup_jid", &jid, "--out", "json"]);
+        last = serde_json::from_str(stdout(&out).trim()).unwrap_or(Value::Null);
+        last == json!({"web1": "finished"})
+    })
+    .unwrap_or_else(|| panic!("lookup_jid {jid}: {last}\n{}", st.logs()));
+    wait_until(Duration::from_secs(10), || outbox_files(&outbox).is_empty())
+        .unwrap_or_else(|| panic!("delivered, still kept: {:?}", outbox_files(&outbox)));
+}
