@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 use crate::channel::{Channel, ChannelError, Creds, Identity};
 use crate::functions::{self, CallResult, Context, RunningJob, RunningJobs, Services};
 use crate::outbox::Outbox;
+use crate::proc_dir::ProcDir;
 use crate::schedule::{Due, Where};
 
 /// How many recent jids are remembered to drop duplicate publishes (Salt's
@@ -32,6 +33,8 @@ pub struct Minion {
     job_timeout: Option<Duration>,
     /// Returns the master has not taken yet.
     outbox: Outbox,
+    /// The jobs running, on disk.
+    procs: ProcDir,
 }
 
 /// Exit codes Salt's minion uses.
@@ -107,6 +110,8 @@ impl Minion {
         }
         let outbox = Outbox::open(&cfg.cachedir)
             .map_err(|e| anyhow::anyhow!("outbox in {}: {e}", cfg.cachedir.display()))?;
+        let procs = ProcDir::open(&cfg.cachedir)
+            .map_err(|e| anyhow::anyhow!("proc dir in {}: {e}", cfg.cachedir.display()))?;
         Ok(Minion {
             cfg,
             channel,
@@ -115,6 +120,7 @@ impl Minion {
             master_host,
             job_timeout,
             outbox,
+            procs,
         })
     }
 
@@ -297,6 +303,9 @@ impl Minion {
     /// Run one job and send its return.
     async fn run_job(self: Arc<Self>, load: PublishLoad) {
         let jid = load.jid.clone();
+        if let Err(e) = self.procs.start(&load) {
+            tracing::warn!("job {jid} not recorded in the proc directory: {e}");
+        }
         // Salt compiles a fresh pillar for pillar.* and state.* functions: ask the master
         // again first.
         let wants_pillar = match &load.fun {
@@ -354,6 +363,26 @@ impl Minion {
         ret.stamp = Some(brine_protocol::jid::stamp_now());
         self.running.remove(&jid);
         self.send_return(ret.to_value(), &jid).await;
+        self.procs.finish(&jid);
+    }
+
+    /// Answer the jobs the previous minion process died in with a failed return each.
+    async fn answer_left_over_jobs(self: Arc<Self>, jobs: Vec<PublishLoad>) {
+        for load in jobs {
+            let jid = load.jid.clone();
+            tracing::warn!("job {jid} was running when the minion stopped: reported failed");
+            let mut ret = ReturnLoad::new(&self.cfg.id, &jid, load.fun.clone(), load.arg.clone());
+            ret.ret = Value::from(
+                "The minion stopped (killed, crashed or restarted) while this job ran; \
+                 its result is lost",
+            );
+            ret.success = Some(Value::from(false));
+            ret.retcode = Some(Value::from(1));
+            ret.user = load.user.clone();
+            ret.stamp = Some(brine_protocol::jid::stamp_now());
+            self.send_return(ret.to_value(), &jid).await;
+            self.procs.finish(&jid);
+        }
     }
 
     async fn call_bounded(&self, ctx: &Context, fun: &str, arg: &[Value]) -> CallResult {
@@ -603,6 +632,9 @@ pub async fn run(minion: Arc<Minion>, ctx: zmq::Context) -> i32 {
     };
     minion.fetch_pillar().await;
     minion.start_events().await;
+    // Listed before any job of this process can start (and write its own file).
+    let left_over = minion.procs.left_over();
+    tokio::spawn(minion.clone().answer_left_over_jobs(left_over));
     let drain = tokio::spawn(minion.clone().drain_outbox());
     let _drain = AbortOnDrop(drain);
     tracing::warn!("minion {} is ready", minion.cfg.id);

@@ -10,4 +10,5 @@ pub mod functions;
 pub mod grains_core;
 pub mod grains_host;
 pub mod outbox;
+pub mod proc_dir;
 pub mod schedule;

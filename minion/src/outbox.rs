@@ -61,12 +61,7 @@ impl Outbox {
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
-        let jid: String = jid
-            .chars()
-            .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .take(64)
-            .collect();
-        let name = format!("{nanos:024}-{jid}");
+        let name = format!("{nanos:024}-{}", crate::proc_dir::file_name(jid));
         let path = self.dir.join(&name);
         let tmp = self.dir.join(format!(".{name}.tmp"));
         let bytes = dumps(load);
