@@ -28,6 +28,11 @@ rest_cherrypy:
     ));
     let eauth = st.dir.path().join("eauth.txt");
     std::fs::write(&eauth, users).unwrap();
+    for line in users.lines() {
+        if let Some((_, password)) = line.split_once(':') {
+            st.secret(password.trim());
+        }
+    }
     let conf = st.master_conf_dir().join("master");
     let text = std::fs::read_to_string(&conf)
         .unwrap()
@@ -67,6 +72,8 @@ impl Api {
         let header = r.headers()["x-auth-token"].to_str().unwrap().to_string();
         let body: Value = r.json().unwrap();
         assert_eq!(body["return"][0]["token"], json!(header));
+        self.st.secret(pass);
+        self.st.secret(&header);
         header
     }
 

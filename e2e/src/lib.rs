@@ -90,6 +90,8 @@ pub struct Stack {
     master: Option<Child>,
     api: Option<Child>,
     minions: BTreeMap<String, Child>,
+    /// Passwords and tokens the stack's logs must never hold (checked when it stops).
+    secrets: std::sync::Mutex<Vec<String>>,
 }
 
 impl Stack {
@@ -116,6 +118,7 @@ impl Stack {
             master: None,
             api: None,
             minions: BTreeMap::new(),
+            secrets: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -339,9 +342,16 @@ impl Stack {
         fs::read_to_string(self.master_root().join("master.log")).unwrap_or_default()
     }
 
-    /// Every log of the stack, for failure reports.
-    pub fn logs(&self) -> String {
-        let mut s = String::new();
+    /// A password or token that must not appear in any log of the stack.
+    pub fn secret(&self, s: &str) {
+        self.secrets
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(s.to_string());
+    }
+
+    /// The stack's log files: salt-api's, the master's and each minion's.
+    pub fn log_files(&self) -> Vec<PathBuf> {
         let mut files = vec![
             self.dir.path().join("api.stderr"),
             self.dir.path().join("master.stderr"),
@@ -358,6 +368,38 @@ impl Stack {
                 }
             }
         }
+        files
+    }
+
+    /// The registered secrets and the master's root key, each found in a log file.
+    fn secrets_in_logs(&self) -> Vec<(String, PathBuf)> {
+        let mut secrets = self
+            .secrets
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Ok(key) = fs::read_to_string(self.master_root().join("cache/.root_key")) {
+            secrets.push(key.trim().to_string());
+        }
+        secrets.retain(|s| s.len() >= 6);
+        let mut found = Vec::new();
+        for f in self.log_files() {
+            let Ok(text) = fs::read_to_string(&f) else {
+                continue;
+            };
+            for s in &secrets {
+                if text.contains(s.as_str()) {
+                    found.push((s.clone(), f.clone()));
+                }
+            }
+        }
+        found
+    }
+
+    /// Every log of the stack, for failure reports.
+    pub fn logs(&self) -> String {
+        let mut s = String::new();
+        let files = self.log_files();
         for f in files {
             if let Ok(t) = fs::read_to_string(&f) {
                 let tail: Vec<&str> = t.lines().rev().take(80).collect();
@@ -382,6 +424,14 @@ impl Drop for Stack {
             terminate(c);
         }
         self.stop_master();
+        if !std::thread::panicking() {
+            let found = self.secrets_in_logs();
+            assert!(
+                found.is_empty(),
+                "passwords, tokens or the root key in the logs: {found:?}\n{}",
+                self.logs()
+            );
+        }
     }
 }
 
