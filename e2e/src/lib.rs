@@ -235,7 +235,11 @@ impl Stack {
         self.restart_minion(id);
     }
 
+    /// Start the minion `id` again (stopping it first if it still runs).
     pub fn restart_minion(&mut self, id: &str) {
+        if let Some(c) = self.minions.remove(id) {
+            terminate(c);
+        }
         let root = self.dir.path().join(format!("minion-{id}"));
         let log = fs::OpenOptions::new()
             .create(true)
