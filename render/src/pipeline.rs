@@ -118,6 +118,11 @@ fn jinja_text(
             }
             (minijinja::ErrorKind::UndefinedError, None) => format!("Jinja variable {e}"),
             (minijinja::ErrorKind::SyntaxError, _) => format!("Jinja syntax error: {e}"),
+            (minijinja::ErrorKind::OutOfFuel, _) => format!(
+                "Jinja stopped: the template used all of its budget of {} instructions \
+                 (brine_jinja_fuel; an endless loop?)",
+                jinja::fuel(&ctx.opts).unwrap_or_default()
+            ),
             _ => format!("Jinja error: {e}"),
         };
         match (e.line(), e.name()) {

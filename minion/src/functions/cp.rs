@@ -479,7 +479,7 @@ pub(crate) fn render_master_file(
     let render_ctx = brine_render::Context {
         grains: brine_protocol::payload::to_json(&ctx.grains),
         pillar: brine_protocol::payload::to_json(&ctx.pillar),
-        opts: serde_json::json!({"id": ctx.id}),
+        opts: serde_json::Value::Object(super::template_opts(ctx)),
         saltenv: env.clone(),
         vars,
         ..brine_render::Context::default()

@@ -113,6 +113,17 @@ pub struct Context {
     pub services: Arc<Services>,
 }
 
+/// The `opts` a template rendered on the minion sees: its `id`, and the render budget
+/// (`brine_jinja_fuel`) when the minion's options set one.
+pub(crate) fn template_opts(ctx: &Context) -> serde_json::Map<String, serde_json::Value> {
+    let mut opts = serde_json::Map::new();
+    opts.insert("id".into(), ctx.id.clone().into());
+    if let Some(fuel) = ctx.services.opts.get("brine_jinja_fuel") {
+        opts.insert("brine_jinja_fuel".into(), fuel.clone());
+    }
+    opts
+}
+
 /// What the `schedule`, `beacons` and `mine` modules change or talk to.
 pub struct Services {
     pub schedule: Arc<crate::schedule::Schedule>,

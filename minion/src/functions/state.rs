@@ -350,6 +350,8 @@ struct Run {
     /// `failhard` from the master's options; the `renderer` SLS files without `#!` use.
     failhard: bool,
     renderer: String,
+    /// The `opts` templates see (without `test`).
+    template_opts: serde_json::Map<String, Json>,
     /// The minion's options for http(s) sources.
     http: brine_state::url::HttpOptions,
 }
@@ -441,6 +443,7 @@ impl Run {
             cachedir: ctx.services.cachedir.clone(),
             failhard: master_opts.as_ref().is_some_and(|m| m.failhard),
             renderer: master_opts.map_or_else(|| "jinja|yaml".to_string(), |m| m.renderer),
+            template_opts: super::template_opts(ctx),
             http: brine_state::url::HttpOptions::from_opts(&ctx.services.opts),
         })
     }
@@ -449,7 +452,11 @@ impl Run {
         RenderContext {
             grains: self.grains.clone(),
             pillar: self.pillar.clone(),
-            opts: json!({"id": self.id, "test": self.test}),
+            opts: {
+                let mut opts = self.template_opts.clone();
+                opts.insert("test".into(), self.test.into());
+                Json::Object(opts)
+            },
             renderer: self.renderer.clone(),
             ..RenderContext::default()
         }

@@ -13,12 +13,58 @@ mod salt_fns;
 pub use salt_fns::filter_by_json;
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::sync::Arc;
 
 use minijinja::value::Value;
 use minijinja::{Environment, Error, ErrorKind, State, UndefinedBehavior};
 
 use crate::{Context, Functions, Loader};
+
+/// The work one render may do when `brine_jinja_fuel` is not set: MiniJinja's fuel, one per
+/// instruction and one per 64 bytes of data the template makes. Ordinary states and pillar use
+/// well under a million; an endless loop stops after a few seconds.
+pub const DEFAULT_FUEL: u64 = 50_000_000;
+
+/// How deep `import_yaml`/`import_json`/`import_text` may nest (a file importing itself stops
+/// here instead of overflowing the stack).
+const MAX_IMPORT_DEPTH: usize = 32;
+
+/// The fuel of one render from the daemon's options: `brine_jinja_fuel`, 0 for no limit.
+pub(crate) fn fuel(opts: &serde_json::Value) -> Option<u64> {
+    match opts
+        .get("brine_jinja_fuel")
+        .and_then(serde_json::Value::as_u64)
+    {
+        Some(0) => None,
+        Some(n) => Some(n),
+        None => Some(DEFAULT_FUEL),
+    }
+}
+
+thread_local! {
+    static IMPORT_DEPTH: Cell<usize> = const { Cell::new(0) };
+}
+
+/// One level of nested imports on this thread, released when dropped.
+struct ImportLevel;
+
+impl ImportLevel {
+    fn enter() -> Option<Self> {
+        IMPORT_DEPTH.with(|depth| {
+            (depth.get() < MAX_IMPORT_DEPTH).then(|| {
+                depth.set(depth.get() + 1);
+                ImportLevel
+            })
+        })
+    }
+}
+
+impl Drop for ImportLevel {
+    fn drop(&mut self) {
+        IMPORT_DEPTH.with(|depth| depth.set(depth.get().saturating_sub(1)));
+    }
+}
 
 /// Join a template name to the template that names it: `./x` and `../x` are relative to it,
 /// anything else to the saltenv root.
@@ -50,6 +96,7 @@ pub(crate) fn render(
     functions: Arc<dyn Functions>,
 ) -> Result<String, Error> {
     let mut env = Environment::new();
+    env.set_fuel(fuel(&ctx.opts));
     env.set_undefined_behavior(if ctx.allow_undefined {
         UndefinedBehavior::Lenient
     } else {
@@ -101,8 +148,22 @@ pub(crate) fn render(
         preprocess::IMPORT_FN,
         |state: &State, kind: String, path: String| -> Result<Value, Error> {
             let joined = join(&path, state.name());
+            let _level = ImportLevel::enter().ok_or_else(|| {
+                Error::new(
+                    ErrorKind::InvalidOperation,
+                    format!(
+                        "{joined}: imports nested more than {MAX_IMPORT_DEPTH} deep \
+                         (does a file import itself?)"
+                    ),
+                )
+            })?;
             let template = state.env().get_template(&joined)?;
-            let text = template.render(())?;
+            let captured = template.render_captured(())?;
+            // The imported file's work counts against the file that imports it.
+            if let Some((used, _)) = captured.state().fuel_levels() {
+                state.consume_fuel(used)?;
+            }
+            let text = captured.into_output();
             let bad = |e: String| Error::new(ErrorKind::InvalidOperation, format!("{joined}: {e}"));
             match kind.as_str() {
                 "yaml" => crate::yaml::load(&text)
