@@ -67,7 +67,7 @@ pub const MAX_SECONDS: u64 = 365 * 24 * 3600;
 /// A whole number of seconds (or a count such as `subset`) from a lowstate field: absent or
 /// null is `None`; a number or a numeric string within `0..=max` is rounded up; anything else
 /// (negative, NaN, infinite, too large, not a number) is a 400 naming the field.
-pub(crate) fn bounded(low: &Map<String, Json>, k: &str, max: u64) -> Result<Option<u64>, ApiError> {
+pub fn bounded(low: &Map<String, Json>, k: &str, max: u64) -> Result<Option<u64>, ApiError> {
     let value = match low.get(k) {
         None | Some(Json::Null) => return Ok(None),
         Some(Json::Number(n)) => n.as_f64(),

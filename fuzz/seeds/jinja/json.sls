@@ -1,0 +1,2 @@
+#!jinja|json
+{"a": {{ grains.num_cpus }}, "b": "{{ pillar.role }}"}
