@@ -191,6 +191,14 @@ impl Stack {
         }
     }
 
+    /// SIGKILL salt-api.
+    pub fn kill_api(&mut self) {
+        if let Some(mut c) = self.api.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
     pub fn api_pid(&self) -> Option<u32> {
         self.api.as_ref().map(Child::id)
     }

@@ -111,6 +111,8 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
         .cfg
         .store_events
         .then(|| tokio::spawn(record_events(master.clone())));
+    let lost_jobs = (master.cfg.job_cache && master.cfg.lost_job_check > 0)
+        .then(|| tokio::spawn(crate::lost_jobs::watch(master.clone())));
 
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
@@ -123,8 +125,8 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
     if let Some(r) = reactor {
         r.abort();
     }
-    if let Some(r) = recorder {
-        r.abort();
+    for task in [recorder, lost_jobs].into_iter().flatten() {
+        task.abort();
     }
     tokio::task::spawn_blocking(move || server.stop()).await?;
     for f in [
@@ -221,25 +223,36 @@ async fn watch_key_events(master: Arc<Master>) {
 }
 
 /// `brine_store_events: True`: every bus event goes to the job store's `salt_events` table, as
-/// Salt's SQL event returners write it.
+/// Salt's SQL event returners write it. Events that arrived while the last ones were written
+/// are written together, in order, in one commit.
 async fn record_events(master: Arc<Master>) {
+    use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+    /// The most events one commit takes.
+    const BATCH: usize = 1024;
     let mut rx = master.bus.subscribe();
     loop {
-        match rx.recv().await {
-            Ok(ev) => {
-                let m = master.clone();
-                let res = tokio::task::spawn_blocking(move || {
-                    m.store.save_event(&ev.tag, &ev.data, &m.cfg.id)
-                })
-                .await;
-                if let Ok(Err(e)) = res {
-                    tracing::error!("event not stored: {e}");
+        let first = match rx.recv().await {
+            Ok(ev) => ev,
+            Err(RecvError::Lagged(n)) => {
+                tracing::warn!("{n} events not stored: the store is too slow");
+                continue;
+            }
+            Err(RecvError::Closed) => return,
+        };
+        let mut batch = vec![(first.tag.clone(), first.data.clone())];
+        while batch.len() < BATCH {
+            match rx.try_recv() {
+                Ok(ev) => batch.push((ev.tag.clone(), ev.data.clone())),
+                Err(TryRecvError::Lagged(n)) => {
+                    tracing::warn!("{n} events not stored: the store is too slow")
                 }
+                Err(_) => break,
             }
-            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                tracing::warn!("{n} events not stored: the store is too slow")
-            }
-            Err(_) => return,
+        }
+        let m = master.clone();
+        let res = tokio::task::spawn_blocking(move || m.store.save_events(&batch, &m.cfg.id)).await;
+        if let Ok(Err(e)) = res {
+            tracing::error!("events not stored: {e}");
         }
     }
 }

@@ -3,7 +3,15 @@
 //! Behind a trait; the default backend is an embedded SQLite database (WAL) whose tables have
 //! the shapes of Salt's SQL returners (`jids`, `salt_returns`), so dashboards that read those
 //! tables work on ours.
+//!
+//! A return is synced to disk before `save_return` comes back (the commit runs with
+//! `synchronous = FULL`), so a return the master acknowledged survives a crash of the machine,
+//! not only of the process. Loads and events are committed with `synchronous = NORMAL` (in WAL,
+//! that survives a crash of the process; the next return's sync takes them along). Concurrent
+//! writers share commits: whoever gets the connection writes every load, return and event
+//! waiting at that moment in one transaction, so a burst of N returns costs a few syncs, not N.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -16,6 +24,9 @@ pub enum StoreError {
     Sql(#[from] rusqlite::Error),
     #[error("job store: bad stored JSON: {0}")]
     Json(#[from] serde_json::Error),
+    /// A write committed (or failed) in a transaction shared with other writes.
+    #[error("job store: {0}")]
+    Shared(String),
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;
@@ -27,14 +38,33 @@ pub struct StoredReturn {
     pub full_ret: Value,
 }
 
+/// A targeted minion without a return for a job (see `lost_jobs`).
+#[derive(Debug, Clone)]
+pub struct Missing {
+    pub jid: String,
+    pub minion: String,
+    /// The job's `fun` and `arg`.
+    pub fun: Value,
+    pub arg: Value,
+}
+
+/// The functions whose jobs never count as missing a return: what the local client and the
+/// lost job check themselves publish to ask minions about jobs.
+const NOT_CHECKED: &str = "('saltutil.find_job', 'saltutil.running')";
+
 pub trait JobStore: Send + Sync {
     /// Save a job's load and the minions expected to answer. Saving the same jid again keeps
     /// the first load.
     fn save_load(&self, jid: &str, load: &Value, minions: &[String]) -> Result<()>;
     /// The saved load and expected minions.
     fn get_load(&self, jid: &str) -> Result<Option<(Value, Vec<String>)>>;
-    /// Store one return; `false` if this minion already returned for this jid.
+    /// Store one return; `false` if this minion already returned for this jid. A stored
+    /// return marked `brine_no_return` (a failure the master recorded for a return that never
+    /// came) is replaced by a real one.
     fn save_return(&self, ret: &Value) -> Result<bool>;
+    /// Targeted minions without a return, in jobs whose jid is between `from` and `to` (jids
+    /// sort by time), newest first, at most `limit`.
+    fn missing_returns(&self, from: &str, to: &str, limit: usize) -> Result<Vec<Missing>>;
     /// Returns of a job, in arrival order.
     fn get_returns(&self, jid: &str) -> Result<Vec<StoredReturn>>;
     /// Jobs, newest first, at most `limit` (0 = all).
@@ -43,12 +73,141 @@ pub trait JobStore: Send + Sync {
     fn clean_before(&self, cutoff_jid: &str) -> Result<usize>;
     /// Record one bus event (`salt_events`).
     fn save_event(&self, tag: &str, data: &Value, master_id: &str) -> Result<()>;
+    /// Record bus events in order (one commit where the store can).
+    fn save_events(&self, events: &[(String, Value)], master_id: &str) -> Result<()> {
+        events
+            .iter()
+            .try_for_each(|(tag, data)| self.save_event(tag, data, master_id))
+    }
     /// The newest `limit` recorded events, oldest first: (tag, data).
     fn recent_events(&self, limit: usize) -> Result<Vec<(String, Value)>>;
 }
 
 pub struct SqliteStore {
-    conn: Mutex<Connection>,
+    conn: Mutex<Db>,
+    /// Writes waiting for the next commit, and the outcomes of writes another writer
+    /// committed. Locked alone or while holding `conn`, never the other way round.
+    queue: Mutex<Queue>,
+}
+
+/// The connection, and whether its commits are synced (`synchronous = FULL`) now.
+struct Db {
+    conn: Connection,
+    full: bool,
+}
+
+impl std::ops::Deref for Db {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+impl std::ops::DerefMut for Db {
+    fn deref_mut(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+}
+
+/// The rows one write adds.
+enum Write {
+    Load {
+        jid: String,
+        load: String,
+        minions: Vec<String>,
+    },
+    Return {
+        fun: String,
+        jid: String,
+        ret: String,
+        id: String,
+        success: String,
+        full: String,
+    },
+    Event {
+        tag: String,
+        data: String,
+        master_id: String,
+    },
+}
+
+type Outcome = std::result::Result<bool, String>;
+
+#[derive(Default)]
+struct Queue {
+    next: u64,
+    waiting: Vec<(u64, Write)>,
+    done: HashMap<u64, Outcome>,
+}
+
+/// Run one write inside the open transaction: `true` when it added a row.
+fn apply(tx: &rusqlite::Transaction<'_>, write: &Write) -> rusqlite::Result<bool> {
+    match write {
+        Write::Load { jid, load, minions } => {
+            tx.prepare_cached("INSERT OR IGNORE INTO jids (jid, load) VALUES (?1, ?2)")?
+                .execute(params![jid, load])?;
+            let mut st = tx.prepare_cached(
+                "INSERT OR IGNORE INTO jid_minions (jid, minion) VALUES (?1, ?2)",
+            )?;
+            for m in minions {
+                st.execute(params![jid, m])?;
+            }
+            Ok(true)
+        }
+        Write::Return {
+            fun,
+            jid,
+            ret,
+            id,
+            success,
+            full,
+        } => {
+            let n = tx
+                .prepare_cached(
+                    "INSERT INTO salt_returns (fun, jid, \"return\", id, success, full_ret)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                     ON CONFLICT (jid, id) DO UPDATE SET fun = excluded.fun,
+                         \"return\" = excluded.\"return\", success = excluded.success,
+                         full_ret = excluded.full_ret, alter_time = CURRENT_TIMESTAMP
+                     WHERE json_extract(salt_returns.full_ret, '$.brine_no_return') IS NOT NULL
+                       AND json_extract(excluded.full_ret, '$.brine_no_return') IS NULL",
+                )?
+                .execute(params![fun, jid, ret, id, success, full])?;
+            Ok(n == 1)
+        }
+        Write::Event {
+            tag,
+            data,
+            master_id,
+        } => {
+            tx.prepare_cached(
+                "INSERT INTO salt_events (tag, data, master_id) VALUES (?1, ?2, ?3)",
+            )?
+            .execute(params![tag, data, master_id])?;
+            Ok(true)
+        }
+    }
+}
+
+/// Write a batch in one transaction: each write's outcome, or the commit's error for all. The
+/// commit is synced when the batch holds a return.
+fn commit(db: &mut Db, batch: &[(u64, Write)]) -> Vec<Outcome> {
+    let full = batch.iter().any(|(_, w)| matches!(w, Write::Return { .. }));
+    let run = |db: &mut Db| -> rusqlite::Result<Vec<Outcome>> {
+        if db.full != full {
+            db.conn
+                .pragma_update(None, "synchronous", if full { "FULL" } else { "NORMAL" })?;
+            db.full = full;
+        }
+        let tx = db.conn.transaction()?;
+        let outcomes = batch
+            .iter()
+            .map(|(_, w)| apply(&tx, w).map_err(|e| e.to_string()))
+            .collect();
+        tx.commit()?;
+        Ok(outcomes)
+    };
+    run(db).unwrap_or_else(|e| vec![Err(e.to_string()); batch.len()])
 }
 
 const SCHEMA: &str = "
@@ -93,20 +252,66 @@ impl SqliteStore {
         let conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.execute_batch(SCHEMA)?;
-        Ok(SqliteStore {
-            conn: Mutex::new(conn),
-        })
+        Ok(SqliteStore::over(conn))
+    }
+
+    fn over(conn: Connection) -> SqliteStore {
+        SqliteStore {
+            conn: Mutex::new(Db { conn, full: false }),
+            queue: Mutex::default(),
+        }
     }
 
     pub fn in_memory() -> Result<SqliteStore> {
         let conn = Connection::open_in_memory()?;
         conn.execute_batch(SCHEMA)?;
-        Ok(SqliteStore {
-            conn: Mutex::new(conn),
-        })
+        Ok(SqliteStore::over(conn))
     }
 
-    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+    fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Write durably, sharing the commit with every write waiting at the same time: each
+    /// write's outcome, in order.
+    fn write(&self, writes: Vec<Write>) -> Vec<Result<bool>> {
+        let tickets = {
+            let mut q = self.queue();
+            let first = q.next;
+            q.next += writes.len() as u64;
+            q.waiting.extend((first..).zip(writes));
+            first..q.next
+        };
+        let mut conn = self.conn();
+        let mut q = self.queue();
+        // Writers that had the connection before us may have committed ours with theirs.
+        if !tickets.clone().all(|t| q.done.contains_key(&t)) {
+            let batch = std::mem::take(&mut q.waiting);
+            drop(q);
+            let outcomes = commit(&mut conn, &batch);
+            q = self.queue();
+            for ((t, _), outcome) in batch.iter().zip(outcomes) {
+                q.done.insert(*t, outcome);
+            }
+        }
+        drop(conn);
+        tickets
+            .map(|t| {
+                q.done
+                    .remove(&t)
+                    .unwrap_or_else(|| Err("write lost from its batch".into()))
+                    .map_err(StoreError::Shared)
+            })
+            .collect()
+    }
+
+    fn write_one(&self, write: Write) -> Result<bool> {
+        self.write(vec![write])
+            .pop()
+            .unwrap_or_else(|| Err(StoreError::Shared("no outcome".into())))
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Db> {
         self.conn.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -121,22 +326,11 @@ fn from_text(s: &str) -> Result<Value> {
 
 impl JobStore for SqliteStore {
     fn save_load(&self, jid: &str, load: &Value, minions: &[String]) -> Result<()> {
-        let text = json_text(load)?;
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        tx.execute(
-            "INSERT OR IGNORE INTO jids (jid, load) VALUES (?1, ?2)",
-            params![jid, text],
-        )?;
-        {
-            let mut st = tx.prepare_cached(
-                "INSERT OR IGNORE INTO jid_minions (jid, minion) VALUES (?1, ?2)",
-            )?;
-            for m in minions {
-                st.execute(params![jid, m])?;
-            }
-        }
-        tx.commit()?;
+        self.write_one(Write::Load {
+            jid: jid.to_string(),
+            load: json_text(load)?,
+            minions: minions.to_vec(),
+        })?;
         Ok(())
     }
 
@@ -169,14 +363,46 @@ impl JobStore for SqliteStore {
             Some(other) => json_text(other)?,
             None => String::new(),
         };
-        let ret_text = json_text(get(ret, "return").unwrap_or(&Value::Nil))?;
-        let full = json_text(ret)?;
-        let n = self.conn().execute(
-            "INSERT OR IGNORE INTO salt_returns (fun, jid, \"return\", id, success, full_ret)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![fun, jid, ret_text, id, success, full],
-        )?;
-        Ok(n == 1)
+        self.write_one(Write::Return {
+            fun,
+            jid: jid.to_string(),
+            ret: json_text(get(ret, "return").unwrap_or(&Value::Nil))?,
+            id: id.to_string(),
+            success,
+            full: json_text(ret)?,
+        })
+    }
+
+    fn missing_returns(&self, from: &str, to: &str, limit: usize) -> Result<Vec<Missing>> {
+        let conn = self.conn();
+        let mut st = conn.prepare_cached(&format!(
+            "SELECT m.jid, m.minion, j.load FROM jid_minions m
+             JOIN jids j ON j.jid = m.jid
+             LEFT JOIN salt_returns r ON r.jid = m.jid AND r.id = m.minion
+             WHERE r.id IS NULL AND m.jid > ?1 AND m.jid < ?2
+               AND coalesce(json_extract(j.load, '$.fun'), '') NOT IN {NOT_CHECKED}
+             ORDER BY m.jid DESC LIMIT ?3"
+        ))?;
+        let rows = st
+            .query_map(params![from, to, limit as i64], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })?
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        rows.into_iter()
+            .map(|(jid, minion, load)| {
+                let load = from_text(&load)?;
+                Ok(Missing {
+                    jid,
+                    minion,
+                    fun: get(&load, "fun").cloned().unwrap_or(Value::Nil),
+                    arg: get(&load, "arg").cloned().unwrap_or(Value::Array(vec![])),
+                })
+            })
+            .collect()
     }
 
     fn get_returns(&self, jid: &str) -> Result<Vec<StoredReturn>> {
@@ -231,11 +457,26 @@ impl JobStore for SqliteStore {
     }
 
     fn save_event(&self, tag: &str, data: &Value, master_id: &str) -> Result<()> {
-        self.conn().execute(
-            "INSERT INTO salt_events (tag, data, master_id) VALUES (?1, ?2, ?3)",
-            params![tag, json_text(data)?, master_id],
-        )?;
+        self.write_one(Write::Event {
+            tag: tag.to_string(),
+            data: json_text(data)?,
+            master_id: master_id.to_string(),
+        })?;
         Ok(())
+    }
+
+    fn save_events(&self, events: &[(String, Value)], master_id: &str) -> Result<()> {
+        let writes = events
+            .iter()
+            .map(|(tag, data)| {
+                Ok(Write::Event {
+                    tag: tag.clone(),
+                    data: json_text(data)?,
+                    master_id: master_id.to_string(),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.write(writes).into_iter().try_for_each(|r| r.map(drop))
     }
 
     fn recent_events(&self, limit: usize) -> Result<Vec<(String, Value)>> {
@@ -259,6 +500,134 @@ impl JobStore for SqliteStore {
 mod tests {
     use super::*;
     use brine_protocol::payload::map;
+
+    /// Writers on many threads share commits and each gets its own outcome: every return is
+    /// stored once, and the second copy of each is reported as a duplicate.
+    #[test]
+    fn concurrent_writers_each_get_their_outcome() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            std::sync::Arc::new(SqliteStore::open(&dir.path().join("jobs.sqlite")).unwrap());
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let store = store.clone();
+                std::thread::spawn(move || {
+                    let mut fresh = 0;
+                    for i in 0..100 {
+                        let ret = map(vec![
+                            ("id", Value::from(format!("m{}", i % 50))),
+                            ("jid", Value::from(format!("2026010100000000{t:04}"))),
+                            ("fun", Value::from("test.ping")),
+                            ("return", Value::from(true)),
+                        ]);
+                        if store.save_return(&ret).unwrap() {
+                            fresh += 1;
+                        }
+                        store
+                            .save_event("t/e", &Value::from(i), "m_master")
+                            .unwrap();
+                    }
+                    fresh
+                })
+            })
+            .collect();
+        let fresh: Vec<i32> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        assert_eq!(
+            fresh,
+            vec![50; 8],
+            "50 new returns and 50 duplicates per thread"
+        );
+        for t in 0..8 {
+            let jid = format!("2026010100000000{t:04}");
+            assert_eq!(store.get_returns(&jid).unwrap().len(), 50);
+        }
+        assert_eq!(store.recent_events(10_000).unwrap().len(), 800);
+    }
+
+    /// Missing returns are listed per targeted minion (not for the jobs that ask minions about
+    /// jobs), and a failure recorded for one gives way to the real return, once.
+    #[test]
+    fn missing_returns_and_recorded_failures() {
+        let s = SqliteStore::in_memory().unwrap();
+        let load = |fun: &str| {
+            map(vec![
+                ("fun", Value::from(fun)),
+                ("arg", Value::Array(vec![Value::from(1)])),
+            ])
+        };
+        let jid = "20260101000000000001";
+        s.save_load(jid, &load("cmd.run"), &["a".into(), "b".into()])
+            .unwrap();
+        s.save_load(
+            "20260101000000000002",
+            &load("saltutil.find_job"),
+            &["a".into()],
+        )
+        .unwrap();
+        s.save_load("20990101000000000001", &load("cmd.run"), &["a".into()])
+            .unwrap();
+        let ret = |id: &str, text: &str, marked: bool| {
+            let mut pairs = vec![
+                ("id", Value::from(id)),
+                ("jid", Value::from(jid)),
+                ("fun", Value::from("cmd.run")),
+                ("return", Value::from(text)),
+            ];
+            if marked {
+                pairs.push(("brine_no_return", Value::from(true)));
+            }
+            map(pairs)
+        };
+        assert!(s.save_return(&ret("a", "done", false)).unwrap());
+        let missing = s
+            .missing_returns("20250101000000000000", "20270101000000000000", 100)
+            .unwrap();
+        let pairs: Vec<(&str, &str)> = missing
+            .iter()
+            .map(|m| (m.jid.as_str(), m.minion.as_str()))
+            .collect();
+        assert_eq!(
+            pairs,
+            [(jid, "b")],
+            "b has not returned; find_job and later jobs are out"
+        );
+        assert_eq!(missing[0].fun, Value::from("cmd.run"));
+        assert_eq!(missing[0].arg, Value::Array(vec![Value::from(1)]));
+
+        assert!(s.save_return(&ret("b", "lost", true)).unwrap());
+        assert!(
+            !s.save_return(&ret("b", "lost again", true)).unwrap(),
+            "a failure does not replace a failure"
+        );
+        assert!(
+            s.save_return(&ret("b", "late but real", false)).unwrap(),
+            "the real return replaces it"
+        );
+        assert!(
+            !s.save_return(&ret("b", "lost", true)).unwrap(),
+            "and is never replaced"
+        );
+        assert!(
+            !s.save_return(&ret("b", "again", false)).unwrap(),
+            "a real return stays the first"
+        );
+        let got = s.get_returns(jid).unwrap();
+        let texts: Vec<(String, Value)> = got
+            .iter()
+            .map(|r| (r.id.clone(), get(&r.full_ret, "return").cloned().unwrap()))
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                ("a".to_string(), Value::from("done")),
+                ("b".to_string(), Value::from("late but real"))
+            ]
+        );
+        assert!(s
+            .missing_returns("20250101000000000000", "20270101000000000000", 100)
+            .unwrap()
+            .is_empty());
+    }
 
     #[test]
     fn loads_returns_and_retention() {
@@ -298,6 +667,13 @@ mod tests {
         let ev = s.recent_events(1).unwrap();
         assert_eq!(ev.len(), 1);
         assert_eq!(ev[0].0, "c/d");
+        let batch: Vec<(String, Value)> = (0..3)
+            .map(|i| (format!("batch/{i}"), Value::from(i)))
+            .collect();
+        s.save_events(&batch, "m_master").unwrap();
+        let ev = s.recent_events(3).unwrap();
+        let tags: Vec<&str> = ev.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(tags, ["batch/0", "batch/1", "batch/2"], "in order");
         assert!(s.get_load("20260101000000000001").unwrap().is_none());
         assert!(s.get_returns("20260101000000000001").unwrap().is_empty());
     }

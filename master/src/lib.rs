@@ -30,6 +30,7 @@ pub mod fileserver;
 pub mod handlers;
 pub mod jobstore;
 pub mod keys;
+pub mod lost_jobs;
 pub mod master;
 pub mod orchestrate;
 pub mod pillar;

@@ -878,6 +878,10 @@ pub struct MasterConfig {
     pub max_request_size: usize,
     /// Brine-only `brine_store_events`: keep every bus event in the job store (default off).
     pub store_events: bool,
+    /// Brine-only `brine_lost_job_check`: every this many seconds, targeted minions without a
+    /// return in jobs at least that old are asked whether they run the job, and a failure is
+    /// recorded for those that do not (60; 0 turns it off).
+    pub lost_job_check: u64,
     /// `max_open_files`: the open-file limit the master raises itself to (100,000).
     pub max_open_files: u64,
     /// `pillar_roots`: pillar directories by saltenv, in the file's order (Salt's default
@@ -1105,6 +1109,7 @@ impl MasterConfig {
             job_store,
             max_request_size: r.unsigned("brine_max_request_size", 64 * 1024 * 1024)? as usize,
             store_events: r.bool("brine_store_events", false)?,
+            lost_job_check: r.unsigned("brine_lost_job_check", 60)?,
             max_open_files: r.unsigned("max_open_files", 100_000)?,
             pillar_roots: roots(&r, "pillar_roots", &["/srv/pillar", "/srv/spm/pillar"])?,
             pillarenv: r.string_opt("pillarenv")?.filter(|e| !e.is_empty()),
