@@ -28,7 +28,12 @@ pub fn state(
         &cfg.cachedir,
         "root",
     ));
-    let bus = Bus::start(cfg.sock_dir.clone(), api.event_replay);
+    // With `brine_store_events`, events from before this process (a restart) are resumed
+    // from the master's job store.
+    let stored_events = cfg
+        .store_events
+        .then(|| brine_master::daemon::job_store_path(&cfg));
+    let bus = Bus::start(cfg.sock_dir.clone(), api.event_replay, stored_events);
     let minions = MinionView::new(&cfg)
         .map_err(|e| anyhow::anyhow!("pki dir {}: {e}", cfg.pki_dir.display()))?;
     Ok(Arc::new(AppState {

@@ -1,9 +1,15 @@
 //! The master's event bus (`master_event_pub.ipc`) as the API reads it: once, fanned out
 //! in-process, with a bounded replay buffer for SSE clients that reconnect. Requests to the
 //! master go through [`brine_client::MasterLink`].
+//!
+//! An event's id is its `_stamp` in microseconds since the epoch (raised to one more than the
+//! previous id when it would not grow), so ids mean the same thing to every salt-api process:
+//! a reader that comes back with `Last-Event-ID` after salt-api restarted gets the events it
+//! missed from the master's job store (`salt_events`, kept when the master has
+//! `brine_store_events: True`), then from the buffer.
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -34,6 +40,8 @@ pub struct Bus {
     replay: Mutex<VecDeque<Arc<BusEvent>>>,
     replay_len: usize,
     next_id: Mutex<u64>,
+    /// The master's job store, when it keeps every event.
+    stored_events: Option<PathBuf>,
     connected: std::sync::atomic::AtomicBool,
     owners: Mutex<JobOwners>,
 }
@@ -67,13 +75,14 @@ impl JobOwners {
 impl Bus {
     /// Connect to `sock_dir/master_event_pub.ipc` and keep reading it (reconnecting when the
     /// master restarts).
-    pub fn start(sock_dir: PathBuf, replay_len: usize) -> Arc<Bus> {
+    pub fn start(sock_dir: PathBuf, replay_len: usize, stored_events: Option<PathBuf>) -> Arc<Bus> {
         let (tx, _) = broadcast::channel(16384);
         let bus = Arc::new(Bus {
             tx,
             replay: Mutex::new(VecDeque::with_capacity(replay_len)),
             replay_len,
             next_id: Mutex::new(0),
+            stored_events,
             connected: std::sync::atomic::AtomicBool::new(false),
             owners: Mutex::new(JobOwners::default()),
         });
@@ -100,15 +109,30 @@ impl Bus {
         self.tx.subscribe()
     }
 
-    /// Events after `last_id` still held in the replay buffer (for `Last-Event-ID`).
-    pub fn replay_after(&self, last_id: u64) -> Vec<Arc<BusEvent>> {
-        self.replay
-            .lock()
-            .expect("replay lock")
-            .iter()
-            .filter(|e| e.id > last_id)
-            .cloned()
-            .collect()
+    /// Events after `last_id` (for `Last-Event-ID`): those the replay buffer holds and, for
+    /// the time before the buffer's first event (before this process started, or evicted),
+    /// the newest `replay_len` events of the master's job store when it keeps them.
+    pub async fn replay_after(&self, last_id: u64) -> Vec<Arc<BusEvent>> {
+        let (held, first) = {
+            let r = self.replay.lock().expect("replay lock");
+            let held: Vec<_> = r.iter().filter(|e| e.id > last_id).cloned().collect();
+            (held, r.front().map(|e| e.id))
+        };
+        let gap = first.is_none_or(|first| first > last_id.saturating_add(1));
+        let Some(path) = self
+            .stored_events
+            .clone()
+            .filter(|_| gap && self.replay_len > 0)
+        else {
+            return held;
+        };
+        let limit = self.replay_len;
+        let before = first.unwrap_or(u64::MAX);
+        let stored =
+            tokio::task::spawn_blocking(move || stored_after(&path, limit, last_id, before))
+                .await
+                .unwrap_or_default();
+        stored.into_iter().chain(held).collect()
     }
 
     async fn run(self: Arc<Self>, sock_dir: PathBuf) {
@@ -167,12 +191,13 @@ impl Bus {
                 self.owners.lock().expect("owners lock").record(jid, user);
             }
         }
+        let data = brine_protocol::payload::to_json(&data);
         let mut next = self.next_id.lock().expect("id lock");
-        *next += 1;
+        *next = stamp_id(&data).unwrap_or_else(now_micros).max(*next + 1);
         let ev = Arc::new(BusEvent {
             id: *next,
             tag,
-            data: brine_protocol::payload::to_json(&data),
+            data,
         });
         {
             let mut r = self.replay.lock().expect("replay lock");
@@ -185,5 +210,58 @@ impl Bus {
         }
         drop(next);
         let _ = self.tx.send(ev);
+    }
+}
+
+fn now_micros() -> u64 {
+    u64::try_from(chrono::Utc::now().timestamp_micros()).unwrap_or_default()
+}
+
+/// An event's `_stamp` (Salt's UTC `YYYY-MM-DDTHH:MM:SS.ffffff`) in microseconds since the
+/// epoch; `None` without one, or for one more than a minute ahead of this clock.
+pub fn stamp_id(data: &serde_json::Value) -> Option<u64> {
+    let stamp = data.get("_stamp")?.as_str()?;
+    let t = chrono::NaiveDateTime::parse_from_str(stamp, "%Y-%m-%dT%H:%M:%S%.f").ok()?;
+    let id = u64::try_from(t.and_utc().timestamp_micros()).ok()?;
+    (id <= now_micros() + 60_000_000).then_some(id)
+}
+
+/// The stored events with an id in `(after, before)`, oldest first, among the newest `limit`.
+fn stored_after(path: &Path, limit: usize, after: u64, before: u64) -> Vec<Arc<BusEvent>> {
+    use brine_master::jobstore::{JobStore, SqliteStore};
+    let events = SqliteStore::open_read_only(path).and_then(|store| store.recent_events(limit));
+    let events = match events {
+        Ok(events) => events,
+        Err(e) => {
+            tracing::warn!("stored events for Last-Event-ID not read: {e}");
+            return Vec::new();
+        }
+    };
+    events
+        .into_iter()
+        .filter_map(|(tag, data)| {
+            let data = brine_protocol::payload::to_json(&data);
+            let id = stamp_id(&data)?;
+            (id > after && id < before).then(|| Arc::new(BusEvent { id, tag, data }))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_stamps_in_microseconds() {
+        let data = serde_json::json!({"_stamp": "2020-01-01T00:00:00.000042"});
+        assert_eq!(stamp_id(&data), Some(1_577_836_800_000_042));
+        assert_eq!(stamp_id(&serde_json::json!({})), None);
+        assert_eq!(stamp_id(&serde_json::json!({"_stamp": "yesterday"})), None);
+        let far = serde_json::json!({"_stamp": "9999-01-01T00:00:00.000000"});
+        assert_eq!(
+            stamp_id(&far),
+            None,
+            "a stamp from the future is not trusted"
+        );
     }
 }

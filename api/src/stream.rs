@@ -91,8 +91,11 @@ pub(crate) async fn pump_sse(
     if !send("retry: 400\n".into()).await {
         return;
     }
+    // The newest event sent: live events the subscription also holds are not sent twice.
+    let mut sent = 0;
     if let Some(last) = last_id {
-        for ev in st.bus.replay_after(last) {
+        for ev in st.bus.replay_after(last).await {
+            sent = ev.id;
             if visible(st, caller, &ev) {
                 if !send(sse_block(&ev)).await {
                     return;
@@ -122,7 +125,7 @@ pub(crate) async fn pump_sse(
                     if !still_valid(st, caller, token) {
                         return;
                     }
-                    if visible(st, caller, &ev) {
+                    if ev.id > sent && visible(st, caller, &ev) {
                         if !send(sse_block(&ev)).await {
                             return;
                         }

@@ -192,3 +192,69 @@ fn two_hundred_jobs_through_kills_of_the_master_the_api_and_a_minion_all_end() {
         400 - failures
     );
 }
+
+/// A reader of `/events` that comes back with `Last-Event-ID` after salt-api was killed gets
+/// the events fired while salt-api was down (from the master's `salt_events`), once each and in
+/// order, and nothing it had already seen.
+#[test]
+fn an_event_reader_resumes_across_a_salt_api_restart() {
+    let (mut st, port) = api_stack_config(
+        "auto_accept: True\ntimeout: 5\nbrine_store_events: True\n\
+         netapi_enable_clients: [local_async]\n",
+        "ops:opspass\n",
+        "    ops:\n      - '.*'\n      - '@jobs'\n",
+    );
+    st.start_master();
+    st.start_minion("web1", "");
+    st.wait_answering(&["web1"]);
+    st.start_api(port);
+    let mut api = Api::new(st, port);
+    let token = api.login("ops", "opspass", "file");
+    let mut reader = brine_e2e::http::sse(&api, &token, None);
+    let (_, v) = api.post(
+        "/",
+        &token,
+        json!({"client": "local_async", "tgt": "web1", "fun": "test.echo", "arg": ["before"]}),
+    );
+    let seen = v["return"][0]["jid"].as_str().unwrap().to_string();
+    let ev = reader.until(|tag, _| tag == format!("salt/job/{seen}/ret/web1"));
+    let last_id = ev["_id"].as_u64().unwrap();
+
+    api.st.kill_api();
+    let out = api
+        .st
+        .tool("salt", &["web1", "test.echo", "during", "--async"]);
+    let missed = stdout(&out)
+        .trim()
+        .strip_prefix("Executed command with job ID: ")
+        .unwrap_or_else(|| panic!("no jid: {}", stdout(&out)))
+        .to_string();
+    wait_until(Duration::from_secs(30), || {
+        stored(&api.st, std::slice::from_ref(&missed))[&missed].contains_key("web1")
+    })
+    .unwrap_or_else(|| panic!("no return for {missed}\n{}", api.st.logs()));
+    // The stored event of that return is written in its own batch: give it a moment.
+    std::thread::sleep(Duration::from_millis(500));
+    api.st.start_api(port);
+
+    let mut resumed = brine_e2e::http::sse(&api, &token, Some(last_id));
+    let new = resumed.until(|tag, _| tag == format!("salt/job/{missed}/new"));
+    let ret = resumed.until(|tag, _| tag == format!("salt/job/{missed}/ret/web1"));
+    assert_eq!(ret["data"]["return"], json!("during"), "{ret}");
+    let (new_id, ret_id) = (new["_id"].as_u64().unwrap(), ret["_id"].as_u64().unwrap());
+    assert!(
+        last_id < new_id && new_id < ret_id,
+        "{last_id} {new_id} {ret_id}"
+    );
+    let raw = resumed.raw.lock().unwrap().clone();
+    assert!(
+        !raw.contains(&format!("salt/job/{seen}/")),
+        "seen before: {raw}"
+    );
+    assert_eq!(
+        raw.matches(&format!("tag: salt/job/{missed}/ret/web1\n"))
+            .count(),
+        1,
+        "{raw}"
+    );
+}

@@ -262,6 +262,17 @@ impl SqliteStore {
         }
     }
 
+    /// The store for reading only (salt-api reads the master's stored events): no schema is
+    /// created, nothing is written.
+    pub fn open_read_only(path: &Path) -> Result<SqliteStore> {
+        let conn = Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        Ok(SqliteStore::over(conn))
+    }
+
     pub fn in_memory() -> Result<SqliteStore> {
         let conn = Connection::open_in_memory()?;
         conn.execute_batch(SCHEMA)?;
