@@ -4,12 +4,12 @@
 //! the shapes of Salt's SQL returners (`jids`, `salt_returns`), so dashboards that read those
 //! tables work on ours.
 //!
-//! A return is synced to disk before `save_return` comes back (the commit runs with
-//! `synchronous = FULL`), so a return the master acknowledged survives a crash of the machine,
-//! not only of the process. Loads and events are committed with `synchronous = NORMAL` (in WAL,
-//! that survives a crash of the process; the next return's sync takes them along). Concurrent
-//! writers share commits: whoever gets the connection writes every load, return and event
-//! waiting at that moment in one transaction, so a burst of N returns costs a few syncs, not N.
+//! Every write is committed before it comes back (in WAL with `synchronous = NORMAL`: it
+//! survives a crash of the process). With [`SqliteStore::sync_returns`] a commit holding a
+//! return is also synced to disk (`synchronous = FULL`), so that it survives a crash of the
+//! machine. Concurrent writers share commits: whoever gets the connection writes every load,
+//! return and event waiting at that moment in one transaction, so a burst of N returns from N
+//! minions costs a few syncs, not N.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -90,10 +90,12 @@ pub struct SqliteStore {
     queue: Mutex<Queue>,
 }
 
-/// The connection, and whether its commits are synced (`synchronous = FULL`) now.
+/// The connection, whether its commits are synced (`synchronous = FULL`) now, and whether
+/// commits holding a return must be.
 struct Db {
     conn: Connection,
     full: bool,
+    sync_returns: bool,
 }
 
 impl std::ops::Deref for Db {
@@ -192,7 +194,7 @@ fn apply(tx: &rusqlite::Transaction<'_>, write: &Write) -> rusqlite::Result<bool
 /// Write a batch in one transaction: each write's outcome, or the commit's error for all. The
 /// commit is synced when the batch holds a return.
 fn commit(db: &mut Db, batch: &[(u64, Write)]) -> Vec<Outcome> {
-    let full = batch.iter().any(|(_, w)| matches!(w, Write::Return { .. }));
+    let full = db.sync_returns && batch.iter().any(|(_, w)| matches!(w, Write::Return { .. }));
     let run = |db: &mut Db| -> rusqlite::Result<Vec<Outcome>> {
         if db.full != full {
             db.conn
@@ -257,9 +259,23 @@ impl SqliteStore {
 
     fn over(conn: Connection) -> SqliteStore {
         SqliteStore {
-            conn: Mutex::new(Db { conn, full: false }),
+            conn: Mutex::new(Db {
+                conn,
+                full: false,
+                sync_returns: false,
+            }),
             queue: Mutex::default(),
         }
+    }
+
+    /// Sync every commit holding a return to disk before it comes back (`brine_job_store_sync:
+    /// full`).
+    pub fn sync_returns(self, on: bool) -> SqliteStore {
+        self.conn
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .sync_returns = on;
+        self
     }
 
     /// The store for reading only (salt-api reads the master's stored events): no schema is
@@ -517,8 +533,11 @@ mod tests {
     #[test]
     fn concurrent_writers_each_get_their_outcome() {
         let dir = tempfile::tempdir().unwrap();
-        let store =
-            std::sync::Arc::new(SqliteStore::open(&dir.path().join("jobs.sqlite")).unwrap());
+        let store = std::sync::Arc::new(
+            SqliteStore::open(&dir.path().join("jobs.sqlite"))
+                .unwrap()
+                .sync_returns(true),
+        );
         let threads: Vec<_> = (0..8)
             .map(|t| {
                 let store = store.clone();

@@ -88,7 +88,8 @@ impl Master {
         let store_path = crate::daemon::job_store_path(&cfg);
         let store: Arc<dyn JobStore> = Arc::new(
             SqliteStore::open(&store_path)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", store_path.display()))?,
+                .map_err(|e| anyhow::anyhow!("{}: {e}", store_path.display()))?
+                .sync_returns(cfg.job_store_sync_full),
         );
         let cache = DataCache::open(&cfg.cachedir, cfg.minion_data_cache);
         let replay = crate::replay::ReplayGuard::new(cfg.request_server_ttl);

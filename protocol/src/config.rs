@@ -878,6 +878,11 @@ pub struct MasterConfig {
     pub max_request_size: usize,
     /// Brine-only `brine_store_events`: keep every bus event in the job store (default off).
     pub store_events: bool,
+    /// Brine-only `brine_job_store_sync`: `full` syncs every commit holding a return to disk
+    /// before the return is acknowledged (it survives a crash of the machine); `normal`
+    /// (default) commits it before the acknowledgement without that sync (it survives a crash
+    /// of the master, as Salt's job cache, which never syncs).
+    pub job_store_sync_full: bool,
     /// Brine-only `brine_lost_job_check`: every this many seconds, targeted minions without a
     /// return in jobs at least that old are asked whether they run the job, and a failure is
     /// recorded for those that do not (60; 0 turns it off).
@@ -1110,6 +1115,16 @@ impl MasterConfig {
             max_request_size: r.unsigned("brine_max_request_size", 64 * 1024 * 1024)? as usize,
             store_events: r.bool("brine_store_events", false)?,
             lost_job_check: r.unsigned("brine_lost_job_check", 60)?,
+            job_store_sync_full: match r.string("brine_job_store_sync", "normal")?.as_str() {
+                "normal" => false,
+                "full" => true,
+                other => {
+                    return Err(r.invalid(
+                        "brine_job_store_sync",
+                        format!("'{other}' is neither 'normal' nor 'full'"),
+                    ))
+                }
+            },
             max_open_files: r.unsigned("max_open_files", 100_000)?,
             pillar_roots: roots(&r, "pillar_roots", &["/srv/pillar", "/srv/spm/pillar"])?,
             pillarenv: r.string_opt("pillarenv")?.filter(|e| !e.is_empty()),
@@ -1764,6 +1779,22 @@ mod tests {
         assert_eq!(raw.values["ret_port"], 3);
         assert_eq!(raw.values["timeout"], 30);
         assert_eq!(raw.sources["timeout"], conf.join("other/deeper.yml"));
+    }
+
+    #[test]
+    fn job_store_sync_is_normal_or_full() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write(dir.path(), "master", "");
+        assert!(!MasterConfig::load(dir.path()).unwrap().job_store_sync_full);
+        write(dir.path(), "master", "brine_job_store_sync: full\n");
+        assert!(MasterConfig::load(dir.path()).unwrap().job_store_sync_full);
+        write(dir.path(), "master", "brine_job_store_sync: always\n");
+        let err = MasterConfig::load(dir.path()).expect_err("not a level");
+        assert!(
+            err.to_string()
+                .contains("'always' is neither 'normal' nor 'full'"),
+            "{err}"
+        );
     }
 
     #[test]
