@@ -258,3 +258,32 @@ fn an_event_reader_resumes_across_a_salt_api_restart() {
         "{raw}"
     );
 }
+
+/// A master started right after one was killed -9 serves, although the killed master's
+/// publisher process may still hold the publish port for a moment (here the test holds it for
+/// two seconds).
+#[test]
+fn a_master_restarted_while_its_publish_port_is_still_held_serves() {
+    let mut st = Stack::new("auto_accept: True\ntimeout: 5\n");
+    st.start_master();
+    st.start_minion("web1", "");
+    st.wait_answering(&["web1"]);
+    st.kill_master();
+    wait_until(Duration::from_secs(10), || {
+        std::net::TcpListener::bind(("127.0.0.1", st.publish_port)).is_ok()
+    })
+    .expect("the killed master's publisher let the port go");
+    let holder = std::net::TcpListener::bind(("127.0.0.1", st.publish_port)).unwrap();
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(2));
+        drop(holder);
+    });
+    st.start_master();
+    release.join().unwrap();
+    st.wait_answering(&["web1"]);
+    assert!(
+        st.master_log().contains("trying again"),
+        "{}",
+        st.master_log()
+    );
+}

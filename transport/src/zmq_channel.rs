@@ -580,7 +580,20 @@ impl Publisher {
             bind: bind.to_string(),
             process: std::sync::Mutex::new(None),
         };
-        let process = child.spawn()?;
+        // The publisher of a master killed a moment ago holds the port until it sees its
+        // parent gone and its queue lingers out (about two seconds): a restart right after a
+        // crash tries again for a few seconds instead of failing.
+        let deadline = Instant::now() + Duration::from_secs(6);
+        let process = loop {
+            match child.spawn() {
+                Ok(p) => break p,
+                Err(e) if Instant::now() < deadline => {
+                    tracing::warn!("{e}; trying again");
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+                Err(e) => return Err(e),
+            }
+        };
         let s = ctx.socket(zmq::PUSH).map_err(zerr(feed))?;
         // The PUB socket applies the high-water mark per subscriber; the feed never drops,
         // and holds messages while the publisher process restarts.
