@@ -42,7 +42,7 @@ pub async fn watch(master: Arc<Master>) {
 
 fn jid_at(age: Duration) -> String {
     let t = chrono::Utc::now() - chrono::Duration::from_std(age).unwrap_or_default();
-    t.format("%Y%m%d%H%M%S%6f").to_string()
+    brine_protocol::jid::format_jid(&t.naive_utc())
 }
 
 /// One round: the number of failures recorded.
