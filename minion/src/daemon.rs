@@ -303,9 +303,7 @@ impl Minion {
     /// Run one job and send its return.
     async fn run_job(self: Arc<Self>, load: PublishLoad) {
         let jid = load.jid.clone();
-        if let Err(e) = self.procs.start(&load) {
-            tracing::warn!("job {jid} not recorded in the proc directory: {e}");
-        }
+        let recorded = self.procs.start(&load);
         // Salt compiles a fresh pillar for pillar.* and state.* functions: ask the master
         // again first.
         let wants_pillar = match &load.fun {
@@ -363,7 +361,7 @@ impl Minion {
         ret.stamp = Some(brine_protocol::jid::stamp_now());
         self.running.remove(&jid);
         self.send_return(ret.to_value(), &jid).await;
-        self.procs.finish(&jid);
+        self.procs.finish(recorded).await;
     }
 
     /// Answer the jobs the previous minion process died in with a failed return each.
@@ -381,7 +379,7 @@ impl Minion {
             ret.user = load.user.clone();
             ret.stamp = Some(brine_protocol::jid::stamp_now());
             self.send_return(ret.to_value(), &jid).await;
-            self.procs.finish(&jid);
+            self.procs.remove(&jid);
         }
     }
 

@@ -17,6 +17,19 @@ pub struct ProcDir {
     dir: PathBuf,
 }
 
+/// A job's file being written; [`ProcDir::finish`] removes it.
+pub struct Started(tokio::task::JoinHandle<PathBuf>);
+
+fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?
+        .write_all(bytes)
+}
+
 /// The file name for a jid: its letters, digits and `_` (a jid is digits; anything else the
 /// master sent cannot climb out of the directory).
 pub(crate) fn file_name(jid: &str) -> String {
@@ -42,26 +55,29 @@ impl ProcDir {
         Ok(ProcDir { dir })
     }
 
-    /// A job starts: its file, written whole or not at all.
-    pub fn start(&self, load: &PublishLoad) -> io::Result<()> {
-        let name = file_name(&load.jid);
-        let tmp = self.dir.join(format!(".{name}.tmp"));
-        let written = fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)
-            .and_then(|mut f| f.write_all(&dumps(&load.to_value())))
-            .and_then(|()| fs::rename(&tmp, self.dir.join(name)));
-        if written.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        written
+    /// A job starts: its file is written on a blocking thread while the job runs (off its
+    /// critical path). A file torn by a crash is dropped by [`ProcDir::left_over`].
+    pub fn start(&self, load: &PublishLoad) -> Started {
+        let path = self.dir.join(file_name(&load.jid));
+        let bytes = dumps(&load.to_value());
+        let jid = load.jid.clone();
+        Started(tokio::task::spawn_blocking(move || {
+            if let Err(e) = write(&path, &bytes) {
+                tracing::warn!("job {jid} not recorded in the proc directory: {e}");
+            }
+            path
+        }))
     }
 
-    /// A job's return is delivered or kept: its file goes.
-    pub fn finish(&self, jid: &str) {
+    /// A job's return is delivered or kept: its file goes, once written.
+    pub async fn finish(&self, started: Started) {
+        if let Ok(path) = started.0.await {
+            let _ = tokio::task::spawn_blocking(move || fs::remove_file(path)).await;
+        }
+    }
+
+    /// A left-over job is answered: its file goes.
+    pub fn remove(&self, jid: &str) {
         let _ = fs::remove_file(self.dir.join(file_name(jid)));
     }
 
@@ -113,15 +129,19 @@ mod tests {
         .unwrap()
     }
 
-    #[test]
-    fn running_jobs_are_on_disk_until_finished() {
+    #[tokio::test]
+    async fn running_jobs_are_on_disk_until_finished() {
         let d = tempfile::tempdir().unwrap();
         let procs = ProcDir::open(d.path()).unwrap();
-        procs.start(&job("20261127000000000002")).unwrap();
-        procs.start(&job("20261127000000000001")).unwrap();
-        procs.start(&job("../../x")).unwrap();
+        let second = procs.start(&job("20261127000000000002"));
+        let first = procs.start(&job("20261127000000000001"));
+        let odd = procs.start(&job("../../x"));
+        procs.finish(second).await;
+        // Written while the jobs run: the files of the running ones are there.
+        first.0.await.unwrap();
+        odd.0.await.unwrap();
         assert!(d.path().join("proc/x").exists());
-        procs.finish("20261127000000000002");
+        assert!(!d.path().join("proc/20261127000000000002").exists());
         // The next process finds the others, oldest first, with their loads.
         let next = ProcDir::open(d.path()).unwrap();
         let left = next.left_over();
@@ -136,6 +156,7 @@ mod tests {
         let procs = ProcDir::open(d.path()).unwrap();
         fs::write(d.path().join("proc/junk"), b"\x81\xa1a\x01").unwrap();
         fs::write(d.path().join("proc/.half.tmp"), b"\x81").unwrap();
+        fs::write(d.path().join("proc/20261127000000000003"), b"").unwrap();
         assert!(procs.left_over().is_empty());
         assert_eq!(fs::read_dir(d.path().join("proc")).unwrap().count(), 0);
     }
