@@ -258,10 +258,15 @@ fn read_conf_file(path: &Path) -> Result<Map<String, Value>, ConfigError> {
         path: path.to_path_buf(),
         message: err.to_string(),
     })?;
+    parse_conf_text(path, &text)
+}
+
+/// The top-level keys of a configuration file's text (`path` names it in errors).
+pub fn parse_conf_text(path: &Path, text: &str) -> Result<Map<String, Value>, ConfigError> {
     // Syntax errors are reported where serde_yaml finds them; the values are read as Salt's
     // loader (YAML 1.1) reads them: plain yes/no/on/off are booleans, 0644 is octal.
-    let _: serde_yaml::Value = serde_yaml::from_str(&text).map_err(|err| yaml_error(path, &err))?;
-    let doc = crate::yaml::load::load(&text).map_err(|message| {
+    let _: serde_yaml::Value = serde_yaml::from_str(text).map_err(|err| yaml_error(path, &err))?;
+    let doc = crate::yaml::load::load(text).map_err(|message| {
         let (line, column) = position_in(&message).unwrap_or((1, 1));
         ConfigError::Yaml {
             path: path.to_path_buf(),
