@@ -262,8 +262,7 @@ pub fn clean_old_jobs(master: &Master) {
     if keep == 0 {
         return;
     }
-    let cutoff = chrono::Utc::now() - chrono::Duration::seconds(keep as i64);
-    let cutoff_jid = cutoff.format("%Y%m%d%H%M%S%6f").to_string();
+    let cutoff_jid = brine_protocol::jid::jid_ago(std::time::Duration::from_secs(keep));
     match master.store.clean_before(&cutoff_jid) {
         Ok(0) => {}
         Ok(n) => tracing::info!("{n} jobs older than {keep}s removed"),

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use brine_protocol::jid::jid_ago;
 use brine_protocol::loads::{Fun, PublishRequest, Tgt};
 use brine_protocol::payload::{get, map, Value};
 
@@ -40,11 +41,6 @@ pub async fn watch(master: Arc<Master>) {
     }
 }
 
-fn jid_at(age: Duration) -> String {
-    let t = chrono::Utc::now() - chrono::Duration::from_std(age).unwrap_or_default();
-    brine_protocol::jid::format_jid(&t.naive_utc())
-}
-
 /// One round: the number of failures recorded.
 pub async fn check(master: &Arc<Master>) -> Result<usize, String> {
     let after = Duration::from_secs(master.cfg.lost_job_check);
@@ -52,7 +48,7 @@ pub async fn check(master: &Arc<Master>) -> Result<usize, String> {
         0 => Duration::from_secs(86_400),
         keep => Duration::from_secs(keep),
     };
-    let (from, to) = (jid_at(window), jid_at(after));
+    let (from, to) = (jid_ago(window), jid_ago(after));
     let store = master.store.clone();
     let missing = tokio::task::spawn_blocking(move || store.missing_returns(&from, &to, MAX_PAIRS))
         .await

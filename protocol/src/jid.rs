@@ -30,6 +30,22 @@ fn truncate_to_micros(t: NaiveDateTime) -> NaiveDateTime {
     t.with_nanosecond(micros * 1000).unwrap_or(t)
 }
 
+/// The jid of the time `age` ago: jobs published before then sort below it. An age beyond
+/// year 1 gives the jid of year 1.
+pub fn jid_ago(age: std::time::Duration) -> String {
+    let t = Duration::from_std(age)
+        .ok()
+        .and_then(|d| Utc::now().checked_sub_signed(d))
+        .map(|t| t.naive_utc())
+        .filter(|t| t.year() >= 1)
+        .unwrap_or_else(|| {
+            chrono::NaiveDate::from_ymd_opt(1, 1, 1)
+                .and_then(|d| d.and_hms_opt(0, 0, 0))
+                .expect("year 1 exists")
+        });
+    format_jid(&t)
+}
+
 /// `%Y%m%d%H%M%S%f` of `t`.
 pub fn format_jid(t: &NaiveDateTime) -> String {
     format!(
@@ -235,5 +251,15 @@ mod tests {
         let jid = format_jid(&t);
         assert_eq!(jid_time(&jid).map(|d| d.naive_utc()), Some(t));
         assert_eq!(jid_time("bad"), None);
+    }
+
+    #[test]
+    fn jid_ago_sorts_between_older_and_newer_jids() {
+        let hour_ago = jid_ago(std::time::Duration::from_secs(3600));
+        assert!(is_jid(&hour_ago));
+        let older = format_jid(&(Utc::now() - Duration::seconds(3700)).naive_utc());
+        assert!(older < hour_ago && hour_ago < gen_jid());
+        // An age past chrono's range still gives a jid, older than any.
+        assert!(jid_ago(std::time::Duration::MAX) < older);
     }
 }
