@@ -568,6 +568,15 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// The jid `salt --async` printed ("Executed command with job ID: <jid>").
+pub fn async_jid(o: &Output) -> String {
+    let text = stdout(o);
+    text.trim()
+        .strip_prefix("Executed command with job ID: ")
+        .unwrap_or_else(|| panic!("no jid in {text:?}: {}", stderr(o)))
+        .to_string()
+}
+
 pub fn read(p: &Path) -> String {
     fs::read_to_string(p).unwrap_or_default()
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use brine_e2e::{stderr, stdout, wait_until, Stack};
+use brine_e2e::{async_jid, stderr, stdout, wait_until, Stack};
 use serde_json::{json, Value};
 
 fn json_of(st: &Stack, what: &str, out: &std::process::Output) -> Value {
@@ -70,13 +70,7 @@ fn options_after_the_arguments() {
     assert_eq!(json_of(&st, "test.echo --", &out), json!({"m1": "--out"}));
 
     // salt-run honours --out after its arguments.
-    let out = st.tool("salt", &["m1", "test.echo", "looked up", "--async"]);
-    let text = stdout(&out);
-    let jid = text
-        .trim()
-        .strip_prefix("Executed command with job ID: ")
-        .unwrap_or_else(|| panic!("no jid in {text:?}: {}", stderr(&out)))
-        .to_string();
+    let jid = async_jid(&st.tool("salt", &["m1", "test.echo", "looked up", "--async"]));
     let mut last = Value::Null;
     wait_until(Duration::from_secs(30), || {
         let out = st.tool("salt-run", &["jobs.lookup_jid", &jid, "--out", "json"]);

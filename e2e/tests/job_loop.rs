@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use brine_e2e::{stderr, stdout, wait_until, Stack};
+use brine_e2e::{async_jid, stderr, stdout, wait_until, Stack};
 use serde_json::json;
 
 #[test]
@@ -84,12 +84,7 @@ fn master_three_minions_whole_loop() {
     // An async job, read back with salt-run jobs.lookup_jid.
     let a = st.tool("salt", &["--async", "*", "test.echo", "later"]);
     assert!(a.status.success());
-    let line = stdout(&a);
-    let jid = line
-        .trim()
-        .strip_prefix("Executed command with job ID: ")
-        .unwrap_or_else(|| panic!("unexpected async output {line:?}"))
-        .to_string();
+    let jid = async_jid(&a);
     let mut looked = serde_json::Value::Null;
     wait_until(Duration::from_secs(20), || {
         let o = st.tool("salt-run", &["--out", "json", "jobs.lookup_jid", &jid]);

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use brine_e2e::http::{api_stack_config, Api};
-use brine_e2e::{stdout, wait_until, Stack};
+use brine_e2e::{async_jid, stdout, wait_until, Stack};
 use brine_master::jobstore::{JobStore, SqliteStore};
 use brine_protocol::payload::{get, Value};
 use serde_json::{json, Value as Json};
@@ -47,12 +47,7 @@ fn a_job_published_while_a_minion_was_away_gets_a_recorded_failure() {
     st.start_minion("web2", "");
     st.wait_answering(&["web1", "web2"]);
     st.kill_minion("web2");
-    let out = st.tool("salt", &["*", "test.echo", "hello", "--async"]);
-    let jid = stdout(&out)
-        .trim()
-        .strip_prefix("Executed command with job ID: ")
-        .unwrap_or_else(|| panic!("no jid: {}", stdout(&out)))
-        .to_string();
+    let jid = async_jid(&st.tool("salt", &["*", "test.echo", "hello", "--async"]));
     st.restart_minion("web2");
     let mut last = BTreeMap::new();
     wait_until(Duration::from_secs(60), || {
@@ -221,14 +216,10 @@ fn an_event_reader_resumes_across_a_salt_api_restart() {
     let last_id = ev["_id"].as_u64().unwrap();
 
     api.st.kill_api();
-    let out = api
-        .st
-        .tool("salt", &["web1", "test.echo", "during", "--async"]);
-    let missed = stdout(&out)
-        .trim()
-        .strip_prefix("Executed command with job ID: ")
-        .unwrap_or_else(|| panic!("no jid: {}", stdout(&out)))
-        .to_string();
+    let missed = async_jid(
+        &api.st
+            .tool("salt", &["web1", "test.echo", "during", "--async"]),
+    );
     wait_until(Duration::from_secs(30), || {
         stored(&api.st, std::slice::from_ref(&missed))[&missed].contains_key("web1")
     })

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use brine_e2e::{stdout, wait_until, Stack};
+use brine_e2e::{async_jid, stdout, wait_until, Stack};
 use serde_json::{json, Value};
 
 fn files_in(dir: &Path) -> Vec<String> {
@@ -73,16 +73,11 @@ fn a_return_survives_a_master_and_a_minion_killed() {
         .unwrap_or_else(|| panic!("delivered, still kept: {:?}", files_in(&outbox)));
 }
 
-/// `salt --async <args>`: the jid.
+/// `salt <args> --async`: the jid.
 fn publish_async(st: &Stack, args: &[&str]) -> String {
     let mut argv = args.to_vec();
     argv.push("--async");
-    let out = st.tool("salt", &argv);
-    let text = stdout(&out);
-    text.trim()
-        .strip_prefix("Executed command with job ID: ")
-        .unwrap_or_else(|| panic!("no jid in {text:?}"))
-        .to_string()
+    async_jid(&st.tool("salt", &argv))
 }
 
 #[test]
