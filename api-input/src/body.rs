@@ -6,7 +6,7 @@ use brine_protocol::yaml::load as yaml;
 
 use serde_json::{Map, Value};
 
-use crate::error::ApiError;
+use crate::InputError;
 
 /// One lowstate chunk: `{"client": ..., "tgt": ..., "fun": ..., "arg": [...], ...}`.
 pub type Lowstate = Map<String, Value>;
@@ -29,26 +29,26 @@ fn media_type(content_type: Option<&str>) -> Option<String> {
 /// * anything else: 406 "Content type not supported".
 ///
 /// An empty body is `Value::Null` whatever the Content-Type (Salt skips parsing for `Content-Length: 0`).
-pub fn parse_body(content_type: Option<&str>, body: &[u8]) -> Result<Value, ApiError> {
+pub fn parse_body(content_type: Option<&str>, body: &[u8]) -> Result<Value, InputError> {
     if body.is_empty() {
         return Ok(Value::Null);
     }
     match media_type(content_type).as_deref() {
         None | Some("application/json") => {
-            serde_json::from_slice(body).map_err(|_| ApiError::invalid_json())
+            serde_json::from_slice(body).map_err(|_| InputError::invalid_json())
         }
         Some("application/x-yaml" | "text/yaml") => parse_yaml(body),
         Some("application/x-www-form-urlencoded") => Ok(yamlify_form(parse_form(body))),
         Some("text/plain") => Ok(serde_json::from_slice(body)
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()))),
-        Some(_) => Err(ApiError::unsupported_content_type()),
+        Some(_) => Err(InputError::unsupported_content_type()),
     }
 }
 
-fn parse_yaml(body: &[u8]) -> Result<Value, ApiError> {
-    let text = std::str::from_utf8(body).map_err(|_| ApiError::invalid_yaml())?;
+fn parse_yaml(body: &[u8]) -> Result<Value, InputError> {
+    let text = std::str::from_utf8(body).map_err(|_| InputError::invalid_yaml())?;
     yaml::load(text).map_err(|reason| {
-        let mut error = ApiError::invalid_yaml();
+        let mut error = InputError::invalid_yaml();
         error.message = format!("{}: {reason}", error.message);
         error
     })
@@ -132,10 +132,10 @@ pub fn yamlify_arg(value: Value) -> Value {
 /// (every element must be an object), anything else (scalars, null, an empty object) → 400
 /// "Lowstates must be a list", and so does a list of more than `max` chunks. In every chunk a non-list `arg` is wrapped in a list, and the
 /// old `expr_form` key becomes `tgt_type` (when `tgt_type` is absent; otherwise it is dropped).
-pub fn lowstates(body: Value, max: usize) -> Result<Vec<Lowstate>, ApiError> {
+pub fn lowstates(body: Value, max: usize) -> Result<Vec<Lowstate>, InputError> {
     if let Value::Array(items) = &body {
         if items.len() > max {
-            return Err(ApiError::bad_request(format!(
+            return Err(InputError::bad_request(format!(
                 "{} lowstate chunks in one request; at most {max} are taken \
                  (brine_max_lowstate_chunks)",
                 items.len()
@@ -150,7 +150,7 @@ pub fn lowstates(body: Value, max: usize) -> Result<Vec<Lowstate>, ApiError> {
             .map(|(index, item)| match item {
                 Value::Object(chunk) => Ok(chunk),
                 other => {
-                    let mut error = ApiError::lowstates_not_list();
+                    let mut error = InputError::lowstates_not_list();
                     error.message = format!(
                         "Lowstates must be a list of objects: element {index} is {}",
                         type_name(&other)
@@ -159,7 +159,7 @@ pub fn lowstates(body: Value, max: usize) -> Result<Vec<Lowstate>, ApiError> {
                 }
             })
             .collect::<Result<Vec<_>, _>>()?,
-        _ => return Err(ApiError::lowstates_not_list()),
+        _ => return Err(InputError::lowstates_not_list()),
     };
     Ok(chunks.into_iter().map(normalise_chunk).collect())
 }
@@ -197,7 +197,7 @@ pub fn hook_post(content_type: Option<&str>, body: &[u8]) -> Value {
     let parsed = match media_type(content_type).as_deref() {
         Some("application/x-www-form-urlencoded") => Ok(Value::Object(parse_form(body))),
         Some("application/x-yaml" | "text/yaml") => parse_yaml(body),
-        _ => serde_json::from_slice(body).map_err(|_| ApiError::invalid_json()),
+        _ => serde_json::from_slice(body).map_err(|_| InputError::invalid_json()),
     };
     let value =
         parsed.unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()));
@@ -223,7 +223,6 @@ fn is_falsy(value: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::http::StatusCode;
     use serde_json::json;
 
     const FORM: Option<&str> = Some("application/x-www-form-urlencoded");
@@ -248,7 +247,7 @@ mod tests {
     fn malformed_json_is_400_invalid_json_document() {
         for content_type in [Some("application/json"), None] {
             let error = parse_body(content_type, b"{\"client\": ").expect_err("malformed");
-            assert_eq!(error.status, StatusCode::BAD_REQUEST);
+            assert_eq!(error.status, 400);
             assert_eq!(error.message, "Invalid JSON document");
         }
     }
@@ -260,7 +259,7 @@ mod tests {
         assert_eq!(parse("application/x-yaml", body), expected);
         assert_eq!(parse("text/yaml", body), expected);
         let error = parse_body(Some("application/x-yaml"), b"a: [1, 2").expect_err("malformed");
-        assert_eq!(error.status, StatusCode::BAD_REQUEST);
+        assert_eq!(error.status, 400);
         assert_eq!(error.kind, "invalid_yaml");
         assert!(
             error.message.starts_with("Invalid YAML document"),
@@ -308,7 +307,7 @@ mod tests {
             "text/html",
         ] {
             let error = parse_body(Some(content_type), b"<x/>").expect_err(content_type);
-            assert_eq!(error.status, StatusCode::NOT_ACCEPTABLE);
+            assert_eq!(error.status, 406);
             assert_eq!(error.message, "Content type not supported");
         }
     }
@@ -395,18 +394,18 @@ mod tests {
             let error = lowstates(bad.clone(), 8).expect_err("scalar");
             assert_eq!(
                 (error.status, error.message.as_str()),
-                (StatusCode::BAD_REQUEST, "Lowstates must be a list"),
+                (400, "Lowstates must be a list"),
                 "{bad}"
             );
         }
         let error = lowstates(json!([{"fun": "a"}, "oops"]), 8).expect_err("non-object element");
         let error_cap = lowstates(json!([{"fun": "a"}, {"fun": "b"}, {"fun": "c"}]), 2)
             .expect_err("over the cap");
-        assert_eq!(error_cap.status, StatusCode::BAD_REQUEST);
+        assert_eq!(error_cap.status, 400);
         assert!(error_cap
             .message
             .contains("3 lowstate chunks in one request; at most 2"));
-        assert_eq!(error.status, StatusCode::BAD_REQUEST);
+        assert_eq!(error.status, 400);
         assert_eq!(
             error.message,
             "Lowstates must be a list of objects: element 1 is a string"

@@ -3,7 +3,7 @@
 //! process on the host accepts them. Revocation is durable: `<cachedir>/brine_tokens_revoked/<jti>`
 //! files holding the token's expiry epoch, removed by [`TokenKeeper::prune`] once expired.
 
-use super::eauth::Identity;
+use crate::Identity;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use rand::RngCore;
 use std::fs::{self, OpenOptions};

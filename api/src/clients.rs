@@ -61,29 +61,10 @@ fn text(low: &Map<String, Json>, k: &str) -> Option<String> {
     }
 }
 
-/// The longest wait a client may ask for (`timeout`, `gather_job_timeout`): one year.
-pub const MAX_SECONDS: u64 = 365 * 24 * 3600;
-
-/// A whole number of seconds (or a count such as `subset`) from a lowstate field: absent or
-/// null is `None`; a number or a numeric string within `0..=max` is rounded up; anything else
-/// (negative, NaN, infinite, too large, not a number) is a 400 naming the field.
-pub fn bounded(low: &Map<String, Json>, k: &str, max: u64) -> Result<Option<u64>, ApiError> {
-    let value = match low.get(k) {
-        None | Some(Json::Null) => return Ok(None),
-        Some(Json::Number(n)) => n.as_f64(),
-        Some(Json::String(s)) => s.trim().parse::<f64>().ok(),
-        Some(_) => None,
-    };
-    match value {
-        Some(f) if f.is_finite() && (0.0..=max as f64).contains(&f) => Ok(Some(f.ceil() as u64)),
-        _ => Err(ApiError::bad_request(format!(
-            "'{k}' must be a number from 0 to {max}"
-        ))),
-    }
-}
+pub use brine_api_input::fields::{bounded, MAX_SECONDS};
 
 fn seconds(low: &Map<String, Json>, k: &str) -> Result<Option<u64>, ApiError> {
-    bounded(low, k, MAX_SECONDS)
+    Ok(bounded(low, k, MAX_SECONDS)?)
 }
 
 fn arg_list(low: &Map<String, Json>) -> Vec<Json> {

@@ -21,14 +21,6 @@ pub const LOGIN_FAILED: &str = "Could not authenticate using provided credential
 pub const NO_CREDENTIALS: &str = "No authentication credentials given";
 /// Salt's message when the ACL refuses a published job.
 pub const NOT_AUTHORIZED: &str = "Authorization error occurred.";
-/// Salt's message for a body that is not JSON.
-pub const INVALID_JSON: &str = "Invalid JSON document";
-/// Our message for a body that is not YAML (Salt answers 500 there).
-pub const INVALID_YAML: &str = "Invalid YAML document";
-/// Salt's message for a body that is not a lowstate object or list.
-pub const LOWSTATES_NOT_LIST: &str = "Lowstates must be a list";
-/// Salt's message for a request Content-Type it cannot parse.
-pub const UNSUPPORTED_CONTENT_TYPE: &str = "Content type not supported";
 /// Salt's message when the master's socket is absent.
 pub const MASTER_UNAVAILABLE: &str = "Salt Master is not available.";
 /// Salt's message for any unexpected failure inside a handler.
@@ -158,25 +150,6 @@ impl ApiError {
         Self::new(StatusCode::UNAUTHORIZED, "no_credentials", NO_CREDENTIALS)
     }
 
-    /// 400 "Invalid JSON document".
-    pub fn invalid_json() -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "invalid_json", INVALID_JSON)
-    }
-
-    /// 400 "Invalid YAML document".
-    pub fn invalid_yaml() -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "invalid_yaml", INVALID_YAML)
-    }
-
-    /// 400 "Lowstates must be a list".
-    pub fn lowstates_not_list() -> Self {
-        Self::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_lowstate",
-            LOWSTATES_NOT_LIST,
-        )
-    }
-
     /// 400 "Invalid client specified: '<name>'" (`None` for a missing client, as Salt prints it).
     pub fn invalid_client(client: Option<&str>) -> Self {
         Self::new(
@@ -194,15 +167,6 @@ impl ApiError {
             format!(
                 "Client disabled: '{client}'. Add to 'netapi_enable_clients' master config option to enable."
             ),
-        )
-    }
-
-    /// 406 "Content type not supported".
-    pub fn unsupported_content_type() -> Self {
-        Self::new(
-            StatusCode::NOT_ACCEPTABLE,
-            "unsupported_content_type",
-            UNSUPPORTED_CONTENT_TYPE,
         )
     }
 
@@ -246,6 +210,14 @@ impl ApiError {
         }
         response.extensions_mut().insert(self);
         response
+    }
+}
+
+/// Input refused before it reached a handler (bodies, lowstates, numeric fields).
+impl From<brine_api_input::InputError> for ApiError {
+    fn from(e: brine_api_input::InputError) -> Self {
+        let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST);
+        ApiError::new(status, e.kind, e.message)
     }
 }
 
@@ -307,7 +279,8 @@ mod tests {
 
     #[tokio::test]
     async fn error_renders_salt_shape_plus_error_object_as_json() {
-        let response = ApiError::lowstates_not_list().into_response();
+        let response =
+            ApiError::from(brine_api_input::InputError::lowstates_not_list()).into_response();
         assert_eq!(response.status(), StatusCode::BAD_REQUEST);
         assert_eq!(response.headers()["content-type"], "application/json");
         assert_eq!(
@@ -364,7 +337,7 @@ mod tests {
             "Authentication failure of type \"token\" occurred for user alice."
         );
         assert_eq!(
-            ApiError::unsupported_content_type().status,
+            ApiError::from(brine_api_input::InputError::unsupported_content_type()).status,
             StatusCode::NOT_ACCEPTABLE
         );
         assert_eq!(

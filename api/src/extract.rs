@@ -387,7 +387,7 @@ impl FromRequest<Shared> for Parsed {
 
     async fn from_request(req: Request, st: &Shared) -> Result<Self, Self::Rejection> {
         let raw = RawBody::from_request(req, st).await?;
-        parse_body(raw.content_type(), &raw.bytes).map(Parsed)
+        Ok(Parsed(parse_body(raw.content_type(), &raw.bytes)?))
     }
 }
 
@@ -414,7 +414,10 @@ impl FromRequest<Shared> for Lowstates {
 
     async fn from_request(req: Request, st: &Shared) -> Result<Self, Self::Rejection> {
         let Parsed(body) = Parsed::from_request(req, st).await?;
-        lowstates(body, st.api.limits.max_lowstate_chunks).map(Lowstates)
+        Ok(Lowstates(lowstates(
+            body,
+            st.api.limits.max_lowstate_chunks,
+        )?))
     }
 }
 

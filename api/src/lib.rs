@@ -2,7 +2,7 @@
 //! WebSocket and hooks, in front of a Salt-compatible master on the same host.
 
 pub mod auth;
-pub mod body;
+pub use brine_api_input::body;
 pub mod clients;
 pub mod config;
 pub mod daemon;

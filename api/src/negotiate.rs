@@ -316,7 +316,7 @@ mod tests {
 
     #[tokio::test]
     async fn rerender_turns_error_responses_into_yaml_only() {
-        let error = ApiError::invalid_json().into_response();
+        let error = ApiError::from(brine_api_input::InputError::invalid_json()).into_response();
         let yaml = rerender(error, Format::Yaml);
         assert_eq!(yaml.headers()["content-type"], "application/x-yaml");
         assert!(body_text(yaml)

@@ -3,8 +3,8 @@
 //! chunks, the numeric fields checked into range, the `/hook` reading, and a chunk's way to
 //! the master (JSON to msgpack and back) must answer or refuse, never panic.
 #![no_main]
-use brine_api::body::{hook_post, lowstates, parse_body};
-use brine_api::clients::{bounded, MAX_SECONDS};
+use brine_api_input::body::{hook_post, lowstates, parse_body};
+use brine_api_input::fields::{bounded, MAX_SECONDS};
 use brine_protocol::payload::{dumps, from_json, loads};
 use libfuzzer_sys::fuzz_target;
 

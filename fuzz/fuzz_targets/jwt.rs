@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use brine_api::auth::tokens::TokenKeeper;
+use brine_api_input::tokens::TokenKeeper;
 use libfuzzer_sys::fuzz_target;
 
 fn keeper() -> &'static TokenKeeper {

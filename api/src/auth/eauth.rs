@@ -35,14 +35,7 @@ pub enum EauthError {
     Backend(String),
 }
 
-/// An authenticated user.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Identity {
-    pub name: String,
-    pub eauth: String,
-    /// Group names, for `group%` ACL entries (only `pam` provides them).
-    pub groups: Vec<String>,
-}
+pub use brine_api_input::Identity;
 
 /// Check credentials with the named backend. Blocking (PAM, file reads, the failure delay):
 /// call it from `spawn_blocking` in async code.

@@ -5,4 +5,4 @@ pub mod eauth;
 mod file_backend;
 mod pam;
 mod pycompat;
-pub mod tokens;
+pub use brine_api_input::tokens;
