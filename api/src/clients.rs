@@ -61,7 +61,7 @@ fn text(low: &Map<String, Json>, k: &str) -> Option<String> {
     }
 }
 
-pub use brine_api_input::fields::{bounded, MAX_SECONDS};
+use brine_api_input::fields::{bounded, MAX_SECONDS};
 
 fn seconds(low: &Map<String, Json>, k: &str) -> Result<Option<u64>, ApiError> {
     Ok(bounded(low, k, MAX_SECONDS)?)

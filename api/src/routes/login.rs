@@ -4,10 +4,10 @@
 use axum::extract::State;
 use axum::http::{header, HeaderValue};
 use axum::response::Response;
+use brine_api_input::fields::{bounded, MAX_SECONDS};
 use serde_json::{json, Map, Value as Json};
 
 use crate::auth::acl;
-use crate::clients;
 use crate::error::ApiError;
 use crate::extract::{authenticate, Negotiated, Parsed, Peer, Session, Shared};
 use crate::state::AppState;
@@ -27,7 +27,7 @@ fn token_ttl(st: &AppState, low: &Map<String, Json>) -> Result<u64, ApiError> {
     let v = &st.cfg.token_expire_user_override;
     let allow = v.as_bool() == Some(true) || v.is_object() || v.is_array();
     // Checked even when overrides are off: a malformed field is a client error either way.
-    match clients::bounded(low, "token_expire", clients::MAX_SECONDS)? {
+    match bounded(low, "token_expire", MAX_SECONDS)? {
         Some(t) if allow && t > 0 => Ok(t),
         _ => Ok(st.cfg.token_expire),
     }
