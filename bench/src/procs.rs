@@ -1,10 +1,9 @@
 //! Child processes and what /proc says about them: process trees, RSS, PSS, CPU seconds.
 
 use std::fs;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// A binary next to this one (the same target directory), if it was built.
@@ -12,26 +11,6 @@ pub(crate) fn sibling(name: &str) -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let p = exe.parent()?.join(name);
     p.exists().then_some(p)
-}
-
-static NEXT_PORT: AtomicU16 = AtomicU16::new(0);
-
-/// A free TCP port on 127.0.0.1, below the ephemeral range (32768-60999).
-pub(crate) fn free_port() -> u16 {
-    if NEXT_PORT.load(Ordering::SeqCst) == 0 {
-        let start = 21000 + (std::process::id() % 500) as u16 * 16;
-        let _ = NEXT_PORT.compare_exchange(0, start, Ordering::SeqCst, Ordering::SeqCst);
-    }
-    loop {
-        let p = NEXT_PORT.fetch_add(1, Ordering::SeqCst);
-        if p >= 32000 {
-            NEXT_PORT.store(21000, Ordering::SeqCst);
-            continue;
-        }
-        if TcpListener::bind(("127.0.0.1", p)).is_ok() {
-            return p;
-        }
-    }
 }
 
 /// A started child. Dropping it stops the whole process tree it grew: SIGTERM to the child,

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::procs::{free_port, sibling, spawn, Proc};
+use crate::procs::{sibling, spawn, Proc};
+use brine_e2e::free_port;
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug, Hash)]
 pub(crate) enum Kind {

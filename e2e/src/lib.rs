@@ -60,7 +60,8 @@ pub fn test_venv(test: &str) -> Option<PathBuf> {
 
 static NEXT_PORT: AtomicU16 = AtomicU16::new(0);
 
-/// A free TCP port on 127.0.0.1 between 20000 and 32000 (outside 32768-60999).
+/// A free TCP port on 127.0.0.1 between 20000 and 32000 (outside 32768-60999), that no other
+/// process using this function has taken: test binaries run side by side.
 pub fn free_port() -> u16 {
     if NEXT_PORT.load(Ordering::SeqCst) == 0 {
         let start = 20000 + (std::process::id() % 1000) as u16 * 12;
@@ -72,10 +73,39 @@ pub fn free_port() -> u16 {
             NEXT_PORT.store(20000, Ordering::SeqCst);
             continue;
         }
-        if TcpListener::bind(("127.0.0.1", p)).is_ok() {
+        if reserve_port(p) && TcpListener::bind(("127.0.0.1", p)).is_ok() {
             return p;
         }
     }
+}
+
+/// Takes `port` for this process: a POSIX record lock on byte `port` of a lock file shared by
+/// every process on the machine, which the kernel drops when the process exits. A port between
+/// another process's pick and its daemon's bind is thus never handed out twice. False when
+/// another process holds it; true when the lock file cannot be opened (the bind check remains).
+#[allow(unsafe_code)]
+fn reserve_port(port: u16) -> bool {
+    use std::os::fd::AsRawFd;
+    static LOCKS: std::sync::OnceLock<Option<fs::File>> = std::sync::OnceLock::new();
+    let file = LOCKS.get_or_init(|| {
+        fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(std::env::temp_dir().join("brine-test-ports.lock"))
+            .ok()
+    });
+    let Some(file) = file else { return true };
+    // SAFETY: an all-zero `flock` is a valid value of the plain C struct; fcntl reads it.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = libc::F_WRLCK as libc::c_short;
+    lock.l_whence = libc::SEEK_SET as libc::c_short;
+    lock.l_start = libc::off_t::from(port);
+    lock.l_len = 1;
+    // SAFETY: a valid open descriptor, kept open for the life of the process (closing any
+    // descriptor of the file would drop the locks), and a pointer to an initialised `flock`.
+    unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &lock) == 0 }
 }
 
 pub fn whoami() -> String {

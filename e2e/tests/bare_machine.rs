@@ -80,25 +80,34 @@ fn binaries_link_only_what_a_bare_machine_has() {
     );
 }
 
-/// `scripts/dev-stack`, in its own process group, stopped (SIGTERM to the script, as Ctrl-C)
-/// when dropped.
+/// `scripts/dev-stack`, in its own process group. [`DevStack::stop`] stops the script as
+/// Ctrl-C would, and the script stops its stack; dropped, whatever is left of the group (a
+/// build the script was running when a test failed) is killed as well.
 struct DevStack {
     child: Child,
 }
 
-impl Drop for DevStack {
-    fn drop(&mut self) {
+impl DevStack {
+    fn stop(&mut self) {
         let pid = self.child.id().to_string();
         let _ = Command::new("kill").args(["-TERM", &pid]).status();
         let stopped = wait_until(Duration::from_secs(15), || {
             matches!(self.child.try_wait(), Ok(Some(_)))
         });
         if stopped.is_none() {
-            let _ = Command::new("kill")
-                .args(["-KILL", "--", &format!("-{pid}")])
-                .status();
+            let _ = Command::new("kill").args(["-KILL", &pid]).status();
             let _ = self.child.wait();
         }
+    }
+}
+
+impl Drop for DevStack {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .stderr(Stdio::null())
+            .status();
     }
 }
 
@@ -144,7 +153,7 @@ fn dev_stack_starts_a_working_stack() {
             .expect("scripts/dev-stack starts")
     };
     let stdout = child.stdout.take().expect("stdout");
-    let stack = DevStack { child };
+    let mut stack = DevStack { child };
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -195,7 +204,7 @@ fn dev_stack_starts_a_working_stack() {
         .map(|(pid, _)| pid)
         .collect();
     assert_eq!(daemons.len(), 4, "master, two minions and salt-api");
-    drop(stack);
+    stack.stop();
     assert!(
         wait_until(Duration::from_secs(10), || daemons
             .iter()
