@@ -94,7 +94,7 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
             sign_in_queue_len: 10_000,
             ipv6: master.cfg.ipv6,
         },
-        Arc::new(move |body: &[u8]| m.handle_request(body)),
+        Arc::new(move |body: &[u8]| m.handle(body)),
     )?;
     tracing::warn!(
         "salt-master (Brine {}) serving on {ret_ep} and {pub_ep}",

@@ -62,6 +62,11 @@ pub trait JobStore: Send + Sync {
     /// return marked `brine_no_return` (a failure the master recorded for a return that never
     /// came) is replaced by a real one.
     fn save_return(&self, ret: &Value) -> Result<bool>;
+    /// Store returns, each as [`JobStore::save_return`] would (in one commit where the store
+    /// can): each one's outcome, in order.
+    fn save_returns(&self, rets: &[Value]) -> Vec<Result<bool>> {
+        rets.iter().map(|r| self.save_return(r)).collect()
+    }
     /// Targeted minions without a return, in jobs whose jid is between `from` and `to` (jids
     /// sort by time), newest first, at most `limit`.
     fn missing_returns(&self, from: &str, to: &str, limit: usize) -> Result<Vec<Missing>>;
@@ -343,6 +348,30 @@ impl SqliteStore {
     }
 }
 
+/// The row of one return.
+fn return_write(ret: &Value) -> Result<Write> {
+    let jid = get_str(ret, "jid").unwrap_or_default();
+    let id = get_str(ret, "id").unwrap_or_default();
+    let fun = match get(ret, "fun") {
+        Some(Value::String(s)) => s.as_str().unwrap_or_default().to_string(),
+        Some(other) => json_text(other)?,
+        None => String::new(),
+    };
+    let success = match get(ret, "success") {
+        Some(Value::Boolean(b)) => b.to_string(),
+        Some(other) => json_text(other)?,
+        None => String::new(),
+    };
+    Ok(Write::Return {
+        fun,
+        jid: jid.to_string(),
+        ret: json_text(get(ret, "return").unwrap_or(&Value::Nil))?,
+        id: id.to_string(),
+        success,
+        full: json_text(ret)?,
+    })
+}
+
 fn json_text(v: &Value) -> Result<String> {
     Ok(serde_json::to_string(&to_json(v))?)
 }
@@ -378,26 +407,33 @@ impl JobStore for SqliteStore {
     }
 
     fn save_return(&self, ret: &Value) -> Result<bool> {
-        let jid = get_str(ret, "jid").unwrap_or_default();
-        let id = get_str(ret, "id").unwrap_or_default();
-        let fun = match get(ret, "fun") {
-            Some(Value::String(s)) => s.as_str().unwrap_or_default().to_string(),
-            Some(other) => json_text(other)?,
-            None => String::new(),
-        };
-        let success = match get(ret, "success") {
-            Some(Value::Boolean(b)) => b.to_string(),
-            Some(other) => json_text(other)?,
-            None => String::new(),
-        };
-        self.write_one(Write::Return {
-            fun,
-            jid: jid.to_string(),
-            ret: json_text(get(ret, "return").unwrap_or(&Value::Nil))?,
-            id: id.to_string(),
-            success,
-            full: json_text(ret)?,
-        })
+        self.write_one(return_write(ret)?)
+    }
+
+    fn save_returns(&self, rets: &[Value]) -> Vec<Result<bool>> {
+        // Returns that cannot be written have their error; the others share one commit.
+        let mut writes = Vec::with_capacity(rets.len());
+        let outcomes: Vec<Option<Result<bool>>> = rets
+            .iter()
+            .map(|r| match return_write(r) {
+                Ok(w) => {
+                    writes.push(w);
+                    None
+                }
+                Err(e) => Some(Err(e)),
+            })
+            .collect();
+        let mut committed = self.write(writes).into_iter();
+        outcomes
+            .into_iter()
+            .map(|o| {
+                o.unwrap_or_else(|| {
+                    committed
+                        .next()
+                        .unwrap_or_else(|| Err(StoreError::Shared("no outcome".into())))
+                })
+            })
+            .collect()
     }
 
     fn missing_returns(&self, from: &str, to: &str, limit: usize) -> Result<Vec<Missing>> {

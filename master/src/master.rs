@@ -13,6 +13,7 @@ use brine_protocol::loads::{
 };
 use brine_protocol::payload::{bytes_of, dumps, get_str, map, remove, Value};
 use brine_transport::eventbus::EventBus;
+use brine_transport::{LateReply, Reply};
 
 use crate::datacache::DataCache;
 use crate::jobstore::{JobStore, SqliteStore};
@@ -46,6 +47,8 @@ pub struct Master {
     pub secrets: Secrets,
     pub bus: EventBus,
     pub store: Arc<dyn JobStore>,
+    /// Stores returns off the request workers and acknowledges them once committed.
+    pub returns: crate::handlers::returns::ReturnWriter,
     pub publisher: Box<dyn PublishSink>,
     pub cache: DataCache,
     pub rt: tokio::runtime::Handle,
@@ -91,6 +94,7 @@ impl Master {
                 .map_err(|e| anyhow::anyhow!("{}: {e}", store_path.display()))?
                 .sync_returns(cfg.job_store_sync_full),
         );
+        let returns = crate::handlers::returns::ReturnWriter::start(store.clone());
         let cache = DataCache::open(&cfg.cachedir, cfg.minion_data_cache);
         let replay = crate::replay::ReplayGuard::new(cfg.request_server_ttl);
         let fileserver = Arc::new(crate::fileserver::FileServer::new(&cfg));
@@ -101,6 +105,7 @@ impl Master {
             secrets,
             bus,
             store,
+            returns,
             publisher,
             cache,
             rt: tokio::runtime::Handle::current(),
@@ -312,21 +317,38 @@ impl Master {
         self.self_ref.upgrade()
     }
 
-    /// Handle one request from the ret port and produce the reply bytes. Never panics: a
-    /// refused request gets `"bad load"`, a failed handler Salt's answer for one.
-    pub fn handle_request(&self, body: &[u8]) -> Vec<u8> {
+    /// Handle one request from the ret port: the reply, or a reply sent once the request's
+    /// work is done (a return is acknowledged once stored). Never panics: a refused request
+    /// gets `"bad load"`, a failed handler Salt's answer for one.
+    pub fn handle(&self, body: &[u8]) -> Reply {
         let res = guarded("request", "(dispatch)", || self.dispatch(body))
             .unwrap_or_else(|| Err(Refused("request dispatch panicked".into())));
         match res {
             Ok(reply) => reply,
             Err(Refused(why)) => {
                 tracing::warn!("request refused: {why}");
-                dumps(&Value::from("bad load"))
+                Reply::Now(dumps(&Value::from("bad load")))
             }
         }
     }
 
-    fn dispatch(&self, body: &[u8]) -> Result<Vec<u8>, Refused> {
+    /// [`Master::handle`], waiting for a late reply.
+    #[cfg(test)]
+    pub(crate) fn handle_request(&self, body: &[u8]) -> Vec<u8> {
+        match self.handle(body) {
+            Reply::Now(reply) => reply,
+            Reply::Later(then) => {
+                let (tx, rx) = crossbeam_channel::bounded(1);
+                then(LateReply::new(Vec::new(), tx));
+                rx.recv_timeout(Duration::from_secs(30))
+                    .ok()
+                    .and_then(|mut frames| frames.pop())
+                    .expect("a late reply")
+            }
+        }
+    }
+
+    fn dispatch(&self, body: &[u8]) -> Result<Reply, Refused> {
         if body.len() > self.max_request_size() {
             return refuse(format!(
                 "request of {} bytes is over brine_max_request_size ({} bytes)",
@@ -353,7 +375,7 @@ impl Master {
 
     // ---- clear requests ---------------------------------------------------------------
 
-    fn clear(&self, env: RequestEnvelope) -> Result<Vec<u8>, Refused> {
+    fn clear(&self, env: RequestEnvelope) -> Result<Reply, Refused> {
         let load = env.load;
         if !matches!(load, Value::Map(_)) {
             return refuse("clear load is not a map");
@@ -388,12 +410,14 @@ impl Master {
                 Value::Map(vec![])
             }
         });
-        Ok(dumps(&reply.unwrap_or_else(|| handler_error(&name))))
+        Ok(Reply::Now(dumps(
+            &reply.unwrap_or_else(|| handler_error(&name)),
+        )))
     }
 
     // ---- aes requests -------------------------------------------------------------------
 
-    fn aes(&self, env: RequestEnvelope) -> Result<Vec<u8>, Refused> {
+    fn aes(&self, env: RequestEnvelope) -> Result<Reply, Refused> {
         let version = env.version;
         let Some(id) = env.id.as_deref() else {
             return refuse("aes request without an outer id");
@@ -473,16 +497,33 @@ impl Master {
                 self.on_pillar(id, inner, nonce.as_deref(), minion_pub, enc_algo, sig_algo)
             });
             // Salt answers a failed handler with an empty string.
-            return Ok(reply.unwrap_or_else(|| answer(&Value::from(""))));
+            return Ok(Reply::Now(
+                reply.unwrap_or_else(|| answer(&Value::from(""))),
+            ));
         }
-        let ret = guarded("aes", &name, || match cmd {
-            AesCmd::Return => match ReturnLoad::parse(inner) {
+        if cmd == AesCmd::Return {
+            let stored = guarded("aes", &name, || match ReturnLoad::parse(inner) {
                 Ok(r) => self.on_return(r),
                 Err(e) => {
                     tracing::warn!("return from {id} ignored: {e}");
-                    Value::Nil
+                    None
                 }
-            },
+            });
+            return Ok(match stored {
+                // Acknowledged (with nothing, as Salt does) once the job store has it.
+                Some(Some(ret)) => {
+                    let ack = answer(&Value::Nil);
+                    let writer = self.returns.clone();
+                    Reply::Later(Box::new(move |late: LateReply| {
+                        writer.save(ret, Box::new(move || late.send(ack)));
+                    }))
+                }
+                Some(None) => Reply::Now(answer(&Value::Nil)),
+                None => Reply::Now(answer(&Value::from(""))),
+            });
+        }
+        // (Returns were answered above.)
+        let ret = guarded("aes", &name, || match cmd {
             AesCmd::MinionEvent => match MinionEventLoad::parse(inner) {
                 Ok(ev) => self.on_minion_event(ev),
                 Err(e) => {
@@ -506,7 +547,7 @@ impl Master {
             },
         });
         // Salt answers a failed handler with an empty string.
-        Ok(answer(&ret.unwrap_or_else(|| Value::from(""))))
+        Ok(Reply::Now(answer(&ret.unwrap_or_else(|| Value::from("")))))
     }
 
     /// An accepted key was deleted or rejected: as Salt does with `rotate_aes_key`, rotate the

@@ -11,7 +11,8 @@ pub mod logging;
 pub mod zmq_channel;
 
 pub use zmq_channel::{
-    Publisher, ReplyHandler, ReqClient, RequestServer, ServerOptions, Subscriber, TransportError,
+    LateReply, Publisher, Reply, ReplyHandler, ReqClient, RequestServer, ServerOptions, Subscriber,
+    TransportError,
 };
 
 /// Format a `tcp://` endpoint, bracketing IPv6 addresses as libzmq wants.

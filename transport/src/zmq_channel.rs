@@ -39,8 +39,40 @@ fn zerr(endpoint: &str) -> impl Fn(zmq::Error) -> TransportError + '_ {
     }
 }
 
-/// Handles one request body and returns the reply body. Called on a worker thread.
-pub type ReplyHandler = Arc<dyn Fn(&[u8]) -> Vec<u8> + Send + Sync>;
+/// Handles one request body and says what to reply. Called on a worker thread.
+pub type ReplyHandler = Arc<dyn Fn(&[u8]) -> Reply + Send + Sync>;
+
+/// What a [`ReplyHandler`] makes of one request.
+pub enum Reply {
+    /// The reply body, sent as soon as the handler returns.
+    Now(Vec<u8>),
+    /// The reply comes later. The closure runs on the worker and is handed the way back to the
+    /// sender, to use from any thread; the worker goes on with the next request meanwhile (a
+    /// master acknowledging a return once the disk has it does not hold a worker while it
+    /// waits).
+    Later(Box<dyn FnOnce(LateReply) + Send>),
+}
+
+/// The way back to the sender of one request, for a reply given after its handler returned.
+/// Dropped unsent, the request gets no reply: its client times out as when a reply is lost.
+pub struct LateReply {
+    route: Vec<Vec<u8>>,
+    tx: Sender<Vec<Vec<u8>>>,
+}
+
+impl LateReply {
+    /// A way back delivering `route` plus the reply on `tx` (the server makes these; a caller
+    /// of a handler outside the server can wait on one).
+    pub fn new(route: Vec<Vec<u8>>, tx: Sender<Vec<Vec<u8>>>) -> LateReply {
+        LateReply { route, tx }
+    }
+
+    pub fn send(mut self, body: Vec<u8>) {
+        self.route.push(body);
+        // The server is stopping when nothing receives: the reply is dropped with it.
+        let _ = self.tx.send(self.route);
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct ServerOptions {
@@ -162,6 +194,18 @@ impl RequestServer {
             opts.workers.max(2) - 1,
         ));
         let mut threads = Vec::new();
+        // Late replies reach the router through a socket of their own, from one thread.
+        let (late_tx, late_rx) = crossbeam_channel::unbounded::<Vec<Vec<u8>>>();
+        let late_push = ctx.socket(zmq::PUSH).map_err(zerr(&inproc))?;
+        late_push.set_linger(0).map_err(zerr(&inproc))?;
+        late_push.connect(&inproc).map_err(zerr(&inproc))?;
+        let late_stop = stop.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name("req-late".into())
+                .spawn(move || late_loop(late_push, late_rx, late_stop))
+                .expect("spawn late reply thread"),
+        );
         for n in 0..opts.workers.max(1) {
             let push = ctx.socket(zmq::PUSH).map_err(zerr(&inproc))?;
             push.set_linger(0).map_err(zerr(&inproc))?;
@@ -169,10 +213,11 @@ impl RequestServer {
             let rx = queue.clone();
             let handler = handler.clone();
             let stop = stop.clone();
+            let late = late_tx.clone();
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("mworker-{n}"))
-                    .spawn(move || worker_loop(push, rx, handler, stop))
+                    .spawn(move || worker_loop(push, rx, handler, late, stop))
                     .expect("spawn worker thread"),
             );
         }
@@ -313,10 +358,39 @@ fn router_loop(
     }
 }
 
+/// Hands late replies to the router until the server stops (and for a moment after, as the
+/// router still delivers replies then), or until no [`LateReply`] can be made any more.
+fn late_loop(
+    push: zmq::Socket,
+    rx: crossbeam_channel::Receiver<Vec<Vec<u8>>>,
+    stop: Arc<AtomicBool>,
+) {
+    let _ = push.set_sndtimeo(1000);
+    let mut stopped_at = None;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(POLL_MS as u64)) {
+            Ok(frames) => {
+                if let Err(e) = push.send_multipart(frames, 0) {
+                    tracing::error!("a late reply could not be handed back: {e}");
+                }
+            }
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+        }
+        if stop.load(Ordering::SeqCst) {
+            let since = *stopped_at.get_or_insert_with(Instant::now);
+            if since.elapsed() > Duration::from_secs(1) {
+                return;
+            }
+        }
+    }
+}
+
 fn worker_loop(
     push: zmq::Socket,
     rx: Arc<JobQueue<Job>>,
     handler: ReplyHandler,
+    late: Sender<Vec<Vec<u8>>>,
     stop: Arc<AtomicBool>,
 ) {
     // A reply that cannot be handed back within a second (the router is gone) is dropped
@@ -341,9 +415,14 @@ fn worker_loop(
         let mut frames = job.route;
         drop(job.body);
         drop(job._queued);
-        frames.push(reply);
-        if let Err(e) = push.send_multipart(frames, 0) {
-            tracing::error!("worker could not hand back a reply: {e}");
+        match reply {
+            Reply::Now(body) => {
+                frames.push(body);
+                if let Err(e) = push.send_multipart(frames, 0) {
+                    tracing::error!("worker could not hand back a reply: {e}");
+                }
+            }
+            Reply::Later(then) => then(LateReply::new(frames, late.clone())),
         }
     }
 }
@@ -815,13 +894,30 @@ impl Drop for Subscriber {
 mod tests {
     use super::*;
 
+    /// A port the kernel picks (bound, then released for the server to bind).
     fn free_port() -> u16 {
-        for p in 21000..32000u16 {
-            if std::net::TcpListener::bind(("127.0.0.1", p)).is_ok() {
-                return p;
-            }
-        }
-        panic!("no free port");
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port")
+    }
+
+    /// A server on `ep` with `workers` workers, 1 KiB requests at most.
+    fn test_server(
+        ctx: &zmq::Context,
+        ep: &str,
+        workers: usize,
+        handler: ReplyHandler,
+    ) -> RequestServer {
+        let opts = ServerOptions {
+            bind: ep.to_string(),
+            workers,
+            max_message_size: 1024,
+            queue_len: 16,
+            sign_in_queue_len: 16,
+            ipv6: false,
+        };
+        RequestServer::start(ctx, opts, handler).unwrap()
     }
 
     #[test]
@@ -835,21 +931,9 @@ mod tests {
             }
             let mut r = b"re:".to_vec();
             r.extend_from_slice(body);
-            r
+            Reply::Now(r)
         });
-        let server = RequestServer::start(
-            &ctx,
-            ServerOptions {
-                bind: ep.clone(),
-                workers: 2,
-                max_message_size: 1024,
-                queue_len: 16,
-                sign_in_queue_len: 16,
-                ipv6: false,
-            },
-            handler,
-        )
-        .unwrap();
+        let server = test_server(&ctx, &ep, 2, handler);
         let mut c = ReqClient::new(&ctx, &ep);
         assert_eq!(c.request(b"a", Duration::from_secs(5)).unwrap(), b"re:a");
         let err = c.request(b"slow", Duration::from_millis(100)).unwrap_err();
@@ -863,6 +947,43 @@ mod tests {
             .is_err());
         // ...and the server goes on serving everyone else.
         assert_eq!(c.request(b"c", Duration::from_secs(5)).unwrap(), b"re:c");
+        server.stop();
+    }
+
+    #[test]
+    fn a_late_reply_does_not_hold_the_worker() {
+        let ctx = zmq::Context::new();
+        let ep = format!("tcp://127.0.0.1:{}", free_port());
+        // One worker. "later" is answered by another thread once "now" was answered.
+        let (answered_tx, answered_rx) = crossbeam_channel::unbounded::<()>();
+        let handler: ReplyHandler = Arc::new(move |body: &[u8]| {
+            if body == b"later" {
+                let answered = answered_rx.clone();
+                Reply::Later(Box::new(move |late: LateReply| {
+                    std::thread::spawn(move || {
+                        let waited = answered.recv_timeout(Duration::from_secs(5)).is_ok();
+                        late.send(if waited {
+                            b"late".to_vec()
+                        } else {
+                            b"alone".to_vec()
+                        });
+                    });
+                }))
+            } else {
+                answered_tx.send(()).unwrap();
+                Reply::Now(b"now".to_vec())
+            }
+        });
+        let server = test_server(&ctx, &ep, 1, handler);
+        let ep2 = ep.clone();
+        let first = std::thread::spawn(move || {
+            let ctx = zmq::Context::new();
+            ReqClient::new(&ctx, &ep2).request(b"later", Duration::from_secs(10))
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        let mut c = ReqClient::new(&ctx, &ep);
+        assert_eq!(c.request(b"now", Duration::from_secs(5)).unwrap(), b"now");
+        assert_eq!(first.join().unwrap().unwrap(), b"late");
         server.stop();
     }
 
