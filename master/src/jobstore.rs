@@ -5,14 +5,18 @@
 //! tables work on ours.
 //!
 //! Every write is committed before it comes back (in WAL with `synchronous = NORMAL`: it
-//! survives a crash of the process). With [`SqliteStore::sync_returns`] a commit holding a
-//! return is also synced to disk (`synchronous = FULL`), so that it survives a crash of the
-//! machine. Concurrent writers share commits: whoever gets the connection writes every load,
-//! return and event waiting at that moment in one transaction, so a burst of N returns from N
-//! minions costs a few syncs, not N.
+//! survives a crash of the process). With [`SqliteStore::sync_returns`] (`brine_job_store_sync:
+//! full`) a return is also synced to disk before it comes back, so that it survives a crash of the
+//! machine: after its commit, the WAL file is synced outside the connection's lock, so loads
+//! and events written meanwhile do not wait for the disk. (A checkpoint that moved the commit
+//! into the database file synced both files first: in NORMAL mode SQLite syncs the WAL before a
+//! checkpoint and the database after it.) Concurrent writers share commits: whoever gets the
+//! connection writes every load, return and event waiting at that moment in one transaction,
+//! so a burst of N returns from N minions costs a few syncs, not N.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::fs::File;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use brine_protocol::payload::{from_json, get, get_str, to_json, Value};
@@ -89,30 +93,37 @@ pub trait JobStore: Send + Sync {
 }
 
 pub struct SqliteStore {
-    conn: Mutex<Db>,
+    conn: Mutex<Connection>,
     /// Writes waiting for the next commit, and the outcomes of writes another writer
     /// committed. Locked alone or while holding `conn`, never the other way round.
     queue: Mutex<Queue>,
+    /// The WAL file synced after a commit holding returns; `None`: returns are not synced (an
+    /// in-memory or read-only store, or `brine_job_store_sync: normal`).
+    wal: Option<Wal>,
 }
 
-/// The connection, whether its commits are synced (`synchronous = FULL`) now, and whether
-/// commits holding a return must be.
-struct Db {
-    conn: Connection,
-    full: bool,
-    sync_returns: bool,
+/// The database's WAL file, opened at the first sync (SQLite creates it).
+struct Wal {
+    path: PathBuf,
+    file: Mutex<Option<File>>,
 }
 
-impl std::ops::Deref for Db {
-    type Target = Connection;
-    fn deref(&self) -> &Connection {
-        &self.conn
-    }
-}
-
-impl std::ops::DerefMut for Db {
-    fn deref_mut(&mut self) -> &mut Connection {
-        &mut self.conn
+impl Wal {
+    /// Sync what was committed to the WAL so far to disk.
+    fn sync(&self) -> std::io::Result<()> {
+        let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        if file.is_none() {
+            let opened = File::open(&self.path)?;
+            // The WAL's directory entry too, the first time: SQLite may have just created it.
+            if let Some(dir) = self.path.parent() {
+                File::open(dir)?.sync_all()?;
+            }
+            *file = Some(opened);
+        }
+        match file.as_ref() {
+            Some(f) => f.sync_data(),
+            None => Ok(()),
+        }
     }
 }
 
@@ -196,17 +207,10 @@ fn apply(tx: &rusqlite::Transaction<'_>, write: &Write) -> rusqlite::Result<bool
     }
 }
 
-/// Write a batch in one transaction: each write's outcome, or the commit's error for all. The
-/// commit is synced when the batch holds a return.
-fn commit(db: &mut Db, batch: &[(u64, Write)]) -> Vec<Outcome> {
-    let full = db.sync_returns && batch.iter().any(|(_, w)| matches!(w, Write::Return { .. }));
-    let run = |db: &mut Db| -> rusqlite::Result<Vec<Outcome>> {
-        if db.full != full {
-            db.conn
-                .pragma_update(None, "synchronous", if full { "FULL" } else { "NORMAL" })?;
-            db.full = full;
-        }
-        let tx = db.conn.transaction()?;
+/// Write a batch in one transaction: each write's outcome, or the commit's error for all.
+fn commit(conn: &mut Connection, batch: &[(u64, Write)]) -> Vec<Outcome> {
+    let run = |conn: &mut Connection| -> rusqlite::Result<Vec<Outcome>> {
+        let tx = conn.transaction()?;
         let outcomes = batch
             .iter()
             .map(|(_, w)| apply(&tx, w).map_err(|e| e.to_string()))
@@ -214,7 +218,7 @@ fn commit(db: &mut Db, batch: &[(u64, Write)]) -> Vec<Outcome> {
         tx.commit()?;
         Ok(outcomes)
     };
-    run(db).unwrap_or_else(|e| vec![Err(e.to_string()); batch.len()])
+    run(conn).unwrap_or_else(|e| vec![Err(e.to_string()); batch.len()])
 }
 
 const SCHEMA: &str = "
@@ -259,27 +263,30 @@ impl SqliteStore {
         let conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.execute_batch(SCHEMA)?;
-        Ok(SqliteStore::over(conn))
+        let mut store = SqliteStore::over(conn);
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        store.wal = Some(Wal {
+            path: wal.into(),
+            file: Mutex::default(),
+        });
+        Ok(store)
     }
 
     fn over(conn: Connection) -> SqliteStore {
         SqliteStore {
-            conn: Mutex::new(Db {
-                conn,
-                full: false,
-                sync_returns: false,
-            }),
+            conn: Mutex::new(conn),
             queue: Mutex::default(),
+            wal: None,
         }
     }
 
-    /// Sync every commit holding a return to disk before it comes back (`brine_job_store_sync:
-    /// full`).
-    pub fn sync_returns(self, on: bool) -> SqliteStore {
-        self.conn
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .sync_returns = on;
+    /// Whether a return is synced to disk before it comes back (`brine_job_store_sync: full`);
+    /// a store opened on a file does, until told otherwise.
+    pub fn sync_returns(mut self, on: bool) -> SqliteStore {
+        if !on {
+            self.wal = None;
+        }
         self
     }
 
@@ -343,7 +350,7 @@ impl SqliteStore {
             .unwrap_or_else(|| Err(StoreError::Shared("no outcome".into())))
     }
 
-    fn conn(&self) -> std::sync::MutexGuard<'_, Db> {
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -407,7 +414,9 @@ impl JobStore for SqliteStore {
     }
 
     fn save_return(&self, ret: &Value) -> Result<bool> {
-        self.write_one(return_write(ret)?)
+        self.save_returns(std::slice::from_ref(ret))
+            .pop()
+            .unwrap_or_else(|| Err(StoreError::Shared("no outcome".into())))
     }
 
     fn save_returns(&self, rets: &[Value]) -> Vec<Result<bool>> {
@@ -423,7 +432,18 @@ impl JobStore for SqliteStore {
                 Err(e) => Some(Err(e)),
             })
             .collect();
-        let mut committed = self.write(writes).into_iter();
+        let mut committed = self.write(writes);
+        if let Some(wal) = &self.wal {
+            if committed.iter().any(|o| o.is_ok()) {
+                if let Err(e) = wal.sync() {
+                    let e = format!("committed, not synced to disk: {}: {e}", wal.path.display());
+                    for o in committed.iter_mut().filter(|o| o.is_ok()) {
+                        *o = Err(StoreError::Shared(e.clone()));
+                    }
+                }
+            }
+        }
+        let mut committed = committed.into_iter();
         outcomes
             .into_iter()
             .map(|o| {
@@ -693,6 +713,42 @@ mod tests {
             .missing_returns("20250101000000000000", "20270101000000000000", 100)
             .unwrap()
             .is_empty());
+    }
+
+    /// A return is synced to disk after its commit (the WAL file, opened at the first sync): a
+    /// sync that fails makes the return's outcome an error, though its row is committed; a
+    /// load never waits for a sync.
+    #[test]
+    fn returns_are_synced_after_their_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let ret = |id: &str| {
+            map(vec![
+                ("id", Value::from(id)),
+                ("jid", Value::from("20261127100000000001")),
+                ("fun", Value::from("test.ping")),
+                ("return", Value::from(true)),
+            ])
+        };
+        let synced = SqliteStore::open(&dir.path().join("jobs.sqlite")).unwrap();
+        assert!(synced.save_return(&ret("m1")).unwrap());
+        let wal = synced.wal.as_ref().unwrap();
+        assert!(wal.file.lock().unwrap().is_some());
+        assert!(wal.path.ends_with("jobs.sqlite-wal"));
+
+        let mut broken = SqliteStore::open(&dir.path().join("other.sqlite")).unwrap();
+        broken.wal.as_mut().unwrap().path = dir.path().join("no-such-dir/other.sqlite-wal");
+        let err = broken.save_return(&ret("m1")).unwrap_err().to_string();
+        assert!(err.contains("committed, not synced to disk"), "{err}");
+        broken
+            .save_load("20261127100000000001", &Value::from("load"), &[])
+            .unwrap();
+        assert_eq!(broken.get_returns("20261127100000000001").unwrap().len(), 1);
+
+        let unsynced = SqliteStore::open(&dir.path().join("third.sqlite"))
+            .unwrap()
+            .sync_returns(false);
+        assert!(unsynced.wal.is_none());
+        assert!(unsynced.save_return(&ret("m1")).unwrap());
     }
 
     #[test]

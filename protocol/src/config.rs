@@ -883,10 +883,10 @@ pub struct MasterConfig {
     pub max_request_size: usize,
     /// Brine-only `brine_store_events`: keep every bus event in the job store (default off).
     pub store_events: bool,
-    /// Brine-only `brine_job_store_sync`: `full` syncs every commit holding a return to disk
-    /// before the return is acknowledged (it survives a crash of the machine); `normal`
-    /// (default) commits it before the acknowledgement without that sync (it survives a crash
-    /// of the master, as Salt's job cache, which never syncs).
+    /// Brine-only `brine_job_store_sync`: `full` syncs a return to disk before it is
+    /// acknowledged (it survives a crash of the machine); `normal` (default) commits it before
+    /// the acknowledgement without that sync (it survives a crash of the master, as Salt's job
+    /// cache, which never syncs).
     pub job_store_sync_full: bool,
     /// Brine-only `brine_lost_job_check`: every this many seconds, targeted minions without a
     /// return in jobs at least that old are asked whether they run the job, and a failure is
