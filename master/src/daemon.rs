@@ -4,11 +4,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use brine_protocol::config::MasterConfig;
+use brine_protocol::config::{JobCache, MasterConfig};
 use brine_protocol::payload::{map, Value};
 use brine_transport::eventbus::EventBus;
 use brine_transport::{tcp_endpoint, Publisher, RequestServer, ServerOptions};
 
+use crate::jobstore::pgjsonb::PgStore;
+use crate::jobstore::JobStore;
 use crate::master::Master;
 
 /// Where the embedded job store lives: `brine_job_store: {path: ...}` or `cachedir/jobs.sqlite`.
@@ -107,10 +109,8 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
     let maint = tokio::spawn(maintenance(master.clone()));
     let keywatch = tokio::spawn(watch_key_events(master.clone()));
     let reactor = crate::reactor::spawn(&master);
-    let recorder = master
-        .cfg
-        .store_events
-        .then(|| tokio::spawn(record_events(master.clone())));
+    let recorder =
+        event_stores(&master)?.map(|stores| tokio::spawn(record_events(master.clone(), stores)));
     let lost_jobs = (master.cfg.job_cache && master.cfg.lost_job_check > 0)
         .then(|| tokio::spawn(crate::lost_jobs::watch(master.clone())));
 
@@ -222,10 +222,32 @@ async fn watch_key_events(master: Arc<Master>) {
     }
 }
 
-/// `brine_store_events: True`: every bus event goes to the job store's `salt_events` table, as
-/// Salt's SQL event returners write it. Events that arrived while the last ones were written
-/// are written together, in order, in one commit.
-async fn record_events(master: Arc<Master>) {
+/// Where every bus event is written: the job store with `brine_store_events: True`, and
+/// PostgreSQL with `event_return: pgjsonb` (the job store itself when `master_job_cache` is
+/// the same `pgjsonb`). `None`: nowhere.
+fn event_stores(master: &Master) -> anyhow::Result<Option<Vec<Arc<dyn JobStore>>>> {
+    let cfg = &master.cfg;
+    let mut stores: Vec<Arc<dyn JobStore>> = Vec::new();
+    if cfg.store_events {
+        stores.push(master.store.clone());
+    }
+    if let Some(opts) = &cfg.event_return {
+        if cfg.master_job_cache == JobCache::Pgjsonb(Box::new(opts.clone())) {
+            if !cfg.store_events {
+                stores.push(master.store.clone());
+            }
+        } else {
+            let pg = PgStore::open(opts).map_err(|e| anyhow::anyhow!("event_return: {e}"))?;
+            stores.push(Arc::new(pg));
+        }
+    }
+    Ok((!stores.is_empty()).then_some(stores))
+}
+
+/// Every bus event goes to the `salt_events` table of each of `stores`, as Salt's SQL event
+/// returners write it. Events that arrived while the last ones were written are written
+/// together, in order, in one commit.
+async fn record_events(master: Arc<Master>, stores: Vec<Arc<dyn JobStore>>) {
     use tokio::sync::broadcast::error::{RecvError, TryRecvError};
     /// The most events one commit takes.
     const BATCH: usize = 1024;
@@ -249,9 +271,16 @@ async fn record_events(master: Arc<Master>) {
                 Err(_) => break,
             }
         }
-        let m = master.clone();
-        let res = tokio::task::spawn_blocking(move || m.store.save_events(&batch, &m.cfg.id)).await;
-        if let Ok(Err(e)) = res {
+        let (id, stores) = (master.cfg.id.clone(), stores.clone());
+        let res = tokio::task::spawn_blocking(move || {
+            for store in stores {
+                if let Err(e) = store.save_events(&batch, &id) {
+                    tracing::error!("events not stored: {e}");
+                }
+            }
+        })
+        .await;
+        if let Err(e) = res {
             tracing::error!("events not stored: {e}");
         }
     }

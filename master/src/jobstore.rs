@@ -22,6 +22,8 @@ use std::sync::Mutex;
 use brine_protocol::payload::{from_json, get, get_str, to_json, Value};
 use rusqlite::{params, Connection, OptionalExtension};
 
+pub mod pgjsonb;
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("job store: {0}")]
@@ -344,12 +346,6 @@ impl SqliteStore {
             .collect()
     }
 
-    fn write_one(&self, write: Write) -> Result<bool> {
-        self.write(vec![write])
-            .pop()
-            .unwrap_or_else(|| Err(StoreError::Shared("no outcome".into())))
-    }
-
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -387,14 +383,132 @@ fn from_text(s: &str) -> Result<Value> {
     Ok(from_json(&serde_json::from_str::<serde_json::Value>(s)?))
 }
 
-impl JobStore for SqliteStore {
-    fn save_load(&self, jid: &str, load: &Value, minions: &[String]) -> Result<()> {
-        self.write_one(Write::Load {
+/// Rows of (jid, minion, the job's load as JSON text) as missing returns.
+fn missing_rows(rows: Vec<(String, String, String)>) -> Result<Vec<Missing>> {
+    rows.into_iter()
+        .map(|(jid, minion, load)| {
+            let load = from_text(&load)?;
+            Ok(Missing {
+                jid,
+                minion,
+                fun: get(&load, "fun").cloned().unwrap_or(Value::Nil),
+                arg: get(&load, "arg").cloned().unwrap_or(Value::Array(vec![])),
+            })
+        })
+        .collect()
+}
+
+/// Rows of (minion id, its return as JSON text) as stored returns.
+fn stored_returns(rows: Vec<(String, String)>) -> Result<Vec<StoredReturn>> {
+    rows.into_iter()
+        .map(|(id, full)| {
+            Ok(StoredReturn {
+                id,
+                full_ret: from_text(&full)?,
+            })
+        })
+        .collect()
+}
+
+/// Rows of (key, JSON text) as (key, value).
+fn with_values(rows: Vec<(String, String)>) -> Result<Vec<(String, Value)>> {
+    rows.into_iter()
+        .map(|(key, text)| Ok((key, from_text(&text)?)))
+        .collect()
+}
+
+/// How a backend commits writes: each one's outcome, in order (writes waiting at the same time
+/// share a commit). The `JobStore` writes of every backend go through these helpers.
+trait Commits {
+    fn commit(&self, writes: Vec<Write>) -> Vec<Result<bool>>;
+
+    fn commit_one(&self, write: Write) -> Result<bool> {
+        self.commit(vec![write])
+            .pop()
+            .unwrap_or_else(|| Err(StoreError::Shared("no outcome".into())))
+    }
+
+    fn commit_load(&self, jid: &str, load: &Value, minions: &[String]) -> Result<()> {
+        self.commit_one(Write::Load {
             jid: jid.to_string(),
             load: json_text(load)?,
             minions: minions.to_vec(),
-        })?;
-        Ok(())
+        })
+        .map(drop)
+    }
+
+    /// Returns that cannot be written have their error; the others share one commit.
+    fn commit_returns(&self, rets: &[Value]) -> Vec<Result<bool>> {
+        let mut writes = Vec::with_capacity(rets.len());
+        let outcomes: Vec<Option<Result<bool>>> = rets
+            .iter()
+            .map(|r| match return_write(r) {
+                Ok(w) => {
+                    writes.push(w);
+                    None
+                }
+                Err(e) => Some(Err(e)),
+            })
+            .collect();
+        let mut committed = self.commit(writes).into_iter();
+        outcomes
+            .into_iter()
+            .map(|o| {
+                o.unwrap_or_else(|| {
+                    committed
+                        .next()
+                        .unwrap_or_else(|| Err(StoreError::Shared("no outcome".into())))
+                })
+            })
+            .collect()
+    }
+
+    fn commit_events(&self, events: &[(String, Value)], master_id: &str) -> Result<()> {
+        let writes = events
+            .iter()
+            .map(|(tag, data)| {
+                Ok(Write::Event {
+                    tag: tag.clone(),
+                    data: json_text(data)?,
+                    master_id: master_id.to_string(),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.commit(writes)
+            .into_iter()
+            .try_for_each(|r| r.map(drop))
+    }
+}
+
+impl Commits for SqliteStore {
+    fn commit(&self, writes: Vec<Write>) -> Vec<Result<bool>> {
+        self.write(writes)
+    }
+}
+
+/// The SQLite store writing returns: synced to disk after their commit when asked.
+struct SyncedReturns<'a>(&'a SqliteStore);
+
+impl Commits for SyncedReturns<'_> {
+    fn commit(&self, writes: Vec<Write>) -> Vec<Result<bool>> {
+        let mut committed = self.0.write(writes);
+        if let Some(wal) = &self.0.wal {
+            if committed.iter().any(|o| o.is_ok()) {
+                if let Err(e) = wal.sync() {
+                    let e = format!("committed, not synced to disk: {}: {e}", wal.path.display());
+                    for o in committed.iter_mut().filter(|o| o.is_ok()) {
+                        *o = Err(StoreError::Shared(e.clone()));
+                    }
+                }
+            }
+        }
+        committed
+    }
+}
+
+impl JobStore for SqliteStore {
+    fn save_load(&self, jid: &str, load: &Value, minions: &[String]) -> Result<()> {
+        self.commit_load(jid, load, minions)
     }
 
     fn get_load(&self, jid: &str) -> Result<Option<(Value, Vec<String>)>> {
@@ -420,40 +534,7 @@ impl JobStore for SqliteStore {
     }
 
     fn save_returns(&self, rets: &[Value]) -> Vec<Result<bool>> {
-        // Returns that cannot be written have their error; the others share one commit.
-        let mut writes = Vec::with_capacity(rets.len());
-        let outcomes: Vec<Option<Result<bool>>> = rets
-            .iter()
-            .map(|r| match return_write(r) {
-                Ok(w) => {
-                    writes.push(w);
-                    None
-                }
-                Err(e) => Some(Err(e)),
-            })
-            .collect();
-        let mut committed = self.write(writes);
-        if let Some(wal) = &self.wal {
-            if committed.iter().any(|o| o.is_ok()) {
-                if let Err(e) = wal.sync() {
-                    let e = format!("committed, not synced to disk: {}: {e}", wal.path.display());
-                    for o in committed.iter_mut().filter(|o| o.is_ok()) {
-                        *o = Err(StoreError::Shared(e.clone()));
-                    }
-                }
-            }
-        }
-        let mut committed = committed.into_iter();
-        outcomes
-            .into_iter()
-            .map(|o| {
-                o.unwrap_or_else(|| {
-                    committed
-                        .next()
-                        .unwrap_or_else(|| Err(StoreError::Shared("no outcome".into())))
-                })
-            })
-            .collect()
+        SyncedReturns(self).commit_returns(rets)
     }
 
     fn missing_returns(&self, from: &str, to: &str, limit: usize) -> Result<Vec<Missing>> {
@@ -475,17 +556,7 @@ impl JobStore for SqliteStore {
                 ))
             })?
             .collect::<std::result::Result<Vec<_>, _>>()?;
-        rows.into_iter()
-            .map(|(jid, minion, load)| {
-                let load = from_text(&load)?;
-                Ok(Missing {
-                    jid,
-                    minion,
-                    fun: get(&load, "fun").cloned().unwrap_or(Value::Nil),
-                    arg: get(&load, "arg").cloned().unwrap_or(Value::Array(vec![])),
-                })
-            })
-            .collect()
+        missing_rows(rows)
     }
 
     fn get_returns(&self, jid: &str) -> Result<Vec<StoredReturn>> {
@@ -498,14 +569,7 @@ impl JobStore for SqliteStore {
                 Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
             })?
             .collect::<std::result::Result<Vec<_>, _>>()?;
-        rows.into_iter()
-            .map(|(id, full)| {
-                Ok(StoredReturn {
-                    id,
-                    full_ret: from_text(&full)?,
-                })
-            })
-            .collect()
+        stored_returns(rows)
     }
 
     fn list_jobs(&self, limit: usize) -> Result<Vec<(String, Value)>> {
@@ -518,9 +582,7 @@ impl JobStore for SqliteStore {
                 Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
             })?
             .collect::<std::result::Result<Vec<_>, _>>()?;
-        rows.into_iter()
-            .map(|(jid, load)| Ok((jid, from_text(&load)?)))
-            .collect()
+        with_values(rows)
     }
 
     fn clean_before(&self, cutoff_jid: &str) -> Result<usize> {
@@ -540,26 +602,11 @@ impl JobStore for SqliteStore {
     }
 
     fn save_event(&self, tag: &str, data: &Value, master_id: &str) -> Result<()> {
-        self.write_one(Write::Event {
-            tag: tag.to_string(),
-            data: json_text(data)?,
-            master_id: master_id.to_string(),
-        })?;
-        Ok(())
+        self.commit_events(&[(tag.to_string(), data.clone())], master_id)
     }
 
     fn save_events(&self, events: &[(String, Value)], master_id: &str) -> Result<()> {
-        let writes = events
-            .iter()
-            .map(|(tag, data)| {
-                Ok(Write::Event {
-                    tag: tag.clone(),
-                    data: json_text(data)?,
-                    master_id: master_id.to_string(),
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        self.write(writes).into_iter().try_for_each(|r| r.map(drop))
+        self.commit_events(events, master_id)
     }
 
     fn recent_events(&self, limit: usize) -> Result<Vec<(String, Value)>> {
@@ -573,9 +620,7 @@ impl JobStore for SqliteStore {
                 Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
             })?
             .collect::<std::result::Result<Vec<_>, _>>()?;
-        rows.into_iter()
-            .map(|(t, d)| Ok((t, from_text(&d)?)))
-            .collect()
+        with_values(rows)
     }
 }
 
@@ -634,7 +679,62 @@ mod tests {
     /// jobs), and a failure recorded for one gives way to the real return, once.
     #[test]
     fn missing_returns_and_recorded_failures() {
-        let s = SqliteStore::in_memory().unwrap();
+        contract::missing_returns_and_recorded_failures(&SqliteStore::in_memory().unwrap());
+    }
+
+    /// A return is synced to disk after its commit (the WAL file, opened at the first sync): a
+    /// sync that fails makes the return's outcome an error, though its row is committed; a
+    /// load never waits for a sync.
+    #[test]
+    fn returns_are_synced_after_their_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let ret = |id: &str| {
+            map(vec![
+                ("id", Value::from(id)),
+                ("jid", Value::from("20261127100000000001")),
+                ("fun", Value::from("test.ping")),
+                ("return", Value::from(true)),
+            ])
+        };
+        let synced = SqliteStore::open(&dir.path().join("jobs.sqlite")).unwrap();
+        assert!(synced.save_return(&ret("m1")).unwrap());
+        let wal = synced.wal.as_ref().unwrap();
+        assert!(wal.file.lock().unwrap().is_some());
+        assert!(wal.path.ends_with("jobs.sqlite-wal"));
+
+        let mut broken = SqliteStore::open(&dir.path().join("other.sqlite")).unwrap();
+        broken.wal.as_mut().unwrap().path = dir.path().join("no-such-dir/other.sqlite-wal");
+        let err = broken.save_return(&ret("m1")).unwrap_err().to_string();
+        assert!(err.contains("committed, not synced to disk"), "{err}");
+        broken
+            .save_load("20261127100000000001", &Value::from("load"), &[])
+            .unwrap();
+        assert_eq!(broken.get_returns("20261127100000000001").unwrap().len(), 1);
+
+        let unsynced = SqliteStore::open(&dir.path().join("third.sqlite"))
+            .unwrap()
+            .sync_returns(false);
+        assert!(unsynced.wal.is_none());
+        assert!(unsynced.save_return(&ret("m1")).unwrap());
+    }
+
+    #[test]
+    fn loads_returns_and_retention() {
+        contract::loads_returns_and_retention(&SqliteStore::in_memory().unwrap());
+    }
+}
+
+/// What every job store does, checked the same way on each backend (the SQLite store's unit
+/// tests, the PostgreSQL store's whole-system test). Each function panics where the store
+/// differs.
+#[doc(hidden)]
+pub mod contract {
+    use super::JobStore;
+    use brine_protocol::payload::{get, get_str, map, Value};
+
+    /// Targeted minions without a return; a failure the master records is replaced by a late
+    /// real return, never the other way round.
+    pub fn missing_returns_and_recorded_failures(s: &dyn JobStore) {
         let load = |fun: &str| {
             map(vec![
                 ("fun", Value::from(fun)),
@@ -715,45 +815,9 @@ mod tests {
             .is_empty());
     }
 
-    /// A return is synced to disk after its commit (the WAL file, opened at the first sync): a
-    /// sync that fails makes the return's outcome an error, though its row is committed; a
-    /// load never waits for a sync.
-    #[test]
-    fn returns_are_synced_after_their_commit() {
-        let dir = tempfile::tempdir().unwrap();
-        let ret = |id: &str| {
-            map(vec![
-                ("id", Value::from(id)),
-                ("jid", Value::from("20261127100000000001")),
-                ("fun", Value::from("test.ping")),
-                ("return", Value::from(true)),
-            ])
-        };
-        let synced = SqliteStore::open(&dir.path().join("jobs.sqlite")).unwrap();
-        assert!(synced.save_return(&ret("m1")).unwrap());
-        let wal = synced.wal.as_ref().unwrap();
-        assert!(wal.file.lock().unwrap().is_some());
-        assert!(wal.path.ends_with("jobs.sqlite-wal"));
-
-        let mut broken = SqliteStore::open(&dir.path().join("other.sqlite")).unwrap();
-        broken.wal.as_mut().unwrap().path = dir.path().join("no-such-dir/other.sqlite-wal");
-        let err = broken.save_return(&ret("m1")).unwrap_err().to_string();
-        assert!(err.contains("committed, not synced to disk"), "{err}");
-        broken
-            .save_load("20261127100000000001", &Value::from("load"), &[])
-            .unwrap();
-        assert_eq!(broken.get_returns("20261127100000000001").unwrap().len(), 1);
-
-        let unsynced = SqliteStore::open(&dir.path().join("third.sqlite"))
-            .unwrap()
-            .sync_returns(false);
-        assert!(unsynced.wal.is_none());
-        assert!(unsynced.save_return(&ret("m1")).unwrap());
-    }
-
-    #[test]
-    fn loads_returns_and_retention() {
-        let s = SqliteStore::in_memory().unwrap();
+    /// Loads with their minions, returns (a duplicate ignored), jobs newest first, retention,
+    /// events in order.
+    pub fn loads_returns_and_retention(s: &dyn JobStore) {
         let load = map(vec![
             ("fun", Value::from("test.ping")),
             ("arg", Value::Array(vec![])),

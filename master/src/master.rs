@@ -6,7 +6,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use brine_protocol::config::MasterConfig;
+use brine_protocol::config::{JobCache, MasterConfig};
 use brine_protocol::crypt::{EncAlgo, PublicKey, SigAlgo};
 use brine_protocol::loads::{
     AesCmd, ClearCmd, Enc, MinionEventLoad, PublishRequest, RequestEnvelope, ReturnLoad,
@@ -16,6 +16,7 @@ use brine_transport::eventbus::EventBus;
 use brine_transport::{LateReply, Reply};
 
 use crate::datacache::DataCache;
+use crate::jobstore::pgjsonb::PgStore;
 use crate::jobstore::{JobStore, SqliteStore};
 use crate::keys::{invalid_id_reason, KeyState, KeyStore};
 use crate::secrets::Secrets;
@@ -88,12 +89,19 @@ impl Master {
             Duration::from_secs(cfg.publish_session),
             &cfg.user,
         )?;
-        let store_path = crate::daemon::job_store_path(&cfg);
-        let store: Arc<dyn JobStore> = Arc::new(
-            SqliteStore::open(&store_path)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", store_path.display()))?
-                .sync_returns(cfg.job_store_sync_full),
-        );
+        let store: Arc<dyn JobStore> = match &cfg.master_job_cache {
+            JobCache::Local => {
+                let store_path = crate::daemon::job_store_path(&cfg);
+                Arc::new(
+                    SqliteStore::open(&store_path)
+                        .map_err(|e| anyhow::anyhow!("{}: {e}", store_path.display()))?
+                        .sync_returns(cfg.job_store_sync_full),
+                )
+            }
+            JobCache::Pgjsonb(opts) => {
+                Arc::new(PgStore::open(opts).map_err(|e| anyhow::anyhow!("master_job_cache: {e}"))?)
+            }
+        };
         let returns = crate::handlers::returns::ReturnWriter::start(store.clone());
         let cache = DataCache::open(&cfg.cachedir, cfg.minion_data_cache);
         let replay = crate::replay::ReplayGuard::new(cfg.request_server_ttl);

@@ -799,6 +799,115 @@ fn nodegroups(reader: &Reader<'_>) -> Result<BTreeMap<String, rmpv::Value>, Conf
     Ok(groups)
 }
 
+/// Where the master keeps its jobs (`master_job_cache`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum JobCache {
+    /// `local_cache` (Salt's default): Brine's embedded SQLite store (`brine_job_store`).
+    Local,
+    /// `pgjsonb`: PostgreSQL, in the tables of Salt's `pgjsonb` returner.
+    Pgjsonb(Box<PgjsonbOptions>),
+}
+
+/// The connection options of Salt's `pgjsonb` returner: `returner.pgjsonb.<name>` (or
+/// `returner.pgjsonb: {<name>: ...}`), else `pgjsonb.<name>` (or `pgjsonb: {...}`), else Salt's
+/// defaults (localhost:5432, user, password and database `salt`).
+#[derive(Clone, PartialEq)]
+pub struct PgjsonbOptions {
+    pub host: String,
+    pub port: u16,
+    pub user: String,
+    pub pass: String,
+    pub db: String,
+    /// libpq's names: disable, allow, prefer (unset), require, verify-ca, verify-full.
+    pub sslmode: Option<String>,
+    pub sslcert: Option<String>,
+    pub sslkey: Option<String>,
+    pub sslrootcert: Option<String>,
+    pub connect_timeout: Option<u64>,
+}
+
+/// Without the password.
+impl std::fmt::Debug for PgjsonbOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgjsonbOptions")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("user", &self.user)
+            .field("db", &self.db)
+            .field("sslmode", &self.sslmode)
+            .field("sslcert", &self.sslcert)
+            .field("sslkey", &self.sslkey)
+            .field("sslrootcert", &self.sslrootcert)
+            .field("connect_timeout", &self.connect_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `returner.pgjsonb.*` / `pgjsonb.*`, as Salt's `get_returner_options` looks them up.
+fn pgjsonb_options(r: &Reader) -> Result<PgjsonbOptions, ConfigError> {
+    // The first place holding the option: its config key and value.
+    let find = |name: &str| -> Result<Option<(String, Value)>, ConfigError> {
+        for prefix in ["returner.pgjsonb", "pgjsonb"] {
+            let flat = format!("{prefix}.{name}");
+            if let Some(v) = r.value(&flat) {
+                return Ok(Some((flat, v.clone())));
+            }
+            match r.value(prefix) {
+                None => {}
+                Some(Value::Object(m)) => {
+                    if let Some(v) = m.get(name).filter(|v| !v.is_null()) {
+                        return Ok(Some((flat, v.clone())));
+                    }
+                }
+                Some(v) => return Err(r.type_error(prefix, "a mapping", v)),
+            }
+        }
+        Ok(None)
+    };
+    let text = |name: &str| -> Result<Option<String>, ConfigError> {
+        match find(name)? {
+            None => Ok(None),
+            Some((key, v @ (Value::Array(_) | Value::Object(_)))) => {
+                Err(r.type_error(&key, "a string", &v))
+            }
+            Some((_, v)) => Ok(Some(python_str(&v)).filter(|s| !s.is_empty() && s != "None")),
+        }
+    };
+    let number = |name: &str, max: u64| -> Result<Option<u64>, ConfigError> {
+        match find(name)? {
+            None => Ok(None),
+            Some((key, v)) => {
+                let n = match &v {
+                    Value::Number(n) => n.as_u64(),
+                    Value::String(s) => s.trim().parse::<u64>().ok(),
+                    _ => None,
+                };
+                n.filter(|n| *n <= max)
+                    .map(Some)
+                    .ok_or_else(|| r.type_error(&key, &format!("a whole number up to {max}"), &v))
+            }
+        }
+    };
+    if let Some((key, _)) = find("sslcrl")? {
+        return Err(r.invalid(
+            &key,
+            "certificate revocation lists are not supported".into(),
+        ));
+    }
+    Ok(PgjsonbOptions {
+        host: text("host")?.unwrap_or_else(|| "localhost".into()),
+        port: number("port", u16::MAX.into())?.map_or(5432, |p| p as u16),
+        user: text("user")?.unwrap_or_else(|| "salt".into()),
+        pass: text("pass")?.unwrap_or_else(|| "salt".into()),
+        db: text("db")?.unwrap_or_else(|| "salt".into()),
+        sslmode: text("sslmode")?,
+        sslcert: text("sslcert")?,
+        sslkey: text("sslkey")?,
+        sslrootcert: text("sslrootcert")?,
+        connect_timeout: number("connect_timeout", 3600)?,
+    })
+}
+
 /// The master's settings, with Salt's defaults and path rules applied.
 #[derive(Debug, Clone)]
 pub struct MasterConfig {
@@ -879,6 +988,11 @@ pub struct MasterConfig {
     pub rest_tornado: Value,
     /// Brine-only `brine_job_store: {backend: sqlite, path: ...}`; default sqlite at `cachedir/jobs.sqlite`.
     pub job_store: Value,
+    /// `master_job_cache`: `local_cache` (default) or `pgjsonb`.
+    pub master_job_cache: JobCache,
+    /// `event_return: pgjsonb`: every bus event is also written to that PostgreSQL's
+    /// `salt_events` table (the only event returner Brine has).
+    pub event_return: Option<PgjsonbOptions>,
     /// Brine-only `brine_max_request_size`: the largest request the ret port handles (64 MiB).
     pub max_request_size: usize,
     /// Brine-only `brine_store_events`: keep every bus event in the job store (default off).
@@ -1117,6 +1231,40 @@ impl MasterConfig {
             rest_cherrypy: r.any("rest_cherrypy"),
             rest_tornado: r.any("rest_tornado"),
             job_store,
+            master_job_cache: match r.string("master_job_cache", "local_cache")?.as_str() {
+                "local_cache" => JobCache::Local,
+                "pgjsonb" => JobCache::Pgjsonb(Box::new(pgjsonb_options(&r)?)),
+                other => {
+                    return Err(r.invalid(
+                        "master_job_cache",
+                        format!("'{other}' is not supported: local_cache or pgjsonb"),
+                    ))
+                }
+            },
+            event_return: {
+                let named = match r.value("event_return") {
+                    None => Vec::new(),
+                    Some(Value::Array(items)) => items.iter().map(python_str).collect(),
+                    Some(Value::Object(_)) => {
+                        return Err(r.type_error(
+                            "event_return",
+                            "a returner name or a list of them",
+                            r.value("event_return").unwrap_or(&Value::Null),
+                        ))
+                    }
+                    Some(v) => vec![python_str(v)],
+                };
+                if let Some(other) = named.iter().find(|n| n.as_str() != "pgjsonb") {
+                    return Err(r.invalid(
+                        "event_return",
+                        format!("'{other}' is not supported: pgjsonb"),
+                    ));
+                }
+                match named.is_empty() {
+                    true => None,
+                    false => Some(pgjsonb_options(&r)?),
+                }
+            },
             max_request_size: r.unsigned("brine_max_request_size", 64 * 1024 * 1024)? as usize,
             store_events: r.bool("brine_store_events", false)?,
             lost_job_check: r.unsigned("brine_lost_job_check", 60)?,
@@ -1798,6 +1946,83 @@ mod tests {
         assert!(
             err.to_string()
                 .contains("'always' is neither 'normal' nor 'full'"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn master_job_cache_pgjsonb_reads_salts_returner_options() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let load = |text: &str| {
+            write(dir.path(), "master", text);
+            MasterConfig::load(dir.path())
+        };
+        let pg = |cfg: MasterConfig| match cfg.master_job_cache {
+            JobCache::Pgjsonb(opts) => *opts,
+            JobCache::Local => panic!("not pgjsonb"),
+        };
+        assert_eq!(load("").unwrap().master_job_cache, JobCache::Local);
+        assert_eq!(load("").unwrap().event_return, None);
+        let defaults = pg(load("master_job_cache: pgjsonb\n").unwrap());
+        assert_eq!(
+            (
+                defaults.host.as_str(),
+                defaults.port,
+                defaults.user.as_str()
+            ),
+            ("localhost", 5432, "salt")
+        );
+        assert_eq!(
+            (defaults.pass.as_str(), defaults.db.as_str()),
+            ("salt", "salt")
+        );
+        assert_eq!(defaults.sslmode, None);
+        // Flat keys first, then the nested mapping, then `pgjsonb.*`.
+        let opts = pg(load(
+            &[
+                "master_job_cache: pgjsonb",
+                "returner.pgjsonb.host: db1",
+                "returner.pgjsonb:",
+                "  host: db2",
+                "  port: '6432'",
+                "  pass: s3cret",
+                "pgjsonb.db: jobs",
+                "pgjsonb:",
+                "  user: brine",
+                "  sslmode: None",
+                "  connect_timeout: 5",
+                "",
+            ]
+            .join("\n"),
+        )
+        .unwrap());
+        assert_eq!(opts.host, "db1");
+        assert_eq!(opts.port, 6432);
+        assert_eq!((opts.user.as_str(), opts.db.as_str()), ("brine", "jobs"));
+        assert_eq!(opts.sslmode, None, "Salt's None means unset");
+        assert_eq!(opts.connect_timeout, Some(5));
+        assert!(!format!("{opts:?}").contains("s3cret"), "{opts:?}");
+
+        let err = load("master_job_cache: mysql\n").expect_err("not supported");
+        assert!(
+            err.to_string()
+                .contains("'mysql' is not supported: local_cache or pgjsonb"),
+            "{err}"
+        );
+        let err = load("master_job_cache: pgjsonb\nreturner.pgjsonb.port: 70000\n")
+            .expect_err("no such port");
+        assert!(err.to_string().contains("returner.pgjsonb.port"), "{err}");
+        let err =
+            load("master_job_cache: pgjsonb\nreturner.pgjsonb.sslcrl: /crl\n").expect_err("sslcrl");
+        assert!(err.to_string().contains("not supported"), "{err}");
+
+        let events = load("event_return: [pgjsonb]\npgjsonb.host: db3\n").unwrap();
+        assert_eq!(events.master_job_cache, JobCache::Local);
+        assert_eq!(events.event_return.map(|o| o.host), Some("db3".to_string()));
+        let err = load("event_return: redis\n").expect_err("redis");
+        assert!(
+            err.to_string()
+                .contains("'redis' is not supported: pgjsonb"),
             "{err}"
         );
     }

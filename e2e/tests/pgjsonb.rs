@@ -1,0 +1,198 @@
+//! `master_job_cache: pgjsonb`: jobs in a real PostgreSQL (a private cluster started by the
+//! test), in the tables of Salt's `pgjsonb` returner.
+
+use std::process::Command;
+
+use brine_e2e::postgres::Postgres;
+use brine_e2e::{bin, stderr, stdout, Stack};
+use brine_master::jobstore::pgjsonb::PgStore;
+use brine_master::jobstore::{contract, JobStore};
+use brine_protocol::config::PgjsonbOptions;
+use serde_json::{json, Value as Json};
+
+fn options(pg: &Postgres) -> PgjsonbOptions {
+    PgjsonbOptions {
+        host: "127.0.0.1".into(),
+        port: pg.port,
+        user: brine_e2e::postgres::USER.into(),
+        pass: brine_e2e::postgres::PASSWORD.into(),
+        db: brine_e2e::postgres::DB.into(),
+        sslmode: Some("disable".into()),
+        sslcert: None,
+        sslkey: None,
+        sslrootcert: None,
+        connect_timeout: Some(5),
+    }
+}
+
+/// The PostgreSQL store does what the SQLite one does, in Salt's tables with Salt's types.
+#[test]
+fn the_postgres_store_keeps_the_job_store_contract_in_salts_tables() {
+    let Some(pg) = Postgres::start() else { return };
+    let store = PgStore::open(&options(&pg)).unwrap_or_else(|e| panic!("{e}\n{}", pg.log()));
+    contract::missing_returns_and_recorded_failures(&store);
+    pg.psql("TRUNCATE jids, salt_returns, salt_events, brine_jid_minions");
+    contract::loads_returns_and_retention(&store);
+
+    let columns = pg.psql(
+        "SELECT table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable
+         FROM information_schema.columns
+         WHERE table_name IN ('jids', 'salt_returns', 'salt_events')
+         ORDER BY table_name, ordinal_position",
+    );
+    assert_eq!(
+        columns.lines().collect::<Vec<_>>(),
+        [
+            "jids.jid character varying NO",
+            "jids.load jsonb NO",
+            "salt_events.id bigint NO",
+            "salt_events.tag character varying NO",
+            "salt_events.data jsonb NO",
+            "salt_events.alter_time timestamp with time zone YES",
+            "salt_events.master_id character varying NO",
+            "salt_returns.fun character varying NO",
+            "salt_returns.jid character varying NO",
+            "salt_returns.return jsonb NO",
+            "salt_returns.id character varying NO",
+            "salt_returns.success character varying NO",
+            "salt_returns.full_ret jsonb NO",
+            "salt_returns.alter_time timestamp with time zone YES",
+        ]
+    );
+    // Opening again finds its own schema and keeps the rows.
+    drop(store);
+    let again = PgStore::open(&options(&pg)).unwrap();
+    assert_eq!(again.recent_events(10).unwrap().len(), 5);
+
+    // A value PostgreSQL refuses (a NUL in a JSON string) fails alone: the returns committed
+    // with it in one batch are stored.
+    let ret = |id: &str, text: &str| {
+        brine_protocol::payload::map(vec![
+            ("id", id.into()),
+            ("jid", "20261127120000000001".into()),
+            ("fun", "test.echo".into()),
+            ("return", text.into()),
+        ])
+    };
+    let outcomes = again.save_returns(&[
+        ret("m1", "fine"),
+        ret("m2", "nul \0 here"),
+        ret("m3", "fine"),
+    ]);
+    assert!(matches!(outcomes[0], Ok(true)), "{outcomes:?}");
+    assert!(outcomes[1].is_err(), "{outcomes:?}");
+    assert!(matches!(outcomes[2], Ok(true)), "{outcomes:?}");
+    let ids: Vec<String> = again
+        .get_returns("20261127120000000001")
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(ids, ["m1", "m3"]);
+}
+
+/// Wrong credentials, nothing listening, tables that are not Salt's: a one-line error, from the
+/// store and from salt-master at start, never a fallback to SQLite.
+#[test]
+fn a_database_brine_cannot_use_is_refused_at_start_in_one_line() {
+    let Some(pg) = Postgres::start() else { return };
+    let wrong = PgjsonbOptions {
+        pass: "not-the-password".into(),
+        ..options(&pg)
+    };
+    let err = PgStore::open(&wrong)
+        .err()
+        .expect("wrong password")
+        .to_string();
+    assert!(err.contains("password authentication failed"), "{err}");
+    assert!(!err.contains("not-the-password"), "{err}");
+
+    let nobody = PgjsonbOptions {
+        port: brine_e2e::free_port(),
+        ..options(&pg)
+    };
+    let err = PgStore::open(&nobody)
+        .err()
+        .expect("nothing listening")
+        .to_string();
+    assert!(err.contains("pgjsonb: salt@127.0.0.1"), "{err}");
+
+    pg.psql("CREATE TABLE salt_returns (fun text, jid text, return text, id text, success text, full_ret text, alter_time timestamptz)");
+    let err = PgStore::open(&options(&pg))
+        .err()
+        .expect("not Salt's schema")
+        .to_string();
+    assert!(
+        err.contains(
+            "table salt_returns: column fun is text, Salt's pgjsonb schema has character varying"
+        ),
+        "{err}"
+    );
+
+    // salt-master itself: the same line, a non-zero exit, no SQLite store made.
+    let st = Stack::new(&pg.master_config().replace("pass: salt", "pass: wrong"));
+    let out = Command::new(bin("salt-master"))
+        .arg("-c")
+        .arg(st.master_conf_dir())
+        .output()
+        .expect("salt-master");
+    assert!(!out.status.success());
+    let text = stderr(&out);
+    assert!(
+        text.contains("master_job_cache: job store: PostgreSQL: password authentication failed"),
+        "{text}"
+    );
+    assert!(!st.master_root().join("cache/jobs.sqlite").exists());
+}
+
+/// A master on PostgreSQL: jobs published and their returns land in Salt's tables, and the
+/// job runners read them back.
+#[test]
+fn a_master_keeps_its_jobs_in_postgres() {
+    let Some(pg) = Postgres::start() else { return };
+    let mut st = Stack::new(&format!("auto_accept: True\n{}", pg.master_config()));
+    st.start_master();
+    st.start_minion("web1", "");
+    st.start_minion("web2", "");
+    st.wait_answering(&["web1", "web2"]);
+    let (pinged, code) = st.salt_json(&["*", "test.echo", "from postgres"]);
+    assert_eq!(code, 0, "{pinged}\n{}", st.logs());
+    let jid = brine_e2e::async_jid(&st.tool("salt", &["web1", "test.arg", "a", "k=v", "--async"]));
+    assert!(
+        brine_e2e::wait_until(std::time::Duration::from_secs(30), || {
+            pg.psql(&format!(
+                "SELECT count(*) FROM salt_returns WHERE jid = '{jid}'"
+            )) == "1"
+        })
+        .is_some(),
+        "{}",
+        st.logs()
+    );
+    let row = pg.psql(&format!(
+        "SELECT fun || ' ' || id || ' ' || success || ' ' || (full_ret->>'jid')
+         FROM salt_returns WHERE jid = '{jid}'"
+    ));
+    assert_eq!(row, format!("test.arg web1 true {jid}"));
+    let load = pg.psql(&format!(
+        "SELECT load->>'fun' FROM jids WHERE jid = '{jid}'"
+    ));
+    assert_eq!(load, "test.arg");
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM salt_returns WHERE fun = 'test.echo'"),
+        "2"
+    );
+
+    let out = st.tool("salt-run", &["jobs.lookup_jid", &jid, "--out", "json"]);
+    let shown: Json = serde_json::from_str(stdout(&out).trim()).unwrap_or(Json::Null);
+    assert_eq!(
+        shown["web1"]["args"],
+        json!(["a"]),
+        "{shown}\n{}",
+        stderr(&out)
+    );
+    assert_eq!(shown["web1"]["kwargs"]["k"], json!("v"), "{shown}");
+    let out = st.tool("salt-run", &["jobs.list_job", &jid, "--out", "json"]);
+    let job: Json = serde_json::from_str(stdout(&out).trim()).unwrap_or(Json::Null);
+    assert_eq!(job["Function"], json!("test.arg"), "{job}");
+    assert_eq!(job["Minions"], json!(["web1"]), "{job}");
+}
