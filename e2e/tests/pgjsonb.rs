@@ -196,3 +196,78 @@ fn a_master_keeps_its_jobs_in_postgres() {
     assert_eq!(job["Function"], json!("test.arg"), "{job}");
     assert_eq!(job["Minions"], json!(["web1"]), "{job}");
 }
+
+/// Salt 3007's own `pgjsonb` returner (psycopg2, from the venv) and Brine share the tables:
+/// real `salt-run jobs.lookup_jid` reads a job Brine's master stored, and Brine's reads a job
+/// Salt's returner stored.
+#[test]
+fn salt_and_brine_read_each_others_jobs_in_postgres() {
+    let Some((venv, _)) = brine_e2e::real::venvs() else {
+        return;
+    };
+    let Some(pg) = Postgres::start() else { return };
+    let mut st = Stack::new(&format!("auto_accept: True\n{}", pg.master_config()));
+    st.start_master();
+    st.start_minion("web1", "");
+    st.wait_answering(&["web1"]);
+    let jid = brine_e2e::async_jid(&st.tool("salt", &["web1", "test.arg", "a", "k=v", "--async"]));
+    assert!(
+        brine_e2e::wait_until(std::time::Duration::from_secs(30), || {
+            pg.psql(&format!(
+                "SELECT count(*) FROM salt_returns WHERE jid = '{jid}'"
+            )) == "1"
+        })
+        .is_some(),
+        "{}",
+        st.logs()
+    );
+
+    // Real salt-run, with a master config naming the same database.
+    let salt = brine_e2e::real::RealMaster::new(&venv, &pg.master_config());
+    let out = salt.tool("salt-run", &["--out", "json", "jobs.lookup_jid", &jid]);
+    let shown = brine_e2e::real::parse_json(&out);
+    assert_eq!(
+        shown["web1"]["args"],
+        json!(["a"]),
+        "{shown}\n{}",
+        stderr(&out)
+    );
+    assert_eq!(shown["web1"]["kwargs"]["k"], json!("v"), "{shown}");
+
+    // Salt's returner stores a job as Salt's master does; Brine's salt-run reads it.
+    let salt_jid = "20261127131415161718";
+    let script = r#"
+import sys
+import salt.config
+import salt.loader
+opts = salt.config.master_config(sys.argv[1])
+returners = salt.loader.returners(opts, {})
+jid = sys.argv[2]
+load = {"fun": "test.arg", "arg": ["from", "salt"], "tgt": "realweb", "tgt_type": "glob",
+        "user": "root", "jid": jid}
+returners["pgjsonb.save_load"](jid, load)
+returners["pgjsonb.returner"]({"id": "realweb", "jid": jid, "fun": "test.arg",
+    "fun_args": ["from", "salt"], "retcode": 0, "success": True,
+    "return": {"args": ["from", "salt"], "kwargs": {}}})
+"#;
+    let out = Command::new(venv.join("bin/python"))
+        .arg("-c")
+        .arg(script)
+        .arg(salt.conf_dir().join("master"))
+        .arg(salt_jid)
+        .output()
+        .expect("python");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = st.tool("salt-run", &["jobs.lookup_jid", salt_jid, "--out", "json"]);
+    let shown: Json = serde_json::from_str(stdout(&out).trim()).unwrap_or(Json::Null);
+    assert_eq!(
+        shown["realweb"]["args"],
+        json!(["from", "salt"]),
+        "{shown}\n{}",
+        stderr(&out)
+    );
+    let out = st.tool("salt-run", &["jobs.list_job", salt_jid, "--out", "json"]);
+    let job: Json = serde_json::from_str(stdout(&out).trim()).unwrap_or(Json::Null);
+    assert_eq!(job["Function"], json!("test.arg"), "{job}");
+    assert_eq!(job["Arguments"], json!(["from", "salt"]), "{job}");
+}
