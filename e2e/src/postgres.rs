@@ -40,6 +40,16 @@ fn bin_dir() -> Option<PathBuf> {
 impl Postgres {
     /// A running server, or `None` (a failure under CI) when PostgreSQL is not installed.
     pub fn start() -> Option<Postgres> {
+        Postgres::start_with(false)
+    }
+
+    /// The same, taking TLS connections only: a certificate of its own for 127.0.0.1 (self-
+    /// signed, [`Postgres::cert`]), and `hostssl` lines only in `pg_hba.conf`.
+    pub fn start_tls() -> Option<Postgres> {
+        Postgres::start_with(true)
+    }
+
+    fn start_with(tls: bool) -> Option<Postgres> {
         let Some(bin) = bin_dir() else {
             missing_dependency(
                 "PostgreSQL is not installed (Debian: postgresql; scripts/test installs it)",
@@ -94,6 +104,9 @@ impl Postgres {
             ],
         );
         assert!(out.status.success(), "initdb: {}", crate::stderr(&out));
+        if tls {
+            pg.make_tls_only();
+        }
         pg.start_server();
         let out = pg.psql_on("postgres", &format!("CREATE DATABASE {DB}"));
         assert!(out.status.success(), "createdb: {}", crate::stderr(&out));
@@ -104,16 +117,63 @@ impl Postgres {
         self.dir.path().join("data")
     }
 
-    fn run(&self, tool: &str, args: &[&std::ffi::OsStr]) -> Output {
-        let exe = self.bin.join(tool);
-        let mut cmd = match self.as_user.split_first() {
+    /// The server's certificate (with [`Postgres::start_tls`]).
+    pub fn cert(&self) -> PathBuf {
+        self.data().join("server.crt")
+    }
+
+    fn make_tls_only(&self) {
+        let (key, cert) = (self.data().join("server.key"), self.cert());
+        let out = self
+            .command(Path::new("openssl"))
+            .args([
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+            ])
+            .args([
+                "-subj",
+                "/CN=127.0.0.1",
+                "-addext",
+                "subjectAltName=IP:127.0.0.1",
+            ])
+            .arg("-keyout")
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert)
+            .output()
+            .expect("openssl");
+        assert!(out.status.success(), "openssl req: {}", crate::stderr(&out));
+        let chmod = self
+            .command(Path::new("chmod"))
+            .arg("600")
+            .arg(&key)
+            .status();
+        assert!(chmod.is_ok_and(|s| s.success()), "chmod of the server key");
+        let conf = self.data().join("postgresql.conf");
+        let mut text = std::fs::read_to_string(&conf).unwrap();
+        text.push_str("\nssl = on\n");
+        std::fs::write(&conf, text).unwrap();
+        std::fs::write(
+            self.data().join("pg_hba.conf"),
+            "hostssl all all 127.0.0.1/32 scram-sha-256\n",
+        )
+        .unwrap();
+    }
+
+    /// `exe` run as the server's user.
+    fn command(&self, exe: &Path) -> Command {
+        match self.as_user.split_first() {
             Some((first, rest)) => {
                 let mut c = Command::new(first);
-                c.args(rest).arg(&exe);
+                c.args(rest).arg(exe);
                 c
             }
-            None => Command::new(&exe),
-        };
+            None => Command::new(exe),
+        }
+    }
+
+    fn run(&self, tool: &str, args: &[&std::ffi::OsStr]) -> Output {
+        let exe = self.bin.join(tool);
+        let mut cmd = self.command(&exe);
         cmd.args(args)
             .env("PGPASSWORD", PASSWORD)
             .current_dir(self.dir.path())

@@ -91,6 +91,50 @@ fn the_postgres_store_keeps_the_job_store_contract_in_salts_tables() {
     assert_eq!(ids, ["m1", "m3"]);
 }
 
+/// TLS as libpq's sslmode names it, against a server taking TLS connections only: `require`
+/// encrypts, `verify-full` also checks the certificate against `sslrootcert` and the name,
+/// `disable` is refused by the server.
+#[test]
+fn sslmodes_connect_as_libpq_does() {
+    let Some(pg) = Postgres::start_tls() else {
+        return;
+    };
+    let with = |mode: &str, root: Option<&std::path::Path>| PgjsonbOptions {
+        sslmode: Some(mode.into()),
+        sslrootcert: root.map(|p| p.display().to_string()),
+        ..options(&pg)
+    };
+    for (mode, root) in [
+        ("require", None),
+        ("prefer", None),
+        ("verify-ca", Some(pg.cert())),
+        ("verify-full", Some(pg.cert())),
+    ] {
+        if let Err(e) = PgStore::open(&with(mode, root.as_deref())) {
+            panic!("{mode}: {e}\n{}", pg.log());
+        }
+    }
+    let err = PgStore::open(&with("disable", None)).err().expect("no TLS");
+    assert!(err.to_string().contains("no encryption"), "{err}");
+
+    // A certificate the server's is not signed by: refused by verify-full.
+    let other = Postgres::start_tls().expect("a second server");
+    let err = PgStore::open(&with("verify-full", Some(&other.cert())))
+        .err()
+        .expect("wrong root certificate");
+    assert!(
+        err.to_string().contains("certificate verify failed"),
+        "{err}"
+    );
+    let err = PgStore::open(&with(
+        "verify-full",
+        Some(std::path::Path::new("/nonexistent.crt")),
+    ))
+    .err()
+    .expect("no root certificate file");
+    assert!(err.to_string().contains("/nonexistent.crt"), "{err}");
+}
+
 /// Wrong credentials, nothing listening, tables that are not Salt's: a one-line error, from the
 /// store and from salt-master at start, never a fallback to SQLite.
 #[test]

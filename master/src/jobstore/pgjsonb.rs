@@ -163,7 +163,16 @@ fn pg_error(e: postgres::Error) -> StoreError {
     // The server's own message (with its detail) when there is one, not just "db error".
     let text = match e.as_db_error() {
         Some(db) => db.message().to_string(),
-        None => e.to_string(),
+        None => {
+            // With the causes ("error performing TLS handshake: ...certificate verify failed").
+            let mut text = e.to_string();
+            let mut cause = std::error::Error::source(&e);
+            while let Some(c) = cause {
+                text = format!("{text}: {c}");
+                cause = c.source();
+            }
+            text
+        }
     };
     StoreError::Shared(format!("PostgreSQL: {text}"))
 }
