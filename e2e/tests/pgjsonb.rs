@@ -315,3 +315,52 @@ returners["pgjsonb.returner"]({"id": "realweb", "jid": jid, "fun": "test.arg",
     assert_eq!(job["Function"], json!("test.arg"), "{job}");
     assert_eq!(job["Arguments"], json!(["from", "salt"]), "{job}");
 }
+
+/// PostgreSQL stopped while minions return: the master acknowledges nothing it could not store
+/// (logged), the minions send their returns again, and every one is stored once the database
+/// is back.
+#[test]
+fn returns_sent_while_postgres_is_down_are_stored_once_it_is_back() {
+    let Some(pg) = Postgres::start() else { return };
+    let mut st = Stack::new(&format!("auto_accept: True\n{}", pg.master_config()));
+    st.start_master();
+    for id in ["web1", "web2"] {
+        st.start_minion(id, "return_retry_timer: 1\nreturn_retry_timer_max: 2\n");
+    }
+    st.wait_answering(&["web1", "web2"]);
+    let jids: Vec<String> = (0..3)
+        .map(|i| {
+            brine_e2e::async_jid(&st.tool(
+                "salt",
+                &["*", "test.sleep", &format!("{}", 1 + i), "--async"],
+            ))
+        })
+        .collect();
+    pg.stop_server();
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    pg.start_server();
+    let count = |jid: &str| {
+        pg.psql(&format!(
+            "SELECT count(*) FROM salt_returns WHERE jid = '{jid}'"
+        ))
+    };
+    assert!(
+        brine_e2e::wait_until(std::time::Duration::from_secs(90), || {
+            jids.iter().all(|jid| count(jid) == "2")
+        })
+        .is_some(),
+        "{:?}\n{}",
+        jids.iter().map(|j| count(j)).collect::<Vec<_>>(),
+        st.logs()
+    );
+    assert!(
+        st.master_log().contains("not stored, not acknowledged"),
+        "{}",
+        st.master_log()
+    );
+    // Each once: a return sent again after it was stored is a duplicate.
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM (SELECT jid, id FROM salt_returns GROUP BY jid, id HAVING count(*) > 1) d"),
+        "0"
+    );
+}

@@ -33,6 +33,10 @@ pub enum StoreError {
     /// A write committed (or failed) in a transaction shared with other writes.
     #[error("job store: {0}")]
     Shared(String),
+    /// The store cannot be reached now (its server is down or restarting): nothing was
+    /// written, and the same write may succeed later.
+    #[error("job store: {0}")]
+    Unavailable(String),
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;

@@ -7,7 +7,7 @@ use brine_protocol::loads::ReturnLoad;
 use brine_protocol::payload::{get_str, remove, set, Value};
 use crossbeam_channel::{Sender, TrySendError};
 
-use crate::jobstore::{JobStore, Result};
+use crate::jobstore::{JobStore, Result, StoreError};
 use crate::master::Master;
 
 /// What to do once a return is committed (or failed to be: that is logged).
@@ -41,8 +41,7 @@ impl ReturnWriter {
                         std::iter::once(first).chain(rx.try_iter()).unzip();
                     let outcomes = writer.save_returns(&rets);
                     for ((ret, then), outcome) in rets.iter().zip(thens).zip(outcomes) {
-                        log_stored(ret, &outcome);
-                        then();
+                        settle(ret, &outcome, then);
                     }
                 }
             });
@@ -55,21 +54,25 @@ impl ReturnWriter {
         ReturnWriter { tx, store }
     }
 
-    /// Store `ret`, then call `then`: on the writer's thread after its commit, or on this
-    /// thread when the writer is behind by [`WAITING_RETURNS`].
+    /// Store `ret`, then call `then` (not when the store could not be reached: see
+    /// [`settle`]): on the writer's thread after its commit, or on this thread when the writer
+    /// is behind by [`WAITING_RETURNS`].
     pub fn save(&self, ret: Value, then: Then) {
         match self.tx.try_send((ret, then)) {
             Ok(()) => {}
             Err(TrySendError::Full((ret, then)) | TrySendError::Disconnected((ret, then))) => {
-                log_stored(&ret, &self.store.save_return(&ret));
-                then();
+                settle(&ret, &self.store.save_return(&ret), then);
             }
         }
     }
 }
 
-/// Logs what became of a stored return.
-fn log_stored(ret: &Value, outcome: &Result<bool>) {
+/// Logs what became of a return and acknowledges it, unless the store could not be reached:
+/// then the minion gets no answer, and sends the return again (Brine's minion keeps it in its
+/// outbox; Salt's retries `return_retry_tries` times), so that no acknowledged return is lost.
+/// A return the store refuses (or one it already has) is acknowledged: sending it again would
+/// not change that.
+fn settle(ret: &Value, outcome: &Result<bool>, then: Then) {
     let (jid, id) = (
         get_str(ret, "jid").unwrap_or_default(),
         get_str(ret, "id").unwrap_or_default(),
@@ -77,8 +80,15 @@ fn log_stored(ret: &Value, outcome: &Result<bool>) {
     match outcome {
         Ok(true) => {}
         Ok(false) => tracing::info!("duplicate return of {id} for {jid} ignored"),
+        Err(e @ StoreError::Unavailable(_)) => {
+            tracing::error!(
+                "return of {id} for {jid} not stored, not acknowledged (the minion sends it again): {e}"
+            );
+            return;
+        }
         Err(e) => tracing::error!("return of {id} for {jid} not stored: {e}"),
     }
+    then();
 }
 
 impl Master {
@@ -122,13 +132,18 @@ mod tests {
     use brine_protocol::payload::{map, Value};
 
     use super::ReturnWriter;
-    use crate::jobstore::{JobStore, Missing, Result, SqliteStore, StoredReturn};
+    use crate::jobstore::{JobStore, Missing, Result, SqliteStore, StoreError, StoredReturn};
 
-    /// A store whose `save_returns` waits while the test holds `gate`, and counts its calls.
+    /// How a failing store fails (`StoreError::Unavailable` or `StoreError::Shared`).
+    type Failure = fn(String) -> StoreError;
+
+    /// A store whose `save_returns` waits while the test holds `gate`, and counts its calls;
+    /// `failing` makes it fail them.
     struct Gated {
         inner: SqliteStore,
         gate: Arc<Mutex<()>>,
         batches: Mutex<Vec<usize>>,
+        failing: Mutex<Option<Failure>>,
     }
 
     impl JobStore for Gated {
@@ -144,6 +159,9 @@ mod tests {
         fn save_returns(&self, rets: &[Value]) -> Vec<Result<bool>> {
             let _open = self.gate.lock().unwrap();
             self.batches.lock().unwrap().push(rets.len());
+            if let Some(fail) = *self.failing.lock().unwrap() {
+                return rets.iter().map(|_| Err(fail("down".into()))).collect();
+            }
             self.inner.save_returns(rets)
         }
         fn missing_returns(&self, from: &str, to: &str, limit: usize) -> Result<Vec<Missing>> {
@@ -182,6 +200,7 @@ mod tests {
             inner: SqliteStore::in_memory().unwrap(),
             gate: gate.clone(),
             batches: Mutex::default(),
+            failing: Mutex::default(),
         });
         let writer = ReturnWriter::start(store.clone());
         let (acked, acks) = crossbeam_channel::unbounded::<String>();
@@ -206,5 +225,32 @@ mod tests {
         assert_eq!(store.get_returns("20261127101715645321").unwrap().len(), 4);
         // m1 alone, then the three that waited meanwhile in one commit.
         assert_eq!(*store.batches.lock().unwrap(), [1, 3]);
+    }
+
+    /// A store that cannot be reached: the return is not acknowledged (the minion sends it
+    /// again). A store that refuses the return: acknowledged, as sending it again would not help.
+    #[test]
+    fn a_return_the_store_cannot_take_now_is_not_acknowledged() {
+        let store = Arc::new(Gated {
+            inner: SqliteStore::in_memory().unwrap(),
+            gate: Arc::default(),
+            batches: Mutex::default(),
+            failing: Mutex::new(Some(StoreError::Unavailable)),
+        });
+        let writer = ReturnWriter::start(store.clone());
+        let (acked, acks) = crossbeam_channel::unbounded::<&str>();
+        let ack = |id: &'static str| {
+            let acked = acked.clone();
+            Box::new(move || acked.send(id).unwrap())
+        };
+        writer.save(ret("m1"), ack("m1"));
+        assert!(acks.recv_timeout(Duration::from_millis(500)).is_err());
+        *store.failing.lock().unwrap() = Some(StoreError::Shared);
+        writer.save(ret("m2"), ack("m2"));
+        assert_eq!(acks.recv_timeout(Duration::from_secs(10)), Ok("m2"));
+        *store.failing.lock().unwrap() = None;
+        writer.save(ret("m1"), ack("m1"));
+        assert_eq!(acks.recv_timeout(Duration::from_secs(10)), Ok("m1"));
+        assert_eq!(store.get_returns("20261127101715645321").unwrap().len(), 1);
     }
 }

@@ -136,7 +136,7 @@ impl Conn {
                 Tls::Off => self.config.connect(NoTls),
                 Tls::On(tls) => self.config.connect(tls.clone()),
             }
-            .map_err(pg_error)?;
+            .map_err(|e| StoreError::Unavailable(pg_text(e)))?;
             self.client = Some(client);
             self.opened += 1;
         }
@@ -152,14 +152,18 @@ impl Conn {
     ) -> Result<T> {
         let client = self.client()?;
         let out = f(client);
-        if out.is_err() && client.is_closed() {
+        let closed = client.is_closed();
+        if out.is_err() && closed {
             self.client = None;
         }
-        out.map_err(pg_error)
+        out.map_err(|e| match closed {
+            true => StoreError::Unavailable(pg_text(e)),
+            false => StoreError::Shared(pg_text(e)),
+        })
     }
 }
 
-fn pg_error(e: postgres::Error) -> StoreError {
+fn pg_text(e: postgres::Error) -> String {
     // The server's own message (with its detail) when there is one, not just "db error".
     let text = match e.as_db_error() {
         Some(db) => db.message().to_string(),
@@ -174,7 +178,7 @@ fn pg_error(e: postgres::Error) -> StoreError {
             text
         }
     };
-    StoreError::Shared(format!("PostgreSQL: {text}"))
+    format!("PostgreSQL: {text}")
 }
 
 /// The client's settings from Salt's `pgjsonb` options.
@@ -287,6 +291,9 @@ impl PgStore {
                     .run(|c| c.batch_execute("SELECT 1"))
                     .map_err(|e| match e {
                         StoreError::Shared(text) => StoreError::Shared(format!("{text} ({whom})")),
+                        StoreError::Unavailable(text) => {
+                            StoreError::Unavailable(format!("{text} ({whom})"))
+                        }
                         other => other,
                     })
                     .and_then(|()| check_schema(&mut writer));
@@ -350,7 +357,7 @@ impl Commits for PgStore {
 }
 
 fn gone() -> StoreError {
-    StoreError::Shared("the job store's connection thread is gone".into())
+    StoreError::Unavailable("the job store's connection thread is gone".into())
 }
 
 /// Tables missing altogether are created (Salt's schema); tables that exist must have Salt's
@@ -403,11 +410,15 @@ fn write_loop(conn: &mut Conn, pending: &Receiver<Pending>) {
         let outcomes = match commit(conn, &mut prepared, &writes) {
             Ok(outcomes) => outcomes,
             Err(e) => {
-                tracing::error!("job store: {e}");
-                let text = e.to_string();
+                tracing::error!("{e}");
                 writes
                     .iter()
-                    .map(|_| Err(StoreError::Shared(text.clone())))
+                    .map(|_| {
+                        Err(match &e {
+                            StoreError::Unavailable(text) => StoreError::Unavailable(text.clone()),
+                            other => StoreError::Shared(other.to_string()),
+                        })
+                    })
                     .collect()
             }
         };
