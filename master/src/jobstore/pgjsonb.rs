@@ -26,6 +26,9 @@ use super::{
 /// Readers in the pool.
 const READERS: usize = 4;
 
+/// Seconds a connection attempt may take when `connect_timeout` is not set.
+const DEFAULT_CONNECT_TIMEOUT: u64 = 10;
+
 /// Salt's `pgjsonb` schema, created when none of its tables exists, and Brine's own table.
 const SALT_SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS jids (
@@ -191,9 +194,13 @@ fn client_config(opts: &PgjsonbOptions) -> Result<(postgres::Config, Tls)> {
         .password(&opts.pass)
         .dbname(&opts.db)
         .application_name("brine-master");
-    if let Some(t) = opts.connect_timeout {
-        config.connect_timeout(Duration::from_secs(t.max(1)));
-    }
+    // libpq waits for the system's TCP timeout without one (minutes, for a host that does not
+    // answer); the store's threads would wait that long for each attempt.
+    config.connect_timeout(Duration::from_secs(
+        opts.connect_timeout
+            .unwrap_or(DEFAULT_CONNECT_TIMEOUT)
+            .max(1),
+    ));
     let mode = opts.sslmode.as_deref().unwrap_or("prefer");
     let tls = match mode {
         "disable" => {
