@@ -25,6 +25,25 @@ fn options(pg: &Postgres) -> PgjsonbOptions {
     }
 }
 
+/// How many returns of `jid` are in `salt_returns`, as psql prints the count.
+fn stored_returns(pg: &Postgres, jid: &str) -> String {
+    pg.psql(&format!(
+        "SELECT count(*) FROM salt_returns WHERE jid = '{jid}'"
+    ))
+}
+
+/// Wait until the one return of `jid` is in `salt_returns` (the stack's logs when it is not).
+fn wait_for_return(pg: &Postgres, st: &Stack, jid: &str) {
+    assert!(
+        brine_e2e::wait_until(std::time::Duration::from_secs(30), || {
+            stored_returns(pg, jid) == "1"
+        })
+        .is_some(),
+        "{}",
+        st.logs()
+    );
+}
+
 /// The PostgreSQL store does what the SQLite one does, in Salt's tables with Salt's types.
 #[test]
 fn the_postgres_store_keeps_the_job_store_contract_in_salts_tables() {
@@ -202,16 +221,7 @@ fn a_master_keeps_its_jobs_in_postgres() {
     let (pinged, code) = st.salt_json(&["*", "test.echo", "from postgres"]);
     assert_eq!(code, 0, "{pinged}\n{}", st.logs());
     let jid = brine_e2e::async_jid(&st.tool("salt", &["web1", "test.arg", "a", "k=v", "--async"]));
-    assert!(
-        brine_e2e::wait_until(std::time::Duration::from_secs(30), || {
-            pg.psql(&format!(
-                "SELECT count(*) FROM salt_returns WHERE jid = '{jid}'"
-            )) == "1"
-        })
-        .is_some(),
-        "{}",
-        st.logs()
-    );
+    wait_for_return(&pg, &st, &jid);
     let row = pg.psql(&format!(
         "SELECT fun || ' ' || id || ' ' || success || ' ' || (full_ret->>'jid')
          FROM salt_returns WHERE jid = '{jid}'"
@@ -255,16 +265,7 @@ fn salt_and_brine_read_each_others_jobs_in_postgres() {
     st.start_minion("web1", "");
     st.wait_answering(&["web1"]);
     let jid = brine_e2e::async_jid(&st.tool("salt", &["web1", "test.arg", "a", "k=v", "--async"]));
-    assert!(
-        brine_e2e::wait_until(std::time::Duration::from_secs(30), || {
-            pg.psql(&format!(
-                "SELECT count(*) FROM salt_returns WHERE jid = '{jid}'"
-            )) == "1"
-        })
-        .is_some(),
-        "{}",
-        st.logs()
-    );
+    wait_for_return(&pg, &st, &jid);
 
     // Real salt-run, with a master config naming the same database.
     let salt = brine_e2e::real::RealMaster::new(&venv, &pg.master_config());
@@ -339,11 +340,7 @@ fn returns_sent_while_postgres_is_down_are_stored_once_it_is_back() {
     pg.stop_server();
     std::thread::sleep(std::time::Duration::from_secs(5));
     pg.start_server();
-    let count = |jid: &str| {
-        pg.psql(&format!(
-            "SELECT count(*) FROM salt_returns WHERE jid = '{jid}'"
-        ))
-    };
+    let count = |jid: &str| stored_returns(&pg, jid);
     assert!(
         brine_e2e::wait_until(std::time::Duration::from_secs(90), || {
             jids.iter().all(|jid| count(jid) == "2")
