@@ -9,16 +9,19 @@ use brine_protocol::config::MasterConfig;
 
 use crate::auth::tokens::TokenKeeper;
 use crate::config::ApiConfig;
-use crate::link::Bus;
+use crate::link::{Bus, Source};
 use crate::metrics::Metrics;
 use crate::state::{AppState, MinionView};
 use brine_client::link::{local_host, MasterLink};
+use brine_transport::nats::Events;
 
-/// Build the shared state for a master config (the API runs next to that master).
+/// Build the shared state for a master config (the API runs next to that master), reading
+/// events from `nats` when the config has `brine_nats` (connected by [`connect_events`]).
 pub fn state(
     cfg: MasterConfig,
     api: ApiConfig,
     shutdown: tokio::sync::watch::Receiver<bool>,
+    nats: Option<Arc<Events>>,
 ) -> anyhow::Result<Arc<AppState>> {
     let tokens = TokenKeeper::open(&cfg.pki_dir, &cfg.cachedir)
         .map_err(|e| anyhow::anyhow!("token key in {}: {e}", cfg.pki_dir.display()))?;
@@ -28,12 +31,18 @@ pub fn state(
         &cfg.cachedir,
         "root",
     ));
-    // With `brine_store_events`, events from before this process (a restart) are resumed
-    // from the master's job store.
-    let stored_events = cfg
-        .store_events
-        .then(|| brine_master::daemon::job_store_path(&cfg));
-    let bus = Bus::start(cfg.sock_dir.clone(), api.event_replay, stored_events);
+    let source = match nats {
+        Some(events) => Source::Nats(events),
+        // With `brine_store_events`, events from before this process (a restart) are
+        // resumed from the master's job store.
+        None => Source::Local {
+            sock_dir: cfg.sock_dir.clone(),
+            stored_events: cfg
+                .store_events
+                .then(|| brine_master::daemon::job_store_path(&cfg)),
+        },
+    };
+    let bus = Bus::start(source, api.event_replay);
     let minions = MinionView::new(&cfg)
         .map_err(|e| anyhow::anyhow!("pki dir {}: {e}", cfg.pki_dir.display()))?;
     Ok(Arc::new(AppState {
@@ -49,6 +58,17 @@ pub fn state(
         api,
         shutdown,
     }))
+}
+
+/// The NATS events stream of `brine_nats`, connected; `None` without it.
+pub async fn connect_events(cfg: &MasterConfig) -> anyhow::Result<Option<Arc<Events>>> {
+    let Some(opts) = &cfg.nats else {
+        return Ok(None);
+    };
+    let events = Events::connect(opts, &format!("salt-api {}", cfg.id))
+        .await
+        .map_err(|e| anyhow::anyhow!("brine_nats: {e}"))?;
+    Ok(Some(Arc::new(events)))
 }
 
 pub fn main_with(config_dir: &Path, log_level: Option<&str>) -> anyhow::Result<()> {

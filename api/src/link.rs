@@ -7,6 +7,10 @@
 //! a reader that comes back with `Last-Event-ID` after salt-api restarted gets the events it
 //! missed from the master's job store (`salt_events`, kept when the master has
 //! `brine_store_events: True`), then from the buffer.
+//!
+//! With `brine_nats`, the events are those of every master, read from the NATS JetStream
+//! stream they all publish to, and an event's id is its sequence number in that stream: the
+//! same on every API replica, so a reader may resume on any of them, from the stream itself.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -14,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use brine_protocol::event::{unpack_body, PubDecoder};
+use brine_transport::nats::Events;
 use tokio::io::AsyncReadExt;
 use tokio::sync::broadcast;
 
@@ -40,8 +45,7 @@ pub struct Bus {
     replay: Mutex<VecDeque<Arc<BusEvent>>>,
     replay_len: usize,
     next_id: Mutex<u64>,
-    /// The master's job store, when it keeps every event.
-    stored_events: Option<PathBuf>,
+    source: Source,
     connected: std::sync::atomic::AtomicBool,
     owners: Mutex<JobOwners>,
 }
@@ -72,22 +76,39 @@ impl JobOwners {
     }
 }
 
+/// Where the API reads events.
+pub enum Source {
+    /// The master's bus (`sock_dir/master_event_pub.ipc`), and its job store when it keeps
+    /// every event.
+    Local {
+        sock_dir: PathBuf,
+        stored_events: Option<PathBuf>,
+    },
+    /// The NATS events stream every master publishes to.
+    Nats(Arc<Events>),
+}
+
 impl Bus {
-    /// Connect to `sock_dir/master_event_pub.ipc` and keep reading it (reconnecting when the
-    /// master restarts).
-    pub fn start(sock_dir: PathBuf, replay_len: usize, stored_events: Option<PathBuf>) -> Arc<Bus> {
+    /// Start reading `source`, and keep reading it (reconnecting when the master or NATS
+    /// restarts).
+    pub fn start(source: Source, replay_len: usize) -> Arc<Bus> {
         let (tx, _) = broadcast::channel(16384);
         let bus = Arc::new(Bus {
             tx,
             replay: Mutex::new(VecDeque::with_capacity(replay_len)),
             replay_len,
             next_id: Mutex::new(0),
-            stored_events,
+            source,
             connected: std::sync::atomic::AtomicBool::new(false),
             owners: Mutex::new(JobOwners::default()),
         });
         let b = bus.clone();
-        tokio::spawn(async move { b.run(sock_dir).await });
+        tokio::spawn(async move {
+            match &b.source {
+                Source::Local { sock_dir, .. } => b.run(sock_dir).await,
+                Source::Nats(events) => b.follow(events).await,
+            }
+        });
         bus
     }
 
@@ -111,7 +132,8 @@ impl Bus {
 
     /// Events after `last_id` (for `Last-Event-ID`): those the replay buffer holds and, for
     /// the time before the buffer's first event (before this process started, or evicted),
-    /// the newest `replay_len` events of the master's job store when it keeps them.
+    /// the newest `replay_len` events of the NATS stream, or of the master's job store when
+    /// it keeps them.
     pub async fn replay_after(&self, last_id: u64) -> Vec<Arc<BusEvent>> {
         let (held, first) = {
             let r = self.replay.lock().expect("replay lock");
@@ -119,23 +141,62 @@ impl Bus {
             (held, r.front().map(|e| e.id))
         };
         let gap = first.is_none_or(|first| first > last_id.saturating_add(1));
-        let Some(path) = self
-            .stored_events
-            .clone()
-            .filter(|_| gap && self.replay_len > 0)
-        else {
+        if !gap || self.replay_len == 0 {
             return held;
-        };
+        }
         let limit = self.replay_len;
         let before = first.unwrap_or(u64::MAX);
-        let stored =
-            tokio::task::spawn_blocking(move || stored_after(&path, limit, last_id, before))
-                .await
-                .unwrap_or_default();
-        stored.into_iter().chain(held).collect()
+        let earlier = match &self.source {
+            Source::Local {
+                stored_events: Some(path),
+                ..
+            } => {
+                let path = path.clone();
+                tokio::task::spawn_blocking(move || stored_after(&path, limit, last_id, before))
+                    .await
+                    .unwrap_or_default()
+            }
+            Source::Local { .. } => Vec::new(),
+            Source::Nats(events) => {
+                let range = events.range(last_id.saturating_add(1), before - 1, limit);
+                match range.await {
+                    Ok(found) => found
+                        .into_iter()
+                        .filter_map(|(id, body)| self.event(&body, id))
+                        .collect(),
+                    Err(e) => {
+                        tracing::warn!("events for Last-Event-ID not read: {e}");
+                        Vec::new()
+                    }
+                }
+            }
+        };
+        earlier.into_iter().chain(held).collect()
     }
 
-    async fn run(self: Arc<Self>, sock_dir: PathBuf) {
+    /// Read the NATS stream from its end at start, forever.
+    async fn follow(self: &Arc<Self>, events: &Events) {
+        let after = loop {
+            match events.last_sequence().await {
+                Ok(n) => break n,
+                Err(e) => tracing::warn!("{e}"),
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        };
+        tracing::info!("reading every master's events from the NATS stream");
+        events
+            .follow(
+                after,
+                |id, body| self.publish(body, Some(id)),
+                |up| {
+                    self.connected
+                        .store(up, std::sync::atomic::Ordering::Relaxed)
+                },
+            )
+            .await
+    }
+
+    async fn run(&self, sock_dir: &Path) {
         let path = sock_dir.join(brine_transport::eventbus::PUB_SOCK);
         loop {
             match tokio::net::UnixStream::connect(&path).await {
@@ -153,7 +214,7 @@ impl Bus {
                         dec.push(&buf[..n]);
                         loop {
                             match dec.next_body() {
-                                Ok(Some(body)) => self.publish(&body),
+                                Ok(Some(body)) => self.publish(&body, None),
                                 Ok(None) => break,
                                 Err(e) => {
                                     tracing::warn!("bad frame on the master's bus: {e}");
@@ -174,7 +235,22 @@ impl Bus {
         }
     }
 
-    fn publish(&self, body: &[u8]) {
+    /// An event read from the stream, numbered `id`; `None` for a body that is not an
+    /// event, or a tool's probe (for the tool that fired it, not for the API's clients).
+    fn event(&self, body: &[u8], id: u64) -> Option<Arc<BusEvent>> {
+        let (tag, data) = unpack_body(body).ok()?;
+        (tag != brine_protocol::event::LISTENER_PROBE_TAG).then(|| {
+            Arc::new(BusEvent {
+                id,
+                tag,
+                data: brine_protocol::payload::to_json(&data),
+            })
+        })
+    }
+
+    /// Hand an event to every reader: numbered `id` (the NATS stream's sequence), or by its
+    /// stamp.
+    fn publish(&self, body: &[u8], id: Option<u64>) {
         let Ok((tag, data)) = unpack_body(body) else {
             return;
         };
@@ -193,7 +269,10 @@ impl Bus {
         }
         let data = brine_protocol::payload::to_json(&data);
         let mut next = self.next_id.lock().expect("id lock");
-        *next = stamp_id(&data).unwrap_or_else(now_micros).max(*next + 1);
+        *next = id
+            .or_else(|| stamp_id(&data))
+            .unwrap_or_else(now_micros)
+            .max(*next + 1);
         let ev = Arc::new(BusEvent {
             id: *next,
             tag,

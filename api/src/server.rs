@@ -54,7 +54,8 @@ pub async fn serve(cfg: MasterConfig, api: ApiConfig) -> anyhow::Result<()> {
             anyhow::anyhow!("TLS with {} and {}: {e}", crt.display(), key.display())
         })?)
     };
-    let st = crate::daemon::state(cfg, api.clone(), stop_rx)?;
+    let nats = crate::daemon::connect_events(&cfg).await?;
+    let st = crate::daemon::state(cfg, api.clone(), stop_rx, nats)?;
     let prune = st.clone();
     tokio::spawn(async move {
         loop {

@@ -4,6 +4,7 @@
 
 pub mod http;
 pub mod masters;
+pub mod nats;
 pub mod postgres;
 pub mod real;
 pub mod wire;

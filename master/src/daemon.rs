@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use brine_protocol::config::{JobCache, MasterConfig};
 use brine_protocol::payload::{map, Value};
 use brine_transport::eventbus::EventBus;
+use brine_transport::nats::Events;
 use brine_transport::{tcp_endpoint, Publisher, RequestServer, ServerOptions};
 
 use crate::jobstore::pgjsonb::PgStore;
@@ -66,6 +67,16 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
     let bus = EventBus::bind(&cfg.sock_dir)
         .await
         .map_err(|e| anyhow::anyhow!("event bus in {}: {e}", cfg.sock_dir.display()))?;
+    // Every event from the first on goes to the NATS stream too, with `brine_nats`.
+    let forwarder = match &cfg.nats {
+        Some(opts) => {
+            let events = Events::connect(opts, &format!("salt-master {}", cfg.id))
+                .await
+                .map_err(|e| anyhow::anyhow!("brine_nats: {e}"))?;
+            Some(Arc::new(events).forward(&bus, &cfg.id))
+        }
+        None => None,
+    };
     let ctx = zmq::Context::new();
     let pub_ep = tcp_endpoint(&cfg.interface, cfg.publish_port);
     // The publish port lives in its own process (this binary, run with PUBLISHER_FLAG), as
@@ -129,6 +140,9 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
         task.abort();
     }
     tokio::task::spawn_blocking(move || server.stop()).await?;
+    if let Some(forwarder) = forwarder {
+        forwarder.flush(Duration::from_secs(2)).await;
+    }
     for f in [
         brine_transport::eventbus::PUB_SOCK,
         brine_transport::eventbus::PULL_SOCK,

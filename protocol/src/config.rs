@@ -908,6 +908,161 @@ fn pgjsonb_options(r: &Reader) -> Result<PgjsonbOptions, ConfigError> {
     })
 }
 
+/// Brine-only `brine_nats`: every master publishes its bus events to a NATS JetStream stream,
+/// and every salt-api reads them from it, so that several masters and API replicas see the
+/// same events in the same order.
+#[derive(Clone, PartialEq)]
+pub struct NatsOptions {
+    /// `servers`: one URL (`nats://host:port`) or a list of them.
+    pub servers: Vec<String>,
+    /// `stream`: the JetStream stream (created when missing), `SALT_EVENTS` by default.
+    pub stream: String,
+    /// `subject`: the subjects' prefix, `salt.events` by default; an event's subject is
+    /// `<subject>.<master id>.<tag with / as .>`.
+    pub subject: String,
+    /// `max_age` (seconds, a day by default) and `max_bytes` (1 GiB) bound the stream.
+    pub max_age: u64,
+    pub max_bytes: u64,
+    /// `user` and `password`, or `token`.
+    pub user: Option<String>,
+    pub password: Option<String>,
+    pub token: Option<String>,
+    /// `buffer`: events a master holds while the stream cannot take them (100,000); the
+    /// oldest go first beyond it, counted and logged.
+    pub buffer: usize,
+}
+
+/// Without the password and token.
+impl std::fmt::Debug for NatsOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NatsOptions")
+            .field("servers", &self.servers)
+            .field("stream", &self.stream)
+            .field("subject", &self.subject)
+            .field("max_age", &self.max_age)
+            .field("max_bytes", &self.max_bytes)
+            .field("user", &self.user)
+            .field("buffer", &self.buffer)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `brine_nats: {servers: ..., ...}`; `None` when the key is absent.
+fn nats_options(r: &Reader) -> Result<Option<NatsOptions>, ConfigError> {
+    const KEY: &str = "brine_nats";
+    let Some(value) = r.value(KEY) else {
+        return Ok(None);
+    };
+    let Value::Object(m) = value else {
+        return Err(r.type_error(KEY, "a mapping", value));
+    };
+    const KNOWN: [&str; 9] = [
+        "servers",
+        "stream",
+        "subject",
+        "max_age",
+        "max_bytes",
+        "user",
+        "password",
+        "token",
+        "buffer",
+    ];
+    if let Some(k) = m.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+        return Err(r.invalid(
+            KEY,
+            format!("unknown option '{k}' (known: {})", KNOWN.join(", ")),
+        ));
+    }
+    let get = |name: &str| m.get(name).filter(|v| !v.is_null());
+    let text = |name: &str| -> Result<Option<String>, ConfigError> {
+        match get(name) {
+            None => Ok(None),
+            Some(v @ (Value::Array(_) | Value::Object(_))) => {
+                Err(r.type_error(&format!("{KEY}.{name}"), "a string", v))
+            }
+            Some(v) => Ok(Some(python_str(v)).filter(|s| !s.is_empty())),
+        }
+    };
+    let number = |name: &str, default: u64| -> Result<u64, ConfigError> {
+        match get(name) {
+            None => Ok(default),
+            Some(v) => match v {
+                Value::Number(n) => n.as_u64(),
+                Value::String(s) => s.trim().parse::<u64>().ok(),
+                _ => None,
+            }
+            .filter(|n| *n > 0 && *n <= i64::MAX as u64)
+            .ok_or_else(|| r.type_error(&format!("{KEY}.{name}"), "a positive whole number", v)),
+        }
+    };
+    let servers = match get("servers") {
+        None => Vec::new(),
+        Some(Value::Array(items)) => items.iter().map(python_str).collect(),
+        Some(v @ Value::Object(_)) => {
+            return Err(r.type_error(&format!("{KEY}.servers"), "a URL or a list of them", v))
+        }
+        Some(v) => vec![python_str(v)],
+    };
+    if servers.is_empty() {
+        return Err(r.invalid(KEY, "'servers' is missing: nats://host:port".into()));
+    }
+    if let Some(bad) = servers.iter().find(|s| !nats_url_ok(s)) {
+        return Err(r.invalid(
+            KEY,
+            format!("'{bad}' is not a NATS server URL: nats://host:port"),
+        ));
+    }
+    let stream = text("stream")?.unwrap_or_else(|| "SALT_EVENTS".into());
+    if stream
+        .chars()
+        .any(|c| c.is_whitespace() || c.is_control() || matches!(c, '.' | '*' | '>' | '/' | '\\'))
+    {
+        return Err(r.invalid(
+            KEY,
+            format!("stream '{stream}': a stream name has no spaces, '.', '*', '>', '/' or '\\'"),
+        ));
+    }
+    let subject = text("subject")?.unwrap_or_else(|| "salt.events".into());
+    if subject
+        .split('.')
+        .any(|t| t.is_empty() || t == "*" || t == ">" || t.chars().any(|c| c.is_whitespace()))
+    {
+        return Err(r.invalid(
+            KEY,
+            format!("subject '{subject}': dot-separated words without spaces or wildcards"),
+        ));
+    }
+    let (user, password, token) = (text("user")?, text("password")?, text("token")?);
+    if user.is_some() != password.is_some() {
+        return Err(r.invalid(KEY, "'user' and 'password' go together".into()));
+    }
+    if user.is_some() && token.is_some() {
+        return Err(r.invalid(KEY, "either 'user' and 'password', or 'token'".into()));
+    }
+    Ok(Some(NatsOptions {
+        servers,
+        stream,
+        subject,
+        max_age: number("max_age", 86_400)?,
+        max_bytes: number("max_bytes", 1 << 30)?,
+        user,
+        password,
+        token,
+        buffer: number("buffer", 100_000)?.min(10_000_000) as usize,
+    }))
+}
+
+/// `nats://host:port`, `host:port` or `host` (TLS URLs are not supported).
+fn nats_url_ok(url: &str) -> bool {
+    let rest = match url.split_once("://") {
+        Some(("nats", rest)) => rest,
+        Some(_) => return false,
+        None => url,
+    };
+    let host_port = rest.rsplit('@').next().unwrap_or(rest);
+    !host_port.is_empty() && !host_port.contains(|c: char| c == '/' || c.is_whitespace())
+}
+
 /// The master's settings, with Salt's defaults and path rules applied.
 #[derive(Debug, Clone)]
 pub struct MasterConfig {
@@ -997,6 +1152,8 @@ pub struct MasterConfig {
     pub max_request_size: usize,
     /// Brine-only `brine_store_events`: keep every bus event in the job store (default off).
     pub store_events: bool,
+    /// Brine-only `brine_nats`: bus events on a NATS JetStream stream shared by masters and APIs.
+    pub nats: Option<NatsOptions>,
     /// Brine-only `brine_job_store_sync`: `full` syncs a return to disk before it is
     /// acknowledged (it survives a crash of the machine); `normal` (default) commits it before
     /// the acknowledgement without that sync (it survives a crash of the master, as Salt's job
@@ -1267,6 +1424,7 @@ impl MasterConfig {
             },
             max_request_size: r.unsigned("brine_max_request_size", 64 * 1024 * 1024)? as usize,
             store_events: r.bool("brine_store_events", false)?,
+            nats: nats_options(&r)?,
             lost_job_check: r.unsigned("brine_lost_job_check", 60)?,
             job_store_sync_full: match r.string("brine_job_store_sync", "normal")?.as_str() {
                 "normal" => false,
@@ -2025,6 +2183,85 @@ mod tests {
                 .contains("'redis' is not supported: pgjsonb"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn brine_nats_takes_servers_and_bounds_and_refuses_what_cannot_work() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let load = |text: &str| {
+            write(dir.path(), "master", text);
+            MasterConfig::load(dir.path())
+        };
+        assert_eq!(load("").unwrap().nats, None);
+        let opts = load("brine_nats:\n  servers: nats://127.0.0.1:4222\n")
+            .unwrap()
+            .nats
+            .expect("nats");
+        assert_eq!(opts.servers, ["nats://127.0.0.1:4222"]);
+        assert_eq!(
+            (opts.stream.as_str(), opts.subject.as_str()),
+            ("SALT_EVENTS", "salt.events")
+        );
+        assert_eq!(
+            (opts.max_age, opts.max_bytes, opts.buffer),
+            (86_400, 1 << 30, 100_000)
+        );
+        let opts = load(
+            "brine_nats:\n  servers: [n1:4222, 'nats://u:p@n2:4222']\n  stream: EV\n  \
+             subject: site.one\n  max_age: '600'\n  user: brine\n  password: s3cret\n",
+        )
+        .unwrap()
+        .nats
+        .expect("nats");
+        assert_eq!(opts.servers, ["n1:4222", "nats://u:p@n2:4222"]);
+        assert_eq!(
+            (opts.stream.as_str(), opts.subject.as_str()),
+            ("EV", "site.one")
+        );
+        assert_eq!(opts.max_age, 600);
+        assert!(!format!("{opts:?}").contains("s3cret"), "{opts:?}");
+
+        for (text, says) in [
+            (
+                "brine_nats: nats://x\n",
+                "key 'brine_nats': expected a mapping",
+            ),
+            ("brine_nats:\n  stream: X\n", "'servers' is missing"),
+            ("brine_nats:\n  servers: []\n", "'servers' is missing"),
+            (
+                "brine_nats:\n  servers: tls://h:1\n",
+                "'tls://h:1' is not a NATS server URL",
+            ),
+            ("brine_nats:\n  servers: h\n  stream: a.b\n", "stream 'a.b'"),
+            (
+                "brine_nats:\n  servers: h\n  subject: a.*\n",
+                "subject 'a.*'",
+            ),
+            (
+                "brine_nats:\n  servers: h\n  subject: a..b\n",
+                "subject 'a..b'",
+            ),
+            (
+                "brine_nats:\n  servers: h\n  max_age: 0\n",
+                "brine_nats.max_age",
+            ),
+            (
+                "brine_nats:\n  servers: h\n  user: u\n",
+                "'user' and 'password' go together",
+            ),
+            (
+                "brine_nats:\n  servers: h\n  sevrers: h\n",
+                "unknown option 'sevrers'",
+            ),
+            (
+                "brine_nats:\n  servers: h\n  user: u\n  password: p\n  token: t\n",
+                "either 'user' and 'password', or 'token'",
+            ),
+        ] {
+            let err = load(text).expect_err(text).to_string();
+            assert!(err.contains(says), "{text}: {err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+        }
     }
 
     #[test]

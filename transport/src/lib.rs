@@ -8,6 +8,7 @@ pub mod eventbus;
 mod job_queue;
 pub mod limits;
 pub mod logging;
+pub mod nats;
 pub mod zmq_channel;
 
 pub use zmq_channel::{

@@ -50,7 +50,13 @@ pub fn init(console: LevelFilter, file: Option<(&Path, LevelFilter)>) {
             }
         }
     });
+    // The NATS client's own messages only at debug: Brine logs connections, disconnections
+    // and failures itself, once each, in its words.
+    let quiet_nats = tracing_subscriber::filter::filter_fn(|meta| {
+        !(meta.target().starts_with("async_nats") && *meta.level() <= tracing::Level::INFO)
+    });
     let _ = tracing_subscriber::registry()
+        .with(quiet_nats)
         .with(console_layer)
         .with(file_layer)
         .try_init();

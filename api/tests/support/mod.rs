@@ -81,7 +81,7 @@ impl Api {
         let cfg = brine_protocol::config::MasterConfig::load(root).expect("master config");
         let api = brine_api::config::ApiConfig::from_master(&cfg).expect("api config");
         let (stop, stop_rx) = tokio::sync::watch::channel(false);
-        let state = brine_api::daemon::state(cfg, api, stop_rx).expect("state");
+        let state = brine_api::daemon::state(cfg, api, stop_rx, None).expect("state");
         Api {
             router: brine_api::routes::router(state.clone()),
             state,
