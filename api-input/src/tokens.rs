@@ -2,15 +2,22 @@
 //! (`<pki_dir>/brine_api_token.key`, mode 0600), so tokens survive an API restart and every API
 //! process on the host accepts them. Revocation is durable: `<cachedir>/brine_tokens_revoked/<jti>`
 //! files holding the token's expiry epoch, removed by [`TokenKeeper::prune`] once expired.
+//!
+//! API replicas on several hosts share the key file (the same `brine_api_token.key` in each
+//! pki dir) and keep revocations where all of them read them ([`SharedRevocations`]: the
+//! PostgreSQL job store); each replica reads the whole list again every second
+//! ([`TokenKeeper::refresh`]), so a `/logout` on one is honoured by the others within a second
+//! and at once by itself.
 
 use crate::Identity;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use rand::RngCore;
+use std::collections::HashMap;
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Once};
+use std::sync::{Arc, Once, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The file name of the signing secret inside the pki dir.
@@ -60,13 +67,37 @@ pub struct TokenKeeper {
 struct Inner {
     encoding: EncodingKey,
     decoding: DecodingKey,
-    revoked_dir: PathBuf,
+    revoked: Revoked,
+}
+
+/// Revocations kept where every API replica reads them (a database), beyond one host.
+pub trait SharedRevocations: Send + Sync {
+    /// Record that token `jti`, valid until `expire` (epoch seconds), is revoked.
+    fn revoke(&self, jti: &str, expire: u64) -> io::Result<()>;
+    /// Every revoked token id still recorded, with its expiry.
+    fn all(&self) -> io::Result<Vec<(String, u64)>>;
+    /// Forget the revocations of tokens expired before `now`; how many.
+    fn prune(&self, now: u64) -> io::Result<usize>;
+}
+
+enum Revoked {
+    /// One file per revoked token in this directory.
+    Files(PathBuf),
+    /// In a shared store, with what it held at the last refresh.
+    Shared {
+        store: Arc<dyn SharedRevocations>,
+        known: RwLock<HashMap<String, u64>>,
+    },
 }
 
 impl std::fmt::Debug for TokenKeeper {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let revoked = match &self.inner.revoked {
+            Revoked::Files(dir) => dir.display().to_string(),
+            Revoked::Shared { .. } => "shared".into(),
+        };
         f.debug_struct("TokenKeeper")
-            .field("revoked_dir", &self.inner.revoked_dir)
+            .field("revoked", &revoked)
             .finish_non_exhaustive()
     }
 }
@@ -168,18 +199,38 @@ fn valid_jti(jti: &str) -> bool {
 impl TokenKeeper {
     /// Open (creating if needed) the signing key in `pki_dir` and the revocation list in `cachedir`.
     pub fn open(pki_dir: &Path, cachedir: &Path) -> io::Result<Self> {
+        let revoked_dir = cachedir.join(REVOKED_DIR);
+        ensure_dir(&revoked_dir)?;
+        Self::with(pki_dir, Revoked::Files(revoked_dir))
+    }
+
+    /// Open the signing key in `pki_dir`, with revocations in `store` (read once now).
+    pub fn open_shared(pki_dir: &Path, store: Arc<dyn SharedRevocations>) -> io::Result<Self> {
+        let known = RwLock::new(store.all()?.into_iter().collect());
+        Self::with(pki_dir, Revoked::Shared { store, known })
+    }
+
+    fn with(pki_dir: &Path, revoked: Revoked) -> io::Result<Self> {
         install_crypto_provider();
         ensure_dir(pki_dir)?;
         let key = load_or_create_key(&pki_dir.join(KEY_FILE))?;
-        let revoked_dir = cachedir.join(REVOKED_DIR);
-        ensure_dir(&revoked_dir)?;
         Ok(TokenKeeper {
             inner: Arc::new(Inner {
                 encoding: EncodingKey::from_secret(&key),
                 decoding: DecodingKey::from_secret(&key),
-                revoked_dir,
+                revoked,
             }),
         })
+    }
+
+    /// Learn the revocations other replicas recorded in the shared store (nothing to do with
+    /// files, which are read at every check).
+    pub fn refresh(&self) -> io::Result<()> {
+        if let Revoked::Shared { store, known } = &self.inner.revoked {
+            let all = store.all()?;
+            known.write().expect("revoked lock").extend(all);
+        }
+        Ok(())
     }
 
     /// A new token for `id`, valid for `ttl_secs`.
@@ -225,7 +276,20 @@ impl TokenKeeper {
         if claims.expire.is_nan() || claims.expire <= now_f64() {
             return Err(TokenError::Expired);
         }
-        match fs::symlink_metadata(self.inner.revoked_dir.join(&claims.jti)) {
+        let revoked_dir = match &self.inner.revoked {
+            Revoked::Files(dir) => dir,
+            Revoked::Shared { known, .. } => {
+                return match known
+                    .read()
+                    .expect("revoked lock")
+                    .contains_key(&claims.jti)
+                {
+                    true => Err(TokenError::Revoked),
+                    false => Ok(claims),
+                }
+            }
+        };
+        match fs::symlink_metadata(revoked_dir.join(&claims.jti)) {
             Ok(_) => Err(TokenError::Revoked),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(claims),
             Err(e) => Err(TokenError::Io(e)),
@@ -240,7 +304,18 @@ impl TokenKeeper {
                 "a token id is 64 hex characters",
             ));
         }
-        let path = self.inner.revoked_dir.join(&claims.jti);
+        let revoked_dir = match &self.inner.revoked {
+            Revoked::Files(dir) => dir,
+            Revoked::Shared { store, known } => {
+                store.revoke(&claims.jti, claims.exp)?;
+                known
+                    .write()
+                    .expect("revoked lock")
+                    .insert(claims.jti.clone(), claims.exp);
+                return Ok(());
+            }
+        };
+        let path = revoked_dir.join(&claims.jti);
         let tmp = write_tmp(&path, claims.exp.to_string().as_bytes())?;
         let renamed = fs::rename(&tmp, &path);
         if renamed.is_err() {
@@ -252,8 +327,18 @@ impl TokenKeeper {
     /// Remove revocation entries of tokens that have expired anyway; the number removed.
     pub fn prune(&self) -> io::Result<usize> {
         let now = now_f64();
+        let revoked_dir = match &self.inner.revoked {
+            Revoked::Files(dir) => dir,
+            Revoked::Shared { store, known } => {
+                known
+                    .write()
+                    .expect("revoked lock")
+                    .retain(|_, expire| *expire as f64 >= now);
+                return store.prune(now as u64);
+            }
+        };
         let mut removed = 0;
-        for entry in fs::read_dir(&self.inner.revoked_dir)? {
+        for entry in fs::read_dir(revoked_dir)? {
             let entry = entry?;
             let name = entry.file_name();
             let name = name.to_string_lossy();
@@ -317,6 +402,48 @@ mod tests {
         let pki = t.path().join("pki/master");
         let cache = t.path().join("cache");
         (t, pki, cache)
+    }
+
+    /// A shared store in memory, as two replicas would see one database.
+    #[derive(Default)]
+    struct Memory(std::sync::Mutex<HashMap<String, u64>>);
+
+    impl SharedRevocations for Memory {
+        fn revoke(&self, jti: &str, expire: u64) -> io::Result<()> {
+            self.0.lock().unwrap().insert(jti.into(), expire);
+            Ok(())
+        }
+        fn all(&self) -> io::Result<Vec<(String, u64)>> {
+            Ok(self.0.lock().unwrap().clone().into_iter().collect())
+        }
+        fn prune(&self, now: u64) -> io::Result<usize> {
+            let mut m = self.0.lock().unwrap();
+            let before = m.len();
+            m.retain(|_, e| *e >= now);
+            Ok(before - m.len())
+        }
+    }
+
+    #[test]
+    fn replicas_sharing_the_key_and_the_store_honour_each_others_revocations() {
+        let (_t, pki, _) = dirs();
+        let store = Arc::new(Memory::default());
+        let a = TokenKeeper::open_shared(&pki, store.clone()).expect("a");
+        let b = TokenKeeper::open_shared(&pki, store.clone()).expect("b");
+        let (token, claims) = a.issue(&alice(), 60);
+        assert!(b.verify(&token).is_ok(), "one key: either replica verifies");
+        a.revoke(&claims).expect("revoke");
+        assert!(matches!(a.verify(&token), Err(TokenError::Revoked)));
+        assert!(b.verify(&token).is_ok(), "b has not read the store yet");
+        b.refresh().expect("refresh");
+        assert!(matches!(b.verify(&token), Err(TokenError::Revoked)));
+        // A replica started later reads the list at once.
+        let c = TokenKeeper::open_shared(&pki, store.clone()).expect("c");
+        assert!(matches!(c.verify(&token), Err(TokenError::Revoked)));
+        // Expired revocations are forgotten, in the store too.
+        store.revoke(&"e".repeat(64), 1).expect("old");
+        assert_eq!(a.prune().expect("prune"), 1);
+        assert_eq!(store.all().expect("all").len(), 1);
     }
 
     #[test]

@@ -5,8 +5,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use brine_protocol::config::MasterConfig;
+use brine_master::jobstore::pgjsonb::PgStore;
+use brine_protocol::config::{JobCache, MasterConfig};
 
+use crate::auth::revocations::PgRevocations;
 use crate::auth::tokens::TokenKeeper;
 use crate::config::ApiConfig;
 use crate::link::{Bus, Source};
@@ -23,8 +25,16 @@ pub fn state(
     shutdown: tokio::sync::watch::Receiver<bool>,
     nats: Option<Arc<Events>>,
 ) -> anyhow::Result<Arc<AppState>> {
-    let tokens = TokenKeeper::open(&cfg.pki_dir, &cfg.cachedir)
-        .map_err(|e| anyhow::anyhow!("token key in {}: {e}", cfg.pki_dir.display()))?;
+    // Replicas on one PostgreSQL share their revocations there; otherwise they are files.
+    let tokens = match &cfg.master_job_cache {
+        JobCache::Pgjsonb(opts) => {
+            let store = PgStore::open(opts)
+                .map_err(|e| anyhow::anyhow!("master_job_cache: job store: {e}"))?;
+            TokenKeeper::open_shared(&cfg.pki_dir, Arc::new(PgRevocations(store)))
+        }
+        JobCache::Local => TokenKeeper::open(&cfg.pki_dir, &cfg.cachedir),
+    }
+    .map_err(|e| anyhow::anyhow!("token key in {}: {e}", cfg.pki_dir.display()))?;
     let master = Arc::new(MasterLink::new(
         local_host(&cfg.interface),
         cfg.ret_port,

@@ -56,11 +56,31 @@ pub async fn serve(cfg: MasterConfig, api: ApiConfig) -> anyhow::Result<()> {
     };
     let nats = crate::daemon::connect_events(&cfg).await?;
     let st = crate::daemon::state(cfg, api.clone(), stop_rx, nats)?;
-    let prune = st.clone();
+    // Revocations other replicas recorded are learnt every second; expired ones are
+    // forgotten every ten minutes.
+    let tokens = st.tokens.clone();
     tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(Duration::from_secs(600)).await;
-            let _ = prune.tokens.prune();
+        let mut failing = false;
+        for n in 1u64.. {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let tokens = tokens.clone();
+            let done = tokio::task::spawn_blocking(move || {
+                if n % 600 == 0 {
+                    let _ = tokens.prune();
+                }
+                tokens.refresh()
+            });
+            match done.await {
+                Ok(Err(e)) if !failing => {
+                    failing = true;
+                    tracing::warn!("revoked tokens not read (the last list read holds): {e}");
+                }
+                Ok(Ok(())) if failing => {
+                    failing = false;
+                    tracing::warn!("revoked tokens read again");
+                }
+                _ => {}
+            }
         }
     });
     tokio::spawn(crate::memory::release_freed());

@@ -14,8 +14,9 @@ use serde_json::json;
 const USERS: &str = "alice:alicepw\n";
 const ACL: &str = "    alice: ['.*', '@runner', '@wheel', '@jobs']";
 
-/// A master named `id` with its salt-api, on the shared PostgreSQL and NATS.
-fn site(id: &str, pg: &Postgres, nats: &Nats) -> Api {
+/// A master named `id` with its salt-api, on the shared PostgreSQL and NATS; the API signs
+/// tokens with the key of `key_of` when given (replicas share it).
+fn site(id: &str, pg: &Postgres, nats: &Nats, key_of: Option<&Api>) -> Api {
     let (mut st, port) = api_stack_config(
         &format!(
             "id: {id}\nauto_accept: True\ntimeout: 10\n\
@@ -27,6 +28,11 @@ fn site(id: &str, pg: &Postgres, nats: &Nats) -> Api {
         ACL,
     );
     st.start_master();
+    if let Some(other) = key_of {
+        let key = "pki/brine_api_token.key";
+        std::fs::copy(other.st.master_root().join(key), st.master_root().join(key))
+            .expect("copy the token key");
+    }
     st.start_api(port);
     Api::new(st, port)
 }
@@ -64,8 +70,8 @@ fn two_masters_and_two_apis_share_events_through_nats() {
     let Some(mut nats) = Nats::start() else {
         return;
     };
-    let mut a = site("master-a", &pg, &nats);
-    let mut b = site("master-b", &pg, &nats);
+    let mut a = site("master-a", &pg, &nats, None);
+    let mut b = site("master-b", &pg, &nats, Some(&a));
     a.st.start_minion("web-a", "");
     b.st.start_minion("web-b", "");
     a.st.wait_answering(&["web-a"]);
@@ -137,6 +143,28 @@ fn two_masters_and_two_apis_share_events_through_nats() {
     assert!(
         logs.contains("the NATS stream SALT_EVENTS takes events again"),
         "{logs}"
+    );
+
+    // One key: a token API A issued works on API B; its /logout on A holds on B too (B reads
+    // the revocations in PostgreSQL every second).
+    let (status, _) = b.get("/minions/web-b", &ta);
+    assert_eq!(status, 200, "A's token on B");
+    let (status, body) = a.post("/logout", &ta, json!({}));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(a.get("/minions/web-b", &ta).0, 401);
+    let refused = brine_e2e::wait_until(Duration::from_secs(5), || {
+        b.get("/minions/web-b", &ta).0 == 401
+    });
+    assert!(refused.is_some(), "B still takes a token revoked on A");
+    assert_eq!(
+        b.get("/minions/web-b", &tb).0,
+        200,
+        "B's own token still works"
+    );
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM brine_revoked_tokens"),
+        "1",
+        "the revocation is in the store"
     );
 }
 

@@ -69,6 +69,8 @@ impl Events {
                     }
                     // Each failed reconnection attempt: the disconnection was logged.
                     async_nats::Event::ClientError(e) => tracing::debug!("NATS: {e}"),
+                    // Closed by this process: at exit, or after a refusal it reports itself.
+                    async_nats::Event::Closed => tracing::debug!("NATS connection closed"),
                     other => tracing::warn!("NATS: {other}"),
                 }
             });

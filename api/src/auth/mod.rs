@@ -5,4 +5,5 @@ pub mod eauth;
 mod file_backend;
 mod pam;
 mod pycompat;
+pub mod revocations;
 pub use brine_api_input::tokens;

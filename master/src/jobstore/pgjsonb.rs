@@ -65,6 +65,11 @@ CREATE TABLE IF NOT EXISTS brine_jid_minions (
     minion varchar(255) NOT NULL,
     PRIMARY KEY (jid, minion)
 );
+CREATE TABLE IF NOT EXISTS brine_revoked_tokens (
+    id bigserial PRIMARY KEY,
+    jti varchar(64) NOT NULL UNIQUE,
+    expire bigint NOT NULL
+);
 ";
 
 /// The columns (name, type as `information_schema` names it) each table must have.
@@ -97,6 +102,14 @@ const EXPECTED: &[(&str, &[(&str, &str)])] = &[
         &[
             ("jid", "character varying"),
             ("minion", "character varying"),
+        ],
+    ),
+    (
+        "brine_revoked_tokens",
+        &[
+            ("id", "bigint"),
+            ("jti", "character varying"),
+            ("expire", "bigint"),
         ],
     ),
 ];
@@ -328,6 +341,42 @@ impl PgStore {
         Ok(PgStore { writes, reads })
     }
 
+    /// Record that the API token `jti` (valid until `expire`, epoch seconds) is revoked, for
+    /// every salt-api reading this database (`brine_revoked_tokens`, Brine's own table).
+    pub fn revoke_token(&self, jti: &str, expire: u64) -> Result<()> {
+        let (jti, expire) = (jti.to_string(), i64::try_from(expire).unwrap_or(i64::MAX));
+        self.read(move |c| {
+            c.execute(
+                "INSERT INTO brine_revoked_tokens (jti, expire) VALUES ($1, $2)
+                 ON CONFLICT (jti) DO NOTHING",
+                &[&jti, &expire],
+            )
+            .map(drop)
+        })
+    }
+
+    /// Every revoked token id still recorded, with its expiry (epoch seconds). Read whole:
+    /// rows are few (forgotten once expired), and a reader never misses one committed late.
+    pub fn revoked_tokens(&self) -> Result<Vec<(String, u64)>> {
+        let rows = self.read(|c| c.query("SELECT jti, expire FROM brine_revoked_tokens", &[]))?;
+        Ok(rows
+            .iter()
+            .map(|r| (r.get(0), u64::try_from(r.get::<_, i64>(1)).unwrap_or(0)))
+            .collect())
+    }
+
+    /// Forget revocations of tokens expired before `now` (epoch seconds); how many.
+    pub fn prune_revoked_tokens(&self, now: u64) -> Result<usize> {
+        let now = i64::try_from(now).unwrap_or(i64::MAX);
+        self.read(move |c| {
+            c.execute(
+                "DELETE FROM brine_revoked_tokens WHERE expire < $1",
+                &[&now],
+            )
+            .map(|n| n as usize)
+        })
+    }
+
     /// Run `f` on a reader's connection and wait for its answer.
     fn read<T: Send + 'static>(
         &self,
@@ -375,7 +424,8 @@ fn check_schema(conn: &mut Conn) -> Result<()> {
             "SELECT table_name::text, column_name::text, data_type::text
              FROM information_schema.columns
              WHERE table_schema = current_schema()
-               AND table_name IN ('jids', 'salt_returns', 'salt_events', 'brine_jid_minions')",
+               AND table_name IN ('jids', 'salt_returns', 'salt_events', 'brine_jid_minions',
+                                  'brine_revoked_tokens')",
             &[],
         )
     })?;
