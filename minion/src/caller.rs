@@ -57,7 +57,7 @@ pub async fn call(
             })
         }
         Err(e) => {
-            tracing::info!("sign-in to {} failed: {e}", minion.master_host);
+            tracing::info!("sign-in to {} failed: {e}", minion.master);
             return Err(Refused {
                 message: "Minion failed to authenticate with the master, has the minion key \
                           been accepted?"

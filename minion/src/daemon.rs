@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use brine_protocol::config::MinionConfig;
+use brine_protocol::config::{MasterAddr, MasterType, MinionConfig};
 use brine_protocol::crypt::{load_or_generate_keypair, EncAlgo, HashType, SerialGuard, SigAlgo};
 use brine_protocol::loads::{Fun, MinionEventLoad, MinionEvents, PublishLoad, ReturnLoad};
 use brine_protocol::payload::{bytes_of, get, get_str, loads, map, Value};
@@ -29,7 +29,8 @@ pub struct Minion {
     pub running: Arc<RunningJobs>,
     /// The schedule, beacons and master link of the `schedule`, `beacons` and `mine` modules.
     pub services: Arc<Services>,
-    pub(crate) master_host: String,
+    /// The master this minion signs in to and returns to.
+    pub(crate) master: MasterAddr,
     job_timeout: Option<Duration>,
     /// Returns the master has not taken yet.
     outbox: Outbox,
@@ -42,7 +43,25 @@ pub const EXIT_REJECTED: i32 = 77;
 pub const EXIT_FINGER: i32 = 42;
 
 impl Minion {
+    /// The minion of the first master of the list (a single master, or `salt-call`).
     pub fn new(cfg: MinionConfig, ctx: &zmq::Context, config_dir: &Path) -> anyhow::Result<Minion> {
+        let master = cfg.masters.first().cloned().unwrap_or(MasterAddr {
+            host: "salt".into(),
+            port: cfg.master_port,
+        });
+        let outbox = cfg.cachedir.join("outbox");
+        Self::for_master(cfg, ctx, config_dir, master, &outbox)
+    }
+
+    /// The minion's service of `master`, keeping the returns that master has not taken in
+    /// the directory `outbox`.
+    pub fn for_master(
+        cfg: MinionConfig,
+        ctx: &zmq::Context,
+        config_dir: &Path,
+        master: MasterAddr,
+        outbox: &Path,
+    ) -> anyhow::Result<Minion> {
         std::fs::create_dir_all(&cfg.pki_dir)?;
         brine_protocol::crypt::secure_pki_dir(&cfg.pki_dir)?;
         std::fs::create_dir_all(&cfg.cachedir)?;
@@ -60,11 +79,6 @@ impl Minion {
         let sig_algo = SigAlgo::parse(&cfg.signing_algorithm).ok_or_else(|| {
             anyhow::anyhow!("unsupported signing_algorithm {}", cfg.signing_algorithm)
         })?;
-        let master_host = cfg
-            .master
-            .first()
-            .cloned()
-            .unwrap_or_else(|| "salt".to_string());
         let ident = Identity {
             id: cfg.id.clone(),
             key,
@@ -77,8 +91,8 @@ impl Minion {
         };
         let channel = Arc::new(Channel::new(
             ctx,
-            &master_host,
-            cfg.master_port,
+            &master.host,
+            master.port,
             ident,
             Duration::from_secs(cfg.request_channel_timeout.max(1)),
             cfg.request_channel_tries,
@@ -108,8 +122,8 @@ impl Minion {
                     .put(Where::Opts, "__mine_interval", item, false);
             }
         }
-        let outbox = Outbox::open(&cfg.cachedir)
-            .map_err(|e| anyhow::anyhow!("outbox in {}: {e}", cfg.cachedir.display()))?;
+        let outbox = Outbox::open(outbox)
+            .map_err(|e| anyhow::anyhow!("outbox in {}: {e}", outbox.display()))?;
         let procs = ProcDir::open(&cfg.cachedir)
             .map_err(|e| anyhow::anyhow!("proc dir in {}: {e}", cfg.cachedir.display()))?;
         Ok(Minion {
@@ -117,7 +131,7 @@ impl Minion {
             channel,
             running: Arc::new(RunningJobs::default()),
             services,
-            master_host,
+            master,
             job_timeout,
             outbox,
             procs,
@@ -130,8 +144,9 @@ impl Minion {
         self.services.grains()
     }
 
-    /// Sign in, waiting politely while our key is pending. `Err` only for a final refusal.
-    async fn sign_in(&self) -> Result<Creds, i32> {
+    /// Sign in, waiting politely while our key is pending. `Err(Some(code))` for a final
+    /// refusal; with `once`, `Err(None)` when the first attempt fails otherwise.
+    async fn sign_in(&self, once: bool) -> Result<Creds, Option<i32>> {
         let mut wait = self.cfg.acceptance_wait_time.max(1);
         let auth_timeout = Duration::from_secs(self.cfg.auth_timeout.max(1));
         loop {
@@ -141,7 +156,7 @@ impl Minion {
                 .unwrap_or(Err(ChannelError::NotSignedIn));
             match res {
                 Ok(c) => {
-                    tracing::info!("signed in to {}", self.master_host);
+                    tracing::info!("signed in to {}", self.master.host);
                     return Ok(c);
                 }
                 Err(ChannelError::Rejected) if !self.cfg.rejected_retry => {
@@ -150,16 +165,19 @@ impl Minion {
                          To repair this issue, delete the public key for this minion on the \
                          Salt Master and restart this minion."
                     );
-                    return Err(EXIT_REJECTED);
+                    return Err(Some(EXIT_REJECTED));
                 }
                 Err(ChannelError::FingerMismatch) => {
                     tracing::error!("The master fingerprint does not match master_finger");
-                    return Err(EXIT_FINGER);
+                    return Err(Some(EXIT_FINGER));
                 }
                 Err(ChannelError::Pending) => {
                     tracing::info!("waiting for the master to accept our key; retrying in {wait}s");
                 }
-                Err(e) => tracing::warn!("sign-in to {} failed: {e}", self.master_host),
+                Err(e) => tracing::warn!("sign-in to {} failed: {e}", self.master),
+            }
+            if once {
+                return Err(None);
             }
             tokio::time::sleep(Duration::from_secs(wait)).await;
             if self.cfg.acceptance_wait_time_max > wait {
@@ -585,17 +603,203 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Run the minion until SIGTERM. Returns the process exit code.
+/// Run the minion of one master until SIGTERM. Returns the process exit code.
 pub async fn run(minion: Arc<Minion>, ctx: zmq::Context) -> i32 {
-    let creds = match minion.sign_in().await {
+    let creds = match minion.sign_in(false).await {
         Ok(c) => c,
-        Err(code) => return code,
+        Err(code) => return code.unwrap_or(1),
     };
+    let watch = Watch {
+        left_over: true,
+        ..Watch::default()
+    };
+    match serve(minion, ctx, creds, watch).await {
+        End::Exit(code) => code,
+        End::Lost | End::Failback => 0,
+    }
+}
+
+/// Hot multi-master (`master_type: str` with a list): one minion per master, each signed in
+/// to its master, taking its jobs and returning to it; until SIGTERM.
+async fn run_hot(cfg: MinionConfig, ctx: zmq::Context, config_dir: &Path) -> i32 {
+    let mut tasks = Vec::new();
+    for (i, master) in cfg.masters.iter().enumerate() {
+        let outbox = cfg.cachedir.join(format!(
+            "outbox-{}-{}",
+            master.host.replace(['/', ':'], "_"),
+            master.port
+        ));
+        let minion =
+            match Minion::for_master(cfg.clone(), &ctx, config_dir, master.clone(), &outbox) {
+                Ok(m) => Arc::new(m),
+                Err(e) => {
+                    eprintln!("salt-minion: {e}");
+                    return 1;
+                }
+            };
+        let ctx = ctx.clone();
+        tasks.push(tokio::spawn(async move {
+            let creds = match minion.sign_in(false).await {
+                Ok(c) => c,
+                Err(code) => return code.unwrap_or(1),
+            };
+            // Jobs a previous process left running are answered once, to the first master.
+            let watch = Watch {
+                left_over: i == 0,
+                ..Watch::default()
+            };
+            match serve(minion, ctx, creds, watch).await {
+                End::Exit(code) => code,
+                End::Lost | End::Failback => 0,
+            }
+        }));
+    }
+    let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+    else {
+        tracing::error!("cannot watch SIGTERM");
+        return 1;
+    };
+    tokio::select! {
+        worst = async {
+            let mut worst = 0;
+            for task in tasks {
+                worst = worst.max(task.await.unwrap_or(1));
+            }
+            worst
+        } => worst,
+        _ = term.recv() => 0,
+        _ = tokio::signal::ctrl_c() => 0,
+    }
+}
+
+/// Failover (`master_type: failover`): signed in to one master of the list at a time, the
+/// next one when it is lost (`master_alive_interval`), the first one again once it answers
+/// (`master_failback`); until SIGTERM.
+async fn run_failover(cfg: MinionConfig, ctx: zmq::Context, config_dir: &Path) -> i32 {
+    let mut order = cfg.masters.clone();
+    if cfg.random_master {
+        use rand::seq::SliceRandom;
+        order.shuffle(&mut rand::thread_rng());
+    }
+    // One outbox: returns a lost master did not take go to the next one.
+    let outbox = cfg.cachedir.join("outbox");
+    let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+    else {
+        tracing::error!("cannot watch SIGTERM");
+        return 1;
+    };
+    let serving = async {
+        let mut start = 0;
+        let mut first = true;
+        loop {
+            let mut connected = None;
+            for k in 0..order.len() {
+                let i = (start + k) % order.len();
+                let minion = match Minion::for_master(
+                    cfg.clone(),
+                    &ctx,
+                    config_dir,
+                    order[i].clone(),
+                    &outbox,
+                ) {
+                    Ok(m) => Arc::new(m),
+                    Err(e) => {
+                        eprintln!("salt-minion: {e}");
+                        return 1;
+                    }
+                };
+                match minion.sign_in(true).await {
+                    Ok(creds) => {
+                        connected = Some((i, minion, creds));
+                        break;
+                    }
+                    Err(_) => tracing::warn!("master {} did not take this minion", order[i]),
+                }
+            }
+            let Some((i, minion, creds)) = connected else {
+                tracing::error!(
+                    "No master could be reached or all masters denied the minion's connection \
+                     attempt."
+                );
+                tokio::time::sleep(Duration::from_secs(cfg.acceptance_wait_time.max(1))).await;
+                continue;
+            };
+            tracing::warn!("serving master {}", order[i]);
+            let every = |secs: u64| (secs > 0).then(|| Duration::from_secs(secs));
+            let watch = Watch {
+                alive: every(cfg.master_alive_interval),
+                failback: every(cfg.master_failback_interval)
+                    .filter(|_| cfg.master_failback && i != 0)
+                    .map(|d| (order[0].clone(), d)),
+                left_over: first,
+            };
+            first = false;
+            match serve(minion, ctx.clone(), creds, watch).await {
+                End::Exit(code) => return code,
+                End::Lost => {
+                    tracing::warn!("master {} is gone: failing over", order[i]);
+                    start = (i + 1) % order.len();
+                }
+                End::Failback => {
+                    tracing::warn!("master {} answers again: going back to it", order[0]);
+                    start = 0;
+                }
+            }
+        }
+    };
+    tokio::select! {
+        code = serving => code,
+        _ = term.recv() => 0,
+        _ = tokio::signal::ctrl_c() => 0,
+    }
+}
+
+/// What a minion's service of one master looks out for besides jobs.
+#[derive(Default)]
+struct Watch {
+    /// Check this often that the master still answers: [`End::Lost`] when it does not.
+    alive: Option<Duration>,
+    /// Check this often whether this master (the first of the list) answers again:
+    /// [`End::Failback`] when it does.
+    failback: Option<(MasterAddr, Duration)>,
+    /// Answer the jobs a previous process left running.
+    left_over: bool,
+}
+
+/// Why a minion's service of one master ended.
+enum End {
+    /// SIGTERM (0) or a failure: the process exits with this code.
+    Exit(i32),
+    Lost,
+    Failback,
+}
+
+/// Whether `master` takes connections on its request port within a few seconds.
+async fn answers(master: &MasterAddr) -> bool {
+    let connect = tokio::net::TcpStream::connect((master.host.as_str(), master.port));
+    matches!(
+        tokio::time::timeout(Duration::from_secs(5), connect).await,
+        Ok(Ok(_))
+    )
+}
+
+/// A ticker for an optional period (never ticking without one).
+async fn tick(every: &mut Option<tokio::time::Interval>) {
+    match every {
+        Some(t) => {
+            t.tick().await;
+        }
+        None => std::future::pending::<()>().await,
+    }
+}
+
+/// Serve one master with the credentials of a sign-in, until SIGTERM or what `watch` sees.
+async fn serve(minion: Arc<Minion>, ctx: zmq::Context, creds: Creds, watch: Watch) -> End {
     let port = match minion.cfg.publish_port {
-        Some(p) if p != minion.cfg.master_port => p,
+        Some(p) if p != minion.master.port => p,
         _ => creds.publish_port,
     };
-    let endpoint = tcp_endpoint(&minion.master_host, port);
+    let endpoint = tcp_endpoint(&minion.master.host, port);
     let subs: Vec<Vec<u8>> = if minion.cfg.zmq_filtering {
         vec![
             b"broadcast".to_vec(),
@@ -625,14 +829,16 @@ pub async fn run(minion: Arc<Minion>, ctx: zmq::Context) -> i32 {
         Ok(s) => s,
         Err(e) => {
             tracing::error!("cannot subscribe to {endpoint}: {e}");
-            return 1;
+            return End::Exit(1);
         }
     };
     minion.fetch_pillar().await;
     minion.start_events().await;
-    // Listed before any job of this process can start (and write its own file).
-    let left_over = minion.procs.left_over();
-    tokio::spawn(minion.clone().answer_left_over_jobs(left_over));
+    if watch.left_over {
+        // Listed before any job of this process can start (and write its own file).
+        let left_over = minion.procs.left_over();
+        tokio::spawn(minion.clone().answer_left_over_jobs(left_over));
+    }
     let drain = tokio::spawn(minion.clone().drain_outbox());
     let _drain = AbortOnDrop(drain);
     tracing::warn!("minion {} is ready", minion.cfg.id);
@@ -641,7 +847,7 @@ pub async fn run(minion: Arc<Minion>, ctx: zmq::Context) -> i32 {
         Ok(t) => t,
         Err(e) => {
             tracing::error!("cannot watch SIGTERM: {e}");
-            return 1;
+            return End::Exit(1);
         }
     };
     let mut serials = SerialGuard::default();
@@ -649,9 +855,30 @@ pub async fn run(minion: Arc<Minion>, ctx: zmq::Context) -> i32 {
     let mut ticks = tokio::time::interval(Duration::from_secs(1));
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let ticking = Arc::new(tokio::sync::Mutex::new(()));
+    let every = |d: Duration| {
+        let mut t = tokio::time::interval_at(tokio::time::Instant::now() + d, d);
+        t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        t
+    };
+    let mut alive = watch.alive.map(every);
+    let mut failback = watch.failback.as_ref().map(|(_, d)| every(*d));
     loop {
         let frames = tokio::select! {
-            f = rx.recv() => match f { Some(f) => f, None => return 1 },
+            f = rx.recv() => match f { Some(f) => f, None => return End::Exit(1) },
+            _ = tick(&mut alive) => {
+                if !answers(&minion.master).await {
+                    return End::Lost;
+                }
+                continue;
+            }
+            _ = tick(&mut failback) => {
+                if let Some((first, _)) = &watch.failback {
+                    if answers(first).await {
+                        return End::Failback;
+                    }
+                }
+                continue;
+            }
             _ = ticks.tick() => {
                 // One pass at a time: a slow beacon delays the next pass, never doubles it.
                 if let Ok(guard) = ticking.clone().try_lock_owned() {
@@ -663,8 +890,8 @@ pub async fn run(minion: Arc<Minion>, ctx: zmq::Context) -> i32 {
                 }
                 continue;
             }
-            _ = term.recv() => return 0,
-            _ = tokio::signal::ctrl_c() => return 0,
+            _ = term.recv() => return End::Exit(0),
+            _ = tokio::signal::ctrl_c() => return End::Exit(0),
         };
         // One frame, or [topic, payload] with zmq_filtering: the payload is the last frame.
         let Some(frame) = frames.last() else { continue };
@@ -773,14 +1000,17 @@ pub fn main_with(config_dir: &Path, log_level: Option<&str>) -> i32 {
         }
     };
     let ctx = zmq::Context::new();
-    let minion = match Minion::new(cfg, &ctx, config_dir) {
-        Ok(m) => Arc::new(m),
-        Err(e) => {
-            eprintln!("salt-minion: {e}");
-            return 1;
-        }
+    let code = match (cfg.master_type, cfg.masters.len()) {
+        (MasterType::Failover, _) => rt.block_on(run_failover(cfg, ctx, config_dir)),
+        (MasterType::Str, 2..) => rt.block_on(run_hot(cfg, ctx, config_dir)),
+        (MasterType::Str, _) => match Minion::new(cfg, &ctx, config_dir) {
+            Ok(m) => rt.block_on(run(Arc::new(m), ctx)),
+            Err(e) => {
+                eprintln!("salt-minion: {e}");
+                return 1;
+            }
+        },
     };
-    let code = rt.block_on(run(minion, ctx));
     rt.shutdown_timeout(Duration::from_secs(2));
     code
 }

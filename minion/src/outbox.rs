@@ -33,13 +33,13 @@ pub struct Outbox {
 }
 
 impl Outbox {
-    /// The outbox under `cachedir`, created if missing.
-    pub fn open(cachedir: &Path) -> io::Result<Outbox> {
-        Self::with_bounds(cachedir, MAX_RETURNS, MAX_BYTES)
+    /// The outbox in directory `dir`, created if missing.
+    pub fn open(dir: &Path) -> io::Result<Outbox> {
+        Self::with_bounds(dir, MAX_RETURNS, MAX_BYTES)
     }
 
-    fn with_bounds(cachedir: &Path, max_returns: usize, max_bytes: u64) -> io::Result<Outbox> {
-        let dir = cachedir.join("outbox");
+    fn with_bounds(dir: &Path, max_returns: usize, max_bytes: u64) -> io::Result<Outbox> {
+        let dir = dir.to_path_buf();
         fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -169,7 +169,7 @@ mod tests {
     #[test]
     fn kept_returns_wait_oldest_first_once_released() {
         let d = tempfile::tempdir().unwrap();
-        let outbox = Outbox::open(d.path()).unwrap();
+        let outbox = Outbox::open(&d.path().join("outbox")).unwrap();
         let a = outbox.keep("20261127000000000001", &ret("1")).unwrap();
         let b = outbox.keep("../../etc/passwd", &ret("2")).unwrap();
         assert_eq!(b.parent().unwrap(), d.path().join("outbox"));
@@ -190,7 +190,7 @@ mod tests {
         assert_eq!(mode(&d.path().join("outbox")), 0o700);
         // Delivered: gone, for this outbox and the next one opened on the directory.
         outbox.release(&a, true);
-        let again = Outbox::open(d.path()).unwrap();
+        let again = Outbox::open(&d.path().join("outbox")).unwrap();
         assert_eq!(again.waiting(), vec![b.clone()]);
         assert_eq!(again.load(&b), Some(ret("2")));
     }
@@ -222,7 +222,7 @@ mod tests {
     #[test]
     fn a_damaged_file_is_dropped_and_temporaries_are_ignored() {
         let d = tempfile::tempdir().unwrap();
-        let outbox = Outbox::open(d.path()).unwrap();
+        let outbox = Outbox::open(&d.path().join("outbox")).unwrap();
         let bad = d.path().join("outbox/000-bad");
         fs::write(&bad, b"\xc1").unwrap();
         fs::write(d.path().join("outbox/.001-half.tmp"), b"\x81").unwrap();

@@ -1574,12 +1574,89 @@ impl Default for MasterConfig {
     }
 }
 
+/// How a minion uses the masters of its `master` list (`master_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MasterType {
+    /// `str` (the default): connected to every master of the list at once ("hot"); a job's
+    /// return goes to the master that published it.
+    Str,
+    /// `failover`: connected to one master at a time, the next of the list when it is lost.
+    Failover,
+}
+
+/// One master of the `master` list: `host`, `host:port`, `[v6]:port` (Salt's `prep_ip_port`);
+/// the port is `master_port` when the entry names none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MasterAddr {
+    pub host: String,
+    pub port: u16,
+}
+
+impl MasterAddr {
+    fn parse(entry: &str, default_port: u16) -> Result<MasterAddr, String> {
+        let entry = entry.trim();
+        let bad_port = |p: &str| format!("master '{entry}': '{p}' is not a port number");
+        let (host, port) = if let Some(rest) = entry.strip_prefix('[') {
+            match rest.split_once(']') {
+                Some((host, "")) => (host, None),
+                Some((host, tail)) => match tail.strip_prefix(':') {
+                    Some(p) => (host, Some(p)),
+                    None => return Err(format!("master '{entry}': not [address]:port")),
+                },
+                None => return Err(format!("master '{entry}': no closing ']'")),
+            }
+        } else {
+            match entry.split_once(':') {
+                // A bare IPv6 address has several colons and no port.
+                Some((host, p)) if !p.contains(':') => (host, Some(p)),
+                _ => (entry, None),
+            }
+        };
+        if host.is_empty() {
+            return Err(format!("master '{entry}': no host"));
+        }
+        let port = match port {
+            None => default_port,
+            Some(p) => p
+                .parse::<u16>()
+                .ok()
+                .filter(|p| *p > 0)
+                .ok_or_else(|| bad_port(p))?,
+        };
+        Ok(MasterAddr {
+            host: host.to_string(),
+            port,
+        })
+    }
+}
+
+impl std::fmt::Display for MasterAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.host.contains(':') {
+            true => write!(f, "[{}]:{}", self.host, self.port),
+            false => write!(f, "{}:{}", self.host, self.port),
+        }
+    }
+}
+
 /// The minion's settings, with Salt's defaults and path rules applied.
 #[derive(Debug, Clone)]
 pub struct MinionConfig {
     pub id: String,
     /// `master:` given as a string or a list.
     pub master: Vec<String>,
+    /// The same, each with its port.
+    pub masters: Vec<MasterAddr>,
+    pub master_type: MasterType,
+    /// `master_alive_interval`: seconds between checks that the master (in failover) is
+    /// still there; 0: not checked.
+    pub master_alive_interval: u64,
+    /// `master_failback`: go back to the first master of the list once it answers again,
+    /// checked every `master_failback_interval` seconds.
+    pub master_failback: bool,
+    pub master_failback_interval: u64,
+    /// `random_master`: try the masters in a random order (failover).
+    pub random_master: bool,
     pub master_port: u16,
     pub publish_port: Option<u16>,
     pub root_dir: PathBuf,
@@ -1688,10 +1765,44 @@ impl MinionConfig {
             u32::try_from(n).map_err(|_| r.type_error(key, "a smaller integer", &Value::from(n)))
         };
 
+        let master = r.string_list("master", &["salt"], true)?;
+        let master_port = r.port("master_port", 4506)?;
+        let masters = master
+            .iter()
+            .map(|m| MasterAddr::parse(m, master_port))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|message| r.invalid("master", message))?;
+        if masters.is_empty() {
+            return Err(r.invalid("master", "an empty list names no master".into()));
+        }
+        let master_type = match r.string("master_type", "str")?.as_str() {
+            "str" => MasterType::Str,
+            "failover" => MasterType::Failover,
+            other => {
+                return Err(r.invalid(
+                    "master_type",
+                    format!("'{other}' is not supported: str or failover"),
+                ))
+            }
+        };
+        if master_type == MasterType::Failover
+            && !matches!(r.value("master"), Some(Value::Array(_)))
+        {
+            return Err(r.invalid(
+                "master",
+                "master_type is 'failover' but master is not a list".into(),
+            ));
+        }
         let config = MinionConfig {
             id,
-            master: r.string_list("master", &["salt"], true)?,
-            master_port: r.port("master_port", 4506)?,
+            master,
+            masters,
+            master_type,
+            master_alive_interval: r.unsigned("master_alive_interval", 0)?,
+            master_failback: r.bool("master_failback", false)?,
+            master_failback_interval: r.unsigned("master_failback_interval", 0)?,
+            random_master: r.bool("random_master", false)?,
+            master_port,
             publish_port: r.port_opt("publish_port")?,
             root_dir: PathBuf::from(abspath(root)),
             pki_dir: prepend_root_dir(
@@ -2483,6 +2594,58 @@ mod tests {
             MasterConfig::load(dir.path()).expect("loads").id,
             "web1_master"
         );
+    }
+
+    #[test]
+    fn minion_masters_take_ports_and_a_type() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let load = |text: &str| {
+            write(dir.path(), "minion", &format!("id: m1\n{text}"));
+            MinionConfig::load(dir.path())
+        };
+        let addr = |host: &str, port| MasterAddr {
+            host: host.into(),
+            port,
+        };
+        let cfg = load("master: ['a', 'b:4510', '[::1]:4600', 'fe80::1', '[::2]']\n").unwrap();
+        assert_eq!(
+            cfg.masters,
+            [
+                addr("a", 4506),
+                addr("b", 4510),
+                addr("::1", 4600),
+                addr("fe80::1", 4506),
+                addr("::2", 4506)
+            ]
+        );
+        assert_eq!(cfg.masters[2].to_string(), "[::1]:4600");
+        assert_eq!(cfg.master_type, MasterType::Str);
+        assert_eq!((cfg.master_alive_interval, cfg.master_failback), (0, false));
+        let cfg = load(
+            "master: [a, b]\nmaster_type: failover\nmaster_alive_interval: 30\n\
+             master_failback: True\nmaster_failback_interval: 60\nrandom_master: True\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.master_type, MasterType::Failover);
+        assert_eq!(
+            (cfg.master_alive_interval, cfg.master_failback_interval),
+            (30, 60)
+        );
+        assert!(cfg.master_failback && cfg.random_master);
+        for (text, says) in [
+            ("master: a\nmaster_type: failover\n", "master is not a list"),
+            (
+                "master: [a]\nmaster_type: func\n",
+                "'func' is not supported",
+            ),
+            ("master: 'a:http'\n", "'http' is not a port number"),
+            ("master: 'a:0'\n", "'0' is not a port number"),
+            ("master: '[::1'\n", "no closing ']'"),
+            ("master: []\n", "an empty list names no master"),
+        ] {
+            let err = load(text).expect_err(text).to_string();
+            assert!(err.contains(says), "{text}: {err}");
+        }
     }
 
     #[test]

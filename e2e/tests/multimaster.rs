@@ -1,0 +1,174 @@
+//! Several masters: minions in hot multi-master mode (`master` a list) connected to two Brine
+//! masters that share a pki dir, a PostgreSQL job store and a NATS events stream, each with its
+//! salt-api; and a minion failing over from one master to the other and back.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use brine_e2e::http::{api_stack_config, Api};
+use brine_e2e::nats::Nats;
+use brine_e2e::postgres::Postgres;
+use brine_e2e::real::{self, Proc};
+use brine_e2e::{wait_until, Stack};
+use serde_json::{json, Value};
+
+const USERS: &str = "alice:alicepw\n";
+const ACL: &str = "    alice: ['.*', '@runner', '@wheel', '@jobs']";
+
+/// A master named `id` with its salt-api, its keys in `pki` (shared), on `extra`'s stores.
+fn site(id: &str, pki: &Path, extra: &str) -> Api {
+    let (mut st, port) = api_stack_config(
+        &format!(
+            "id: {id}\nauto_accept: True\ntimeout: 10\n\
+             netapi_enable_clients: [local, local_async, runner, wheel]\n{extra}"
+        ),
+        USERS,
+        ACL,
+    );
+    // Salt puts an absolute pki_dir under root_dir: each master's own pki dir is a link to
+    // the shared one, as a shared mount would be.
+    std::fs::create_dir_all(pki).unwrap();
+    std::os::unix::fs::symlink(pki, st.master_root().join("pki")).unwrap();
+    st.start_master();
+    st.start_api(port);
+    Api::new(st, port)
+}
+
+/// A minion's directory under `st`'s (so that its logs show with the stack's), its config
+/// naming `masters`, with `extra` lines.
+fn minion_root(st: &Stack, id: &str, masters: &[&Stack], extra: &str) -> PathBuf {
+    let root = st.dir.path().join(format!("minion-{id}"));
+    real::write_minion_conf(&root, id, st.ret_port, st.publish_port, extra);
+    let list: Vec<String> = masters
+        .iter()
+        .map(|m| format!("'127.0.0.1:{}'", m.ret_port))
+        .collect();
+    let conf = root.join("etc/minion");
+    let text = std::fs::read_to_string(&conf).unwrap().replace(
+        &format!(
+            "master: 127.0.0.1\nmaster_port: {}\npublish_port: {}\n",
+            st.ret_port, st.publish_port
+        ),
+        &format!("master: [{}]\n", list.join(", ")),
+    );
+    assert!(text.contains("master: ['127.0.0.1:"), "{text}");
+    std::fs::write(&conf, text).unwrap();
+    root
+}
+
+fn local(api: &Api, token: &str, client: &str, tgt: &[&str], arg: &str) -> Value {
+    let (status, body) = api.post(
+        "/",
+        token,
+        json!([{"client": client, "tgt": tgt, "tgt_type": "list", "fun": "test.echo",
+                "arg": [arg]}]),
+    );
+    assert_eq!(status, 200, "{body}\n{}", api.st.logs());
+    body["return"][0].clone()
+}
+
+#[test]
+fn hot_minions_serve_both_masters_and_outlive_one() {
+    let Some(pg) = Postgres::start() else { return };
+    let Some(nats) = Nats::start() else { return };
+    let shared = tempfile::tempdir().unwrap();
+    let pki = shared.path().join("pki");
+    let stores = format!("{}{}", pg.master_config(), nats.master_config());
+    let mut a = site("master-a", &pki, &stores);
+    let b = site("master-b", &pki, &stores);
+    let ids = ["hot1", "hot2"];
+    let minions: Vec<Proc> = ids
+        .iter()
+        .map(|id| real::start_brine_minion(&minion_root(&a.st, id, &[&a.st, &b.st], "")))
+        .collect();
+    // Salt's own minion in the same mode.
+    let venv = brine_e2e::real::venvs().map(|(v, _)| v);
+    let mut all = ids.to_vec();
+    let real_minion = venv.as_ref().map(|venv| {
+        all.push("real-hot");
+        real::start_real_minion(venv, &minion_root(&a.st, "real-hot", &[&a.st, &b.st], ""))
+    });
+    a.st.wait_answering(&all);
+    b.st.wait_answering(&all);
+    // One pki dir: one token key, so either API takes the other's tokens.
+    let token = a.login("alice", "alicepw", "file");
+
+    // Each master reaches every minion, and each minion answers the master that asked.
+    let want: Value = all.iter().map(|id| (id.to_string(), json!("hi"))).collect();
+    assert_eq!(local(&a, &token, "local", &all, "hi"), want);
+    assert_eq!(local(&b, &token, "local", &all, "hi"), want);
+    let jid = local(&a, &token, "local_async", &all, "on a")["jid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let stored = format!("SELECT count(*) FROM salt_returns WHERE jid = '{jid}'");
+    wait_until(Duration::from_secs(30), || {
+        pg.psql(&stored) == all.len().to_string()
+    })
+    .unwrap_or_else(|| panic!("returns of {jid} not stored\n{}", a.st.logs()));
+    // A job submitted on API A, read on API B.
+    let (status, job) = b.get(&format!("/jobs/{jid}"), &token);
+    assert_eq!(status, 200, "{job}");
+    assert_eq!(job["return"][0]["hot1"], json!("on a"), "{job}");
+
+    // Salt's minion tells its masters apart by address alone, and both are on 127.0.0.1
+    // here: once one is gone it would take the other for lost too. Brine's minions carry on.
+    drop(real_minion);
+    let all = ids;
+
+    // Master A killed while master B's jobs run: every return B took is stored, and new jobs
+    // keep flowing through B.
+    let mut jids = Vec::new();
+    for n in 0..6 {
+        if n == 3 {
+            a.st.kill_master();
+        }
+        let ret = local(&b, &token, "local_async", &all, &format!("job {n}"));
+        jids.push(ret["jid"].as_str().unwrap().to_string());
+    }
+    for jid in &jids {
+        let stored = format!("SELECT count(*) FROM salt_returns WHERE jid = '{jid}'");
+        wait_until(Duration::from_secs(30), || {
+            pg.psql(&stored) == all.len().to_string()
+        })
+        .unwrap_or_else(|| panic!("returns of {jid} lost\n{}", b.st.logs()));
+    }
+    assert_eq!(local(&b, &token, "local", &all, "after"), {
+        let v: Value = all
+            .iter()
+            .map(|id| (id.to_string(), json!("after")))
+            .collect();
+        v
+    });
+    drop(minions);
+}
+
+#[test]
+fn a_failover_minion_moves_to_the_next_master_and_back() {
+    let shared = tempfile::tempdir().unwrap();
+    let pki = shared.path().join("pki");
+    let mut a = site("master-a", &pki, "");
+    let b = site("master-b", &pki, "");
+    let root = minion_root(
+        &a.st,
+        "fo1",
+        &[&a.st, &b.st],
+        "master_type: failover\nmaster_alive_interval: 1\nmaster_failback: True\n\
+         master_failback_interval: 1\n",
+    );
+    let _minion = real::start_brine_minion(&root);
+    a.st.wait_answering(&["fo1"]);
+    // Connected to A only: B does not reach it.
+    let (pinged, _) = b.st.salt_json(&["-t", "3", "fo1", "test.ping"]);
+    assert_ne!(pinged["fo1"], json!(true), "{pinged}");
+
+    a.st.kill_master();
+    b.st.wait_answering(&["fo1"]);
+    let log = std::fs::read_to_string(root.join("minion.log")).unwrap_or_default();
+    assert!(log.contains("is gone: failing over"), "{log}");
+
+    a.st.start_master();
+    a.st.wait_answering(&["fo1"]);
+    let log = std::fs::read_to_string(root.join("minion.log")).unwrap_or_default();
+    assert!(log.contains("answers again: going back to it"), "{log}");
+}
