@@ -145,6 +145,22 @@ fn two_masters_and_two_apis_share_events_through_nats() {
         "{logs}"
     );
 
+    // salt-api's /metrics carries its master's counters: nothing waits, nothing was dropped.
+    let metrics = b
+        .http
+        .get(b.url("/metrics"))
+        .send()
+        .and_then(|r| r.text())
+        .unwrap();
+    assert!(
+        metrics.contains("brine_master_nats_events_dropped_total{master=\"master-b\"} 0"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("brine_master_store_unavailable_total{master=\"master-b\"} 0"),
+        "{metrics}"
+    );
+
     // One key: a token API A issued works on API B; its /logout on A holds on B too (B reads
     // the revocations in PostgreSQL every second).
     let (status, _) = b.get("/minions/web-b", &ta);

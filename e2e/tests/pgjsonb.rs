@@ -338,6 +338,14 @@ fn returns_sent_while_postgres_is_down_are_stored_once_it_is_back() {
         })
         .collect();
     pg.stop_server();
+    // A job published meanwhile would have no record: refused, in words.
+    let out = st.tool("salt", &["*", "test.ping"]);
+    assert!(!out.status.success());
+    let said = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(
+        said.contains("Failed to allocate a jid: the job store cannot be reached"),
+        "{said}"
+    );
     std::thread::sleep(std::time::Duration::from_secs(5));
     pg.start_server();
     let count = |jid: &str| stored_returns(&pg, jid);
@@ -355,6 +363,16 @@ fn returns_sent_while_postgres_is_down_are_stored_once_it_is_back() {
         "{}",
         st.master_log()
     );
+    // Counted for salt-api's /metrics: the refused job and the returns left unacknowledged.
+    let metrics = std::fs::read_to_string(st.master_root().join("cache/brine_master.prom"))
+        .unwrap_or_default();
+    let counted: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("brine_master_store_unavailable_total{"))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(counted >= 1, "{metrics}");
     // Each once: a return sent again after it was stored is a duplicate.
     assert_eq!(
         pg.psql("SELECT count(*) FROM (SELECT jid, id FROM salt_returns GROUP BY jid, id HAVING count(*) > 1) d"),

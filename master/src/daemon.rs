@@ -96,6 +96,9 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
     let ret_ep = tcp_endpoint(&cfg.interface, cfg.ret_port);
     let workers = cfg.worker_threads.max(1);
     let master = Master::new(cfg, Box::new(publisher), bus)?;
+    if let Some(forwarder) = forwarder {
+        let _ = master.nats.set(forwarder);
+    }
     let m = master.clone();
     let server = RequestServer::start(
         &ctx,
@@ -140,7 +143,7 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
         task.abort();
     }
     tokio::task::spawn_blocking(move || server.stop()).await?;
-    if let Some(forwarder) = forwarder {
+    if let Some(forwarder) = master.nats.get() {
         forwarder.flush(Duration::from_secs(2)).await;
     }
     for f in [
@@ -157,11 +160,17 @@ async fn maintenance(master: Arc<Master>) {
     let every = Duration::from_secs(master.cfg.loop_interval.max(1));
     let mut present: Vec<String> = Vec::new();
     let mut last = Instant::now();
+    let mut metrics = String::new();
     loop {
         // The drop file is looked at every second, so that a key removed with salt-key takes
         // effect at once; the rest runs every loop_interval.
         tokio::time::sleep(Duration::from_secs(1)).await;
         check_dropfile(&master);
+        let now = master.metrics_text();
+        if now != metrics {
+            write_metrics(&master.cfg.cachedir, &now);
+            metrics = now;
+        }
         // Restarting waits for the new process to bind: off the async threads.
         let m = master.clone();
         if let Ok(Some(what)) =
@@ -207,6 +216,15 @@ async fn maintenance(master: Arc<Master>) {
             );
             present = now;
         }
+    }
+}
+
+/// Replace the metrics file in `cachedir` with `text` (whole, never half-written).
+fn write_metrics(cachedir: &std::path::Path, text: &str) {
+    let path = cachedir.join(crate::master::METRICS_FILE);
+    let tmp = path.with_extension("prom.tmp");
+    if let Err(e) = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, &path)) {
+        tracing::debug!("{}: {e}", path.display());
     }
 }
 

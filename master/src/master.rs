@@ -71,6 +71,59 @@ pub struct Master {
     pub pillars: crate::pillar::Pillars,
     /// The reactor, once started (the `reactor.*` runners manage it).
     pub reactor: std::sync::OnceLock<Arc<crate::reactor::Reactor>>,
+    /// What went wrong, counted for salt-api's `/metrics`.
+    pub stats: MasterStats,
+    /// The publishing of the bus to NATS (`brine_nats`), once started.
+    pub nats: std::sync::OnceLock<brine_transport::nats::Forwarder>,
+}
+
+/// The file in the master's cachedir that salt-api's `/metrics` adds to its own: the
+/// master's counters, in Prometheus' text format, written every second when they change.
+pub const METRICS_FILE: &str = "brine_master.prom";
+
+/// Counters of the master's failures, written for salt-api's `/metrics` (see
+/// [`Master::metrics_text`]).
+#[derive(Default)]
+pub struct MasterStats {
+    /// Returns not acknowledged and jobs refused because the job store could not be reached.
+    pub store_unavailable: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Master {
+    /// The master's counters, for [`METRICS_FILE`].
+    pub fn metrics_text(&self) -> String {
+        use std::fmt::Write;
+        use std::sync::atomic::Ordering;
+        let id = self.cfg.id.replace('\\', "\\\\").replace('"', "\\\"");
+        let mut out = String::new();
+        let mut metric = |name: &str, kind: &str, help: &str, value: u64| {
+            let _ = write!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name}{{master=\"{id}\"}} {value}\n"
+            );
+        };
+        metric(
+            "brine_master_store_unavailable_total",
+            "counter",
+            "Returns left unacknowledged (their minions send them again) and jobs refused because the job store could not be reached.",
+            self.stats.store_unavailable.load(Ordering::Relaxed),
+        );
+        if let Some(nats) = self.nats.get() {
+            metric(
+                "brine_master_nats_events_waiting",
+                "gauge",
+                "Bus events waiting for the NATS stream to take them.",
+                nats.waiting() as u64,
+            );
+            metric(
+                "brine_master_nats_events_dropped_total",
+                "counter",
+                "Bus events dropped because the NATS stream did not take them in time.",
+                nats.dropped(),
+            );
+        }
+        out
+    }
 }
 
 impl Master {
@@ -102,7 +155,11 @@ impl Master {
                 Arc::new(PgStore::open(opts).map_err(|e| anyhow::anyhow!("master_job_cache: {e}"))?)
             }
         };
-        let returns = crate::handlers::returns::ReturnWriter::start(store.clone());
+        let stats = MasterStats::default();
+        let returns = crate::handlers::returns::ReturnWriter::start(
+            store.clone(),
+            stats.store_unavailable.clone(),
+        );
         let cache = DataCache::open(&cfg.cachedir, cfg.minion_data_cache);
         let replay = crate::replay::ReplayGuard::new(cfg.request_server_ttl);
         let fileserver = Arc::new(crate::fileserver::FileServer::new(&cfg));
@@ -126,6 +183,8 @@ impl Master {
             fileserver,
             pillars,
             reactor: std::sync::OnceLock::new(),
+            stats,
+            nats: std::sync::OnceLock::new(),
         }))
     }
 }

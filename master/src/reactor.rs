@@ -568,7 +568,8 @@ impl Reactor {
         req.key = None;
         let reply = self
             .master
-            .publish_job(req, expected.minions, expected.missing);
+            .publish_job(req, expected.minions, expected.missing)
+            .map_err(|e| e.to_string())?;
         tracing::debug!("reactor published job {}", reply.jid);
         Ok(())
     }

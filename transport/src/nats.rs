@@ -246,6 +246,11 @@ pub struct Forwarder {
 }
 
 impl Forwarder {
+    /// Events dropped so far because the stream did not take them in time.
+    pub fn dropped(&self) -> u64 {
+        self.outbox.dropped.load(Ordering::Relaxed)
+    }
+
     /// Events waiting for the stream.
     pub fn waiting(&self) -> usize {
         self.outbox.queue.lock().expect("outbox lock").len()

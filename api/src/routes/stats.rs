@@ -58,7 +58,12 @@ pub(super) async fn stats(
 
 pub(super) async fn metrics(State(st): State<Shared>) -> Response {
     let connected = brine_master::presence::publish_connections(st.cfg.publish_port).len();
-    let text = st.metrics.render(connected, st.started.elapsed());
+    let mut text = st.metrics.render(connected, st.started.elapsed());
+    // The master's own counters, when it runs on this host.
+    let master = st.cfg.cachedir.join(brine_master::master::METRICS_FILE);
+    if let Ok(more) = tokio::fs::read_to_string(master).await {
+        text.push_str(&more);
+    }
     let mut r = Response::new(Body::from(text));
     r.headers_mut().insert(
         header::CONTENT_TYPE,

@@ -5,9 +5,11 @@ use std::collections::BTreeMap;
 
 use brine_protocol::crypt::SigAlgo;
 use brine_protocol::jid::gen_jid;
-use brine_protocol::loads::{PublishLoad, PublishReply, PublishRequest};
+use brine_protocol::loads::{PublishLoad, PublishRefused, PublishReply, PublishRequest};
 use brine_protocol::payload::{dumps, map, remove, set, Value};
+use std::sync::atomic::Ordering;
 
+use crate::jobstore::StoreError;
 use crate::master::Master;
 
 impl Master {
@@ -76,8 +78,17 @@ impl Master {
                 ),
             ]);
         }
-        self.publish_job(req, expected.minions, expected.missing)
-            .to_value()
+        match self.publish_job(req, expected.minions, expected.missing) {
+            Ok(reply) => reply.to_value(),
+            Err(PublishRefused::Error { name, message }) => map(vec![(
+                "error",
+                map(vec![
+                    ("name", Value::from(name)),
+                    ("message", Value::from(message)),
+                ]),
+            )]),
+            Err(other) => map(vec![("error", Value::from(other.to_string()))]),
+        }
     }
 
     /// Which accepted minions a target designates (greedy, from the data cache).
@@ -110,19 +121,43 @@ impl Master {
         Ok(())
     }
 
-    /// Allocate a jid (unless the request names one), fire the job events, store the job and
-    /// publish it. `req` is an authenticated request (`user` set, `key` gone).
+    /// Allocate a jid (unless the request names one), store the job, fire the job events and
+    /// publish it. `req` is an authenticated request (`user` set, `key` gone). Refused (as
+    /// Salt refuses a publish when its job cache fails) when the job store cannot be reached:
+    /// a job published then would have no record.
     pub fn publish_job(
         &self,
         mut req: PublishRequest,
         minions: Vec<String>,
         missing: Vec<String>,
-    ) -> PublishReply {
+    ) -> Result<PublishReply, PublishRefused> {
         if req.jid.is_empty() {
             req.jid = gen_jid();
         }
         let jid = req.jid.clone();
         self.recent_jids.claim(&jid);
+        if self.cfg.job_cache {
+            // Secrets never reach the job store.
+            let mut saved = req.clone();
+            saved.key = None;
+            saved.kwargs.remove("password");
+            saved.kwargs.remove("token");
+            let saved = saved.to_value();
+            match self.store.save_load(&jid, &saved, &minions) {
+                Ok(()) => {}
+                Err(e @ StoreError::Unavailable(_)) => {
+                    self.stats.store_unavailable.fetch_add(1, Ordering::Relaxed);
+                    tracing::error!("job {jid} not published: the job store: {e}");
+                    return Err(PublishRefused::Error {
+                        name: "SaltMasterError".into(),
+                        message: format!(
+                            "Failed to allocate a jid: the job store cannot be reached ({e})"
+                        ),
+                    });
+                }
+                Err(e) => tracing::error!("job {jid} not stored: {e}"),
+            }
+        }
         let ids = |l: &[String]| Value::Array(l.iter().cloned().map(Value::from).collect());
         self.bus.fire(&jid, map(vec![("minions", ids(&minions))]));
         self.bus.fire(
@@ -138,26 +173,15 @@ impl Master {
                 ("missing", ids(&missing)),
             ]),
         );
-        if self.cfg.job_cache {
-            // Secrets never reach the job store.
-            let mut saved = req.clone();
-            saved.key = None;
-            saved.kwargs.remove("password");
-            saved.kwargs.remove("token");
-            let saved = saved.to_value();
-            if let Err(e) = self.store.save_load(&jid, &saved, &minions) {
-                tracing::error!("job {jid} not stored: {e}");
-            }
-        }
         let pub_load = PublishLoad::from_request(&req, &jid);
         self.bus
             .fire(&format!("salt/job/{jid}/publish"), pub_load.to_value());
         self.send_publish(pub_load, &minions);
-        PublishReply {
+        Ok(PublishReply {
             jid,
             minions,
             missing,
-        }
+        })
     }
 
     /// Encrypt, sign and send one publish load to the minions.

@@ -1,5 +1,6 @@
 //! `_return`: a minion's result for a job (or for a scheduled job: jid `req` or `nocache`).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use brine_protocol::jid::gen_jid;
@@ -21,6 +22,8 @@ pub(crate) type Then = Box<dyn FnOnce() + Send>;
 pub struct ReturnWriter {
     tx: Sender<(Value, Then)>,
     store: Arc<dyn JobStore>,
+    /// Returns not acknowledged because the store could not be reached, counted.
+    unavailable: Arc<AtomicU64>,
 }
 
 /// Returns waiting at most; a worker finding this many stores its return itself, waiting for
@@ -29,9 +32,11 @@ pub struct ReturnWriter {
 const WAITING_RETURNS: usize = 4096;
 
 impl ReturnWriter {
-    pub fn start(store: Arc<dyn JobStore>) -> ReturnWriter {
+    /// Start the writer on `store`, counting in `unavailable` the returns it could not reach.
+    pub fn start(store: Arc<dyn JobStore>, unavailable: Arc<AtomicU64>) -> ReturnWriter {
         let (tx, rx) = crossbeam_channel::bounded::<(Value, Then)>(WAITING_RETURNS);
         let writer = store.clone();
+        let count = unavailable.clone();
         let spawned = std::thread::Builder::new()
             .name("return-writer".into())
             .spawn(move || {
@@ -41,7 +46,7 @@ impl ReturnWriter {
                         std::iter::once(first).chain(rx.try_iter()).unzip();
                     let outcomes = writer.save_returns(&rets);
                     for ((ret, then), outcome) in rets.iter().zip(thens).zip(outcomes) {
-                        settle(ret, &outcome, then);
+                        settle(ret, &outcome, then, &count);
                     }
                 }
             });
@@ -51,7 +56,11 @@ impl ReturnWriter {
                 "return writer thread not started ({e}): returns are stored on the request workers"
             );
         }
-        ReturnWriter { tx, store }
+        ReturnWriter {
+            tx,
+            store,
+            unavailable,
+        }
     }
 
     /// Store `ret`, then call `then` (not when the store could not be reached: see
@@ -61,7 +70,7 @@ impl ReturnWriter {
         match self.tx.try_send((ret, then)) {
             Ok(()) => {}
             Err(TrySendError::Full((ret, then)) | TrySendError::Disconnected((ret, then))) => {
-                settle(&ret, &self.store.save_return(&ret), then);
+                settle(&ret, &self.store.save_return(&ret), then, &self.unavailable);
             }
         }
     }
@@ -72,7 +81,7 @@ impl ReturnWriter {
 /// outbox; Salt's retries `return_retry_tries` times), so that no acknowledged return is lost.
 /// A return the store refuses (or one it already has) is acknowledged: sending it again would
 /// not change that.
-fn settle(ret: &Value, outcome: &Result<bool>, then: Then) {
+fn settle(ret: &Value, outcome: &Result<bool>, then: Then, unavailable: &AtomicU64) {
     let (jid, id) = (
         get_str(ret, "jid").unwrap_or_default(),
         get_str(ret, "id").unwrap_or_default(),
@@ -81,6 +90,7 @@ fn settle(ret: &Value, outcome: &Result<bool>, then: Then) {
         Ok(true) => {}
         Ok(false) => tracing::info!("duplicate return of {id} for {jid} ignored"),
         Err(e @ StoreError::Unavailable(_)) => {
+            unavailable.fetch_add(1, Ordering::Relaxed);
             tracing::error!(
                 "return of {id} for {jid} not stored, not acknowledged (the minion sends it again): {e}"
             );
@@ -202,7 +212,7 @@ mod tests {
             batches: Mutex::default(),
             failing: Mutex::default(),
         });
-        let writer = ReturnWriter::start(store.clone());
+        let writer = ReturnWriter::start(store.clone(), Default::default());
         let (acked, acks) = crossbeam_channel::unbounded::<String>();
         let closed = gate.lock().unwrap();
         let ack = |id: &str| {
@@ -237,7 +247,7 @@ mod tests {
             batches: Mutex::default(),
             failing: Mutex::new(Some(StoreError::Unavailable)),
         });
-        let writer = ReturnWriter::start(store.clone());
+        let writer = ReturnWriter::start(store.clone(), Default::default());
         let (acked, acks) = crossbeam_channel::unbounded::<&str>();
         let ack = |id: &'static str| {
             let acked = acked.clone();
