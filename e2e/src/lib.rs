@@ -117,6 +117,8 @@ pub fn whoami() -> String {
 /// A master, its minions and the tools, all in one temp directory.
 pub struct Stack {
     pub dir: tempfile::TempDir,
+    /// The loopback address the master listens on (127.0.0.1 unless [`Stack::listen_on`]).
+    pub host: String,
     pub ret_port: u16,
     pub publish_port: u16,
     master: Option<Child>,
@@ -145,6 +147,7 @@ impl Stack {
         fs::write(root.join("etc/master"), conf).unwrap();
         Stack {
             dir,
+            host: "127.0.0.1".into(),
             ret_port,
             publish_port,
             master: None,
@@ -169,6 +172,20 @@ impl Stack {
         fs::write(conf, text).unwrap();
     }
 
+    /// Make the master listen on another loopback address (127.0.0.2, ...): before
+    /// `start_master`. Salt's minions tell their masters apart by address.
+    pub fn listen_on(&mut self, host: &str) {
+        let conf = self.master_conf_dir().join("master");
+        let text = fs::read_to_string(&conf).unwrap();
+        assert!(text.contains("interface: 127.0.0.1\n"), "{text}");
+        fs::write(
+            &conf,
+            text.replacen("interface: 127.0.0.1\n", &format!("interface: {host}\n"), 1),
+        )
+        .unwrap();
+        self.host = host.to_string();
+    }
+
     pub fn master_conf_dir(&self) -> PathBuf {
         self.dir.path().join("master/etc")
     }
@@ -190,7 +207,8 @@ impl Stack {
         // Ready when the event bus socket exists and the ret port answers.
         let sock = self.master_root().join("sock/master_event_pub.ipc");
         wait_until(Duration::from_secs(30), || {
-            sock.exists() && std::net::TcpStream::connect(("127.0.0.1", self.ret_port)).is_ok()
+            sock.exists()
+                && std::net::TcpStream::connect((self.host.as_str(), self.ret_port)).is_ok()
         })
         .unwrap_or_else(|| panic!("master did not start\n{}", self.logs()));
     }

@@ -15,8 +15,9 @@ use serde_json::{json, Value};
 const USERS: &str = "alice:alicepw\n";
 const ACL: &str = "    alice: ['.*', '@runner', '@wheel', '@jobs']";
 
-/// A master named `id` with its salt-api, its keys in `pki` (shared), on `extra`'s stores.
-fn site(id: &str, pki: &Path, extra: &str) -> Api {
+/// A master named `id` listening on `host` with its salt-api, its keys in `pki` (shared), on
+/// `extra`'s stores.
+fn site(id: &str, host: &str, pki: &Path, extra: &str) -> Api {
     let (mut st, port) = api_stack_config(
         &format!(
             "id: {id}\nauto_accept: True\ntimeout: 10\n\
@@ -29,6 +30,7 @@ fn site(id: &str, pki: &Path, extra: &str) -> Api {
     // the shared one, as a shared mount would be.
     std::fs::create_dir_all(pki).unwrap();
     std::os::unix::fs::symlink(pki, st.master_root().join("pki")).unwrap();
+    st.listen_on(host);
     st.start_master();
     st.start_api(port);
     Api::new(st, port)
@@ -41,7 +43,7 @@ fn minion_root(st: &Stack, id: &str, masters: &[&Stack], extra: &str) -> PathBuf
     real::write_minion_conf(&root, id, st.ret_port, st.publish_port, extra);
     let list: Vec<String> = masters
         .iter()
-        .map(|m| format!("'127.0.0.1:{}'", m.ret_port))
+        .map(|m| format!("'{}:{}'", m.host, m.ret_port))
         .collect();
     let conf = root.join("etc/minion");
     let text = std::fs::read_to_string(&conf).unwrap().replace(
@@ -74,8 +76,9 @@ fn hot_minions_serve_both_masters_and_outlive_one() {
     let shared = tempfile::tempdir().unwrap();
     let pki = shared.path().join("pki");
     let stores = format!("{}{}", pg.master_config(), nats.master_config());
-    let mut a = site("master-a", &pki, &stores);
-    let b = site("master-b", &pki, &stores);
+    // Each master on an address of its own, as Salt's minion needs to tell them apart.
+    let mut a = site("master-a", "127.0.0.1", &pki, &stores);
+    let b = site("master-b", "127.0.0.2", &pki, &stores);
     let ids = ["hot1", "hot2"];
     let minions: Vec<Proc> = ids
         .iter()
@@ -111,11 +114,6 @@ fn hot_minions_serve_both_masters_and_outlive_one() {
     assert_eq!(status, 200, "{job}");
     assert_eq!(job["return"][0]["hot1"], json!("on a"), "{job}");
 
-    // Salt's minion tells its masters apart by address alone, and both are on 127.0.0.1
-    // here: once one is gone it would take the other for lost too. Brine's minions carry on.
-    drop(real_minion);
-    let all = ids;
-
     // Master A killed while master B's jobs run: every return B took is stored, and new jobs
     // keep flowing through B.
     let mut jids = Vec::new();
@@ -141,14 +139,15 @@ fn hot_minions_serve_both_masters_and_outlive_one() {
         v
     });
     drop(minions);
+    drop(real_minion);
 }
 
 #[test]
 fn a_failover_minion_moves_to_the_next_master_and_back() {
     let shared = tempfile::tempdir().unwrap();
     let pki = shared.path().join("pki");
-    let mut a = site("master-a", &pki, "");
-    let b = site("master-b", &pki, "");
+    let mut a = site("master-a", "127.0.0.1", &pki, "");
+    let b = site("master-b", "127.0.0.2", &pki, "");
     let root = minion_root(
         &a.st,
         "fo1",
