@@ -8,7 +8,7 @@ use std::time::Duration;
 use brine_e2e::http::{api_stack_config, Api};
 use brine_e2e::nats::Nats;
 use brine_e2e::postgres::Postgres;
-use brine_e2e::real::{self, Proc};
+use brine_e2e::real::{self, Fleet};
 use brine_e2e::{wait_until, Stack};
 use serde_json::{json, Value};
 
@@ -80,17 +80,19 @@ fn hot_minions_serve_both_masters_and_outlive_one() {
     let mut a = site("master-a", "127.0.0.1", &pki, &stores);
     let b = site("master-b", "127.0.0.2", &pki, &stores);
     let ids = ["hot1", "hot2"];
-    let minions: Vec<Proc> = ids
-        .iter()
-        .map(|id| real::start_brine_minion(&minion_root(&a.st, id, &[&a.st, &b.st], "")))
-        .collect();
+    // Stopped when dropped, a failing test's too (before the stacks).
+    let mut minions = Fleet::default();
+    for id in ids {
+        let root = minion_root(&a.st, id, &[&a.st, &b.st], "");
+        minions.0.push(real::start_brine_minion(&root));
+    }
     // Salt's own minion in the same mode.
-    let venv = brine_e2e::real::venvs().map(|(v, _)| v);
     let mut all = ids.to_vec();
-    let real_minion = venv.as_ref().map(|venv| {
+    if let Some((venv, _)) = brine_e2e::real::venvs() {
         all.push("real-hot");
-        real::start_real_minion(venv, &minion_root(&a.st, "real-hot", &[&a.st, &b.st], ""))
-    });
+        let root = minion_root(&a.st, "real-hot", &[&a.st, &b.st], "");
+        minions.0.push(real::start_real_minion(&venv, &root));
+    }
     a.st.wait_answering(&all);
     b.st.wait_answering(&all);
     // One pki dir: one token key, so either API takes the other's tokens.
@@ -138,8 +140,6 @@ fn hot_minions_serve_both_masters_and_outlive_one() {
             .collect();
         v
     });
-    drop(minions);
-    drop(real_minion);
 }
 
 #[test]
@@ -155,7 +155,7 @@ fn a_failover_minion_moves_to_the_next_master_and_back() {
         "master_type: failover\nmaster_alive_interval: 1\nmaster_failback: True\n\
          master_failback_interval: 1\n",
     );
-    let _minion = real::start_brine_minion(&root);
+    let _minion = Fleet(vec![real::start_brine_minion(&root)]);
     a.st.wait_answering(&["fo1"]);
     // Connected to A only: B does not reach it.
     let (pinged, _) = b.st.salt_json(&["-t", "3", "fo1", "test.ping"]);

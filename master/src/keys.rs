@@ -116,9 +116,17 @@ impl KeyStore {
         let p = self
             .path(state, id)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "invalid minion id"))?;
-        let tmp = p.with_file_name(format!(".{id}.tmp"));
+        // A temporary name of this write's own: masters sharing the pki dir may accept the
+        // same minion at the same moment, each then renaming its own complete file.
+        let tmp = p.with_file_name(format!(
+            ".{id}.{}.{:016x}.tmp",
+            std::process::id(),
+            rand::random::<u64>()
+        ));
         fs::write(&tmp, pub_text)?;
-        fs::rename(tmp, p)
+        fs::rename(&tmp, p).inspect_err(|_| {
+            let _ = fs::remove_file(&tmp);
+        })
     }
 
     pub fn remove(&self, state: KeyState, id: &str) -> io::Result<bool> {
@@ -305,6 +313,30 @@ mod tests {
         for bad in ["", "a/b", "a\\b", "..", ".", "a\0b"] {
             assert!(!valid_id(bad), "{bad:?}");
         }
+    }
+
+    /// Two masters sharing the pki dir accept one minion at the same moment: both writes
+    /// succeed and the key is whole.
+    #[test]
+    fn masters_sharing_the_pki_dir_write_one_key_at_once() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b) = (
+            KeyStore::open(d.path()).unwrap(),
+            KeyStore::open(d.path()).unwrap(),
+        );
+        std::thread::scope(|s| {
+            for ks in [&a, &b] {
+                s.spawn(move || {
+                    for _ in 0..200 {
+                        ks.write(KeyState::Accepted, "m1", "KEY").unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(a.read(KeyState::Accepted, "m1").as_deref(), Some("KEY"));
+        assert_eq!(a.list(KeyState::Accepted), vec!["m1"]);
+        let left: Vec<_> = fs::read_dir(d.path().join("minions")).unwrap().collect();
+        assert_eq!(left.len(), 1, "no temporary file left");
     }
 
     #[test]
