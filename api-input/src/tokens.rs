@@ -223,6 +223,11 @@ impl TokenKeeper {
         })
     }
 
+    /// Whether revocations are kept in a shared store (see [`Self::refresh`]).
+    pub fn is_shared(&self) -> bool {
+        matches!(self.inner.revoked, Revoked::Shared { .. })
+    }
+
     /// Learn the revocations other replicas recorded in the shared store (nothing to do with
     /// files, which are read at every check).
     pub fn refresh(&self) -> io::Result<()> {

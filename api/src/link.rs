@@ -235,39 +235,26 @@ impl Bus {
         }
     }
 
-    /// An event read from the stream, numbered `id`; `None` for a body that is not an
-    /// event, or a tool's probe (for the tool that fired it, not for the API's clients).
+    /// An event read from the stream, numbered `id`.
     fn event(&self, body: &[u8], id: u64) -> Option<Arc<BusEvent>> {
-        let (tag, data) = unpack_body(body).ok()?;
-        (tag != brine_protocol::event::LISTENER_PROBE_TAG).then(|| {
-            Arc::new(BusEvent {
-                id,
-                tag,
-                data: brine_protocol::payload::to_json(&data),
-            })
-        })
+        decode(body).map(|(tag, data)| Arc::new(BusEvent { id, tag, data }))
     }
 
     /// Hand an event to every reader: numbered `id` (the NATS stream's sequence), or by its
     /// stamp.
     fn publish(&self, body: &[u8], id: Option<u64>) {
-        let Ok((tag, data)) = unpack_body(body) else {
+        let Some((tag, data)) = decode(body) else {
             return;
         };
-        // Tools' probes are for the tool that fired them, not for the API's clients.
-        if tag == brine_protocol::event::LISTENER_PROBE_TAG {
-            return;
-        }
         // Recorded before the event (and so before any of the job's returns) goes out.
         if let Some(jid) = tag
             .strip_prefix("salt/job/")
             .and_then(|rest| rest.strip_suffix("/new"))
         {
-            if let Some(user) = brine_protocol::payload::get_str(&data, "user") {
+            if let Some(user) = data.get("user").and_then(serde_json::Value::as_str) {
                 self.owners.lock().expect("owners lock").record(jid, user);
             }
         }
-        let data = brine_protocol::payload::to_json(&data);
         let mut next = self.next_id.lock().expect("id lock");
         *next = id
             .or_else(|| stamp_id(&data))
@@ -290,6 +277,14 @@ impl Bus {
         drop(next);
         let _ = self.tx.send(ev);
     }
+}
+
+/// A bus event's tag and data; `None` for a body that is not an event, or a tool's probe (for
+/// the tool that fired it, not for the API's clients).
+fn decode(body: &[u8]) -> Option<(String, serde_json::Value)> {
+    let (tag, data) = unpack_body(body).ok()?;
+    (tag != brine_protocol::event::LISTENER_PROBE_TAG)
+        .then(|| (tag, brine_protocol::payload::to_json(&data)))
 }
 
 fn now_micros() -> u64 {

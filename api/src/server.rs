@@ -56,33 +56,37 @@ pub async fn serve(cfg: MasterConfig, api: ApiConfig) -> anyhow::Result<()> {
     };
     let nats = crate::daemon::connect_events(&cfg).await?;
     let st = crate::daemon::state(cfg, api.clone(), stop_rx, nats)?;
-    // Revocations other replicas recorded are learnt every second; expired ones are
-    // forgotten every ten minutes.
-    let tokens = st.tokens.clone();
+    // Expired revocations are forgotten every ten minutes.
+    let prune = st.tokens.clone();
     tokio::spawn(async move {
-        let mut failing = false;
-        for n in 1u64.. {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            let tokens = tokens.clone();
-            let done = tokio::task::spawn_blocking(move || {
-                if n % 600 == 0 {
-                    let _ = tokens.prune();
-                }
-                tokens.refresh()
-            });
-            match done.await {
-                Ok(Err(e)) if !failing => {
-                    failing = true;
-                    tracing::warn!("revoked tokens not read (the last list read holds): {e}");
-                }
-                Ok(Ok(())) if failing => {
-                    failing = false;
-                    tracing::warn!("revoked tokens read again");
-                }
-                _ => {}
-            }
+        loop {
+            tokio::time::sleep(Duration::from_secs(600)).await;
+            let prune = prune.clone();
+            let _ = tokio::task::spawn_blocking(move || prune.prune()).await;
         }
     });
+    // Revocations other replicas recorded in the shared store are learnt every second.
+    if st.tokens.is_shared() {
+        let tokens = st.tokens.clone();
+        tokio::spawn(async move {
+            let mut failing = false;
+            loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                let tokens = tokens.clone();
+                match tokio::task::spawn_blocking(move || tokens.refresh()).await {
+                    Ok(Err(e)) if !failing => {
+                        failing = true;
+                        tracing::warn!("revoked tokens not read (the last list read holds): {e}");
+                    }
+                    Ok(Ok(())) if failing => {
+                        failing = false;
+                        tracing::warn!("revoked tokens read again");
+                    }
+                    _ => {}
+                }
+            }
+        });
+    }
     tokio::spawn(crate::memory::release_freed());
     // Trailing slashes are tolerated, as with Salt (`/minions/` is `/minions`).
     let app = tower::Layer::layer(

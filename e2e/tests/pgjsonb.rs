@@ -44,6 +44,11 @@ fn wait_for_return(pg: &Postgres, st: &Stack, jid: &str) {
     );
 }
 
+/// Why the store refuses to open with `opts` (`what` names the case, for a failure).
+fn refused(opts: &PgjsonbOptions, what: &str) -> String {
+    PgStore::open(opts).err().expect(what).to_string()
+}
+
 /// The PostgreSQL store does what the SQLite one does, in Salt's tables with Salt's types.
 #[test]
 fn the_postgres_store_keeps_the_job_store_contract_in_salts_tables() {
@@ -163,10 +168,7 @@ fn a_database_brine_cannot_use_is_refused_at_start_in_one_line() {
         pass: "not-the-password".into(),
         ..options(&pg)
     };
-    let err = PgStore::open(&wrong)
-        .err()
-        .expect("wrong password")
-        .to_string();
+    let err = refused(&wrong, "wrong password");
     assert!(err.contains("password authentication failed"), "{err}");
     assert!(!err.contains("not-the-password"), "{err}");
 
@@ -174,17 +176,11 @@ fn a_database_brine_cannot_use_is_refused_at_start_in_one_line() {
         port: brine_e2e::free_port(),
         ..options(&pg)
     };
-    let err = PgStore::open(&nobody)
-        .err()
-        .expect("nothing listening")
-        .to_string();
+    let err = refused(&nobody, "nothing listening");
     assert!(err.contains("pgjsonb: salt@127.0.0.1"), "{err}");
 
     pg.psql("CREATE TABLE salt_returns (fun text, jid text, return text, id text, success text, full_ret text, alter_time timestamptz)");
-    let err = PgStore::open(&options(&pg))
-        .err()
-        .expect("not Salt's schema")
-        .to_string();
+    let err = refused(&options(&pg), "not Salt's schema");
     assert!(
         err.contains(
             "table salt_returns: column fun is text, Salt's pgjsonb schema has character varying"

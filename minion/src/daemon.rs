@@ -605,17 +605,37 @@ impl Drop for AbortOnDrop {
 
 /// Run the minion of one master until SIGTERM. Returns the process exit code.
 pub async fn run(minion: Arc<Minion>, ctx: zmq::Context) -> i32 {
+    sign_in_and_serve(minion, ctx, true).await
+}
+
+/// Sign in (waiting while the key is pending) and serve the master until SIGTERM; answer the
+/// jobs a previous process left running when `left_over`. The process's exit code.
+async fn sign_in_and_serve(minion: Arc<Minion>, ctx: zmq::Context, left_over: bool) -> i32 {
     let creds = match minion.sign_in(false).await {
         Ok(c) => c,
         Err(code) => return code.unwrap_or(1),
     };
     let watch = Watch {
-        left_over: true,
+        left_over,
         ..Watch::default()
     };
     match serve(minion, ctx, creds, watch).await {
         End::Exit(code) => code,
         End::Lost | End::Failback => 0,
+    }
+}
+
+/// Run `work` until it ends (its exit code) or SIGTERM or Ctrl-C (0).
+async fn until_stopped(work: impl std::future::Future<Output = i32>) -> i32 {
+    let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+    else {
+        tracing::error!("cannot watch SIGTERM");
+        return 1;
+    };
+    tokio::select! {
+        code = work => code,
+        _ = term.recv() => 0,
+        _ = tokio::signal::ctrl_c() => 0,
     }
 }
 
@@ -637,39 +657,17 @@ async fn run_hot(cfg: MinionConfig, ctx: zmq::Context, config_dir: &Path) -> i32
                     return 1;
                 }
             };
-        let ctx = ctx.clone();
-        tasks.push(tokio::spawn(async move {
-            let creds = match minion.sign_in(false).await {
-                Ok(c) => c,
-                Err(code) => return code.unwrap_or(1),
-            };
-            // Jobs a previous process left running are answered once, to the first master.
-            let watch = Watch {
-                left_over: i == 0,
-                ..Watch::default()
-            };
-            match serve(minion, ctx, creds, watch).await {
-                End::Exit(code) => code,
-                End::Lost | End::Failback => 0,
-            }
-        }));
+        // Jobs a previous process left running are answered once, to the first master.
+        tasks.push(tokio::spawn(sign_in_and_serve(minion, ctx.clone(), i == 0)));
     }
-    let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-    else {
-        tracing::error!("cannot watch SIGTERM");
-        return 1;
-    };
-    tokio::select! {
-        worst = async {
-            let mut worst = 0;
-            for task in tasks {
-                worst = worst.max(task.await.unwrap_or(1));
-            }
-            worst
-        } => worst,
-        _ = term.recv() => 0,
-        _ = tokio::signal::ctrl_c() => 0,
-    }
+    until_stopped(async {
+        let mut worst = 0;
+        for task in tasks {
+            worst = worst.max(task.await.unwrap_or(1));
+        }
+        worst
+    })
+    .await
 }
 
 /// Failover (`master_type: failover`): signed in to one master of the list at a time, the
@@ -683,11 +681,6 @@ async fn run_failover(cfg: MinionConfig, ctx: zmq::Context, config_dir: &Path) -
     }
     // One outbox: returns a lost master did not take go to the next one.
     let outbox = cfg.cachedir.join("outbox");
-    let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-    else {
-        tracing::error!("cannot watch SIGTERM");
-        return 1;
-    };
     let serving = async {
         let mut start = 0;
         let mut first = true;
@@ -747,11 +740,7 @@ async fn run_failover(cfg: MinionConfig, ctx: zmq::Context, config_dir: &Path) -
             }
         }
     };
-    tokio::select! {
-        code = serving => code,
-        _ = term.recv() => 0,
-        _ = tokio::signal::ctrl_c() => 0,
-    }
+    until_stopped(serving).await
 }
 
 /// What a minion's service of one master looks out for besides jobs.

@@ -90,7 +90,7 @@ impl Events {
         let js = jetstream::ContextBuilder::new()
             .ack_timeout(ACK_TIMEOUT)
             .build(client);
-        let wanted = format!("{}.>", opts.subject);
+        let wanted = subjects(opts);
         let mut stream = js
             .get_or_create_stream(stream::Config {
                 name: opts.stream.clone(),
@@ -103,11 +103,8 @@ impl Events {
                 ..Default::default()
             })
             .await
-            .map_err(|e| err(format!("stream {}: {}", opts.stream, one_line(&e))))?;
-        let info = stream
-            .info()
-            .await
-            .map_err(|e| err(format!("stream {}: {}", opts.stream, one_line(&e))))?;
+            .map_err(|e| stream_error(opts, &e))?;
+        let info = stream.info().await.map_err(|e| stream_error(opts, &e))?;
         let subjects = &info.config.subjects;
         if !subjects.iter().any(|s| *s == wanted || s == ">") {
             return Err(err(format!(
@@ -220,7 +217,7 @@ impl Events {
         let consumer = self
             .stream
             .create_consumer(consumer::pull::OrderedConfig {
-                filter_subject: format!("{}.>", self.opts.subject),
+                filter_subject: subjects(&self.opts),
                 deliver_policy: consumer::DeliverPolicy::ByStartSequence {
                     start_sequence: start.max(1),
                 },
@@ -232,10 +229,20 @@ impl Events {
     }
 
     fn error(&self, e: &dyn std::error::Error) -> NatsError {
-        NatsError {
-            servers: self.opts.servers.join(","),
-            message: format!("stream {}: {}", self.opts.stream, one_line(e)),
-        }
+        stream_error(&self.opts, e)
+    }
+}
+
+/// The subjects of every master's events: `<subject>.>`.
+fn subjects(opts: &NatsOptions) -> String {
+    format!("{}.>", opts.subject)
+}
+
+/// A failure about the configured stream.
+fn stream_error(opts: &NatsOptions, e: &dyn std::error::Error) -> NatsError {
+    NatsError {
+        servers: opts.servers.join(","),
+        message: format!("stream {}: {}", opts.stream, one_line(e)),
     }
 }
 
