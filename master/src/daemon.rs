@@ -166,6 +166,15 @@ async fn maintenance(master: Arc<Master>) {
         // effect at once; the rest runs every loop_interval.
         tokio::time::sleep(Duration::from_secs(1)).await;
         check_dropfile(&master);
+        if !master
+            .waiting_loads
+            .lock()
+            .expect("waiting loads lock")
+            .is_empty()
+        {
+            let m = master.clone();
+            let _ = tokio::task::spawn_blocking(move || m.store_waiting_loads()).await;
+        }
         let now = master.metrics_text();
         if now != metrics {
             write_metrics(&master.cfg.cachedir, &now);

@@ -73,6 +73,9 @@ pub struct Master {
     pub reactor: std::sync::OnceLock<Arc<crate::reactor::Reactor>>,
     /// What went wrong, counted for salt-api's `/metrics`.
     pub stats: MasterStats,
+    /// Records of jobs published while the job store could not be reached (jid, load,
+    /// minions), oldest first, written by the maintenance loop once it is back.
+    pub waiting_loads: std::sync::Mutex<std::collections::VecDeque<(String, Value, Vec<String>)>>,
     /// The publishing of the bus to NATS (`brine_nats`), once started.
     pub nats: std::sync::OnceLock<brine_transport::nats::Forwarder>,
 }
@@ -85,7 +88,8 @@ pub const METRICS_FILE: &str = "brine_master.prom";
 /// [`Master::metrics_text`]).
 #[derive(Default)]
 pub struct MasterStats {
-    /// Returns not acknowledged and jobs refused because the job store could not be reached.
+    /// Returns not acknowledged and job records held because the job store could not be
+    /// reached.
     pub store_unavailable: Arc<std::sync::atomic::AtomicU64>,
 }
 
@@ -105,8 +109,14 @@ impl Master {
         metric(
             "brine_master_store_unavailable_total",
             "counter",
-            "Returns left unacknowledged (their minions send them again) and jobs refused because the job store could not be reached.",
+            "Returns left unacknowledged (their minions send them again) and job records held because the job store could not be reached.",
             self.stats.store_unavailable.load(Ordering::Relaxed),
+        );
+        metric(
+            "brine_master_job_records_waiting",
+            "gauge",
+            "Records of jobs published while the job store could not be reached, not yet written.",
+            self.waiting_loads.lock().expect("waiting loads lock").len() as u64,
         );
         if let Some(nats) = self.nats.get() {
             metric(
@@ -184,6 +194,7 @@ impl Master {
             pillars,
             reactor: std::sync::OnceLock::new(),
             stats,
+            waiting_loads: Default::default(),
             nats: std::sync::OnceLock::new(),
         }))
     }

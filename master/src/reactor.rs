@@ -568,8 +568,7 @@ impl Reactor {
         req.key = None;
         let reply = self
             .master
-            .publish_job(req, expected.minions, expected.missing)
-            .map_err(|e| e.to_string())?;
+            .publish_job(req, expected.minions, expected.missing);
         tracing::debug!("reactor published job {}", reply.jid);
         Ok(())
     }

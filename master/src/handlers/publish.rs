@@ -5,12 +5,15 @@ use std::collections::BTreeMap;
 
 use brine_protocol::crypt::SigAlgo;
 use brine_protocol::jid::gen_jid;
-use brine_protocol::loads::{PublishLoad, PublishRefused, PublishReply, PublishRequest};
+use brine_protocol::loads::{PublishLoad, PublishReply, PublishRequest};
 use brine_protocol::payload::{dumps, map, remove, set, Value};
 use std::sync::atomic::Ordering;
 
 use crate::jobstore::StoreError;
 use crate::master::Master;
+
+/// Job records held at most while the job store cannot be reached; the oldest go beyond.
+const WAITING_LOADS: usize = 100_000;
 
 impl Master {
     /// The clear `publish` command: authenticate by the root key, resolve the target, publish.
@@ -78,17 +81,8 @@ impl Master {
                 ),
             ]);
         }
-        match self.publish_job(req, expected.minions, expected.missing) {
-            Ok(reply) => reply.to_value(),
-            Err(PublishRefused::Error { name, message }) => map(vec![(
-                "error",
-                map(vec![
-                    ("name", Value::from(name)),
-                    ("message", Value::from(message)),
-                ]),
-            )]),
-            Err(other) => map(vec![("error", Value::from(other.to_string()))]),
-        }
+        self.publish_job(req, expected.minions, expected.missing)
+            .to_value()
     }
 
     /// Which accepted minions a target designates (greedy, from the data cache).
@@ -122,15 +116,16 @@ impl Master {
     }
 
     /// Allocate a jid (unless the request names one), store the job, fire the job events and
-    /// publish it. `req` is an authenticated request (`user` set, `key` gone). Refused (as
-    /// Salt refuses a publish when its job cache fails) when the job store cannot be reached:
-    /// a job published then would have no record.
+    /// publish it. `req` is an authenticated request (`user` set, `key` gone). When the job
+    /// store cannot be reached the job is still published, as Salt publishes it when its job
+    /// cache fails, and its record waits in memory until the store is back
+    /// ([`Master::store_waiting_loads`]).
     pub fn publish_job(
         &self,
         mut req: PublishRequest,
         minions: Vec<String>,
         missing: Vec<String>,
-    ) -> Result<PublishReply, PublishRefused> {
+    ) -> PublishReply {
         if req.jid.is_empty() {
             req.jid = gen_jid();
         }
@@ -143,20 +138,7 @@ impl Master {
             saved.kwargs.remove("password");
             saved.kwargs.remove("token");
             let saved = saved.to_value();
-            match self.store.save_load(&jid, &saved, &minions) {
-                Ok(()) => {}
-                Err(e @ StoreError::Unavailable(_)) => {
-                    self.stats.store_unavailable.fetch_add(1, Ordering::Relaxed);
-                    tracing::error!("job {jid} not published: the job store: {e}");
-                    return Err(PublishRefused::Error {
-                        name: "SaltMasterError".into(),
-                        message: format!(
-                            "Failed to allocate a jid: the job store cannot be reached ({e})"
-                        ),
-                    });
-                }
-                Err(e) => tracing::error!("job {jid} not stored: {e}"),
-            }
+            self.save_load_or_hold(&jid, saved, &minions);
         }
         let ids = |l: &[String]| Value::Array(l.iter().cloned().map(Value::from).collect());
         self.bus.fire(&jid, map(vec![("minions", ids(&minions))]));
@@ -177,11 +159,56 @@ impl Master {
         self.bus
             .fire(&format!("salt/job/{jid}/publish"), pub_load.to_value());
         self.send_publish(pub_load, &minions);
-        Ok(PublishReply {
+        PublishReply {
             jid,
             minions,
             missing,
-        })
+        }
+    }
+
+    /// Store a job's record, or hold it (counted, logged) while the store cannot be reached.
+    fn save_load_or_hold(&self, jid: &str, load: Value, minions: &[String]) {
+        match self.store.save_load(jid, &load, minions) {
+            Ok(()) => {}
+            Err(e @ StoreError::Unavailable(_)) => {
+                self.stats.store_unavailable.fetch_add(1, Ordering::Relaxed);
+                tracing::error!("job {jid} published; its record waits for the job store: {e}");
+                let mut waiting = self.waiting_loads.lock().expect("waiting loads lock");
+                if waiting.len() >= WAITING_LOADS {
+                    if let Some((lost, _, _)) = waiting.pop_front() {
+                        tracing::error!(
+                            "record of job {lost} dropped: {WAITING_LOADS} records wait already"
+                        );
+                    }
+                }
+                waiting.push_back((jid.to_string(), load, minions.to_vec()));
+            }
+            Err(e) => tracing::error!("job {jid} not stored: {e}"),
+        }
+    }
+
+    /// Write the job records held while the store could not be reached, oldest first, until
+    /// it still cannot be reached (they wait for the next call).
+    pub fn store_waiting_loads(&self) {
+        loop {
+            let Some((jid, load, minions)) = self
+                .waiting_loads
+                .lock()
+                .expect("waiting loads lock")
+                .pop_front()
+            else {
+                return;
+            };
+            match self.store.save_load(&jid, &load, &minions) {
+                Ok(()) => tracing::warn!("record of job {jid} stored, the job store is back"),
+                Err(StoreError::Unavailable(_)) => {
+                    let mut waiting = self.waiting_loads.lock().expect("waiting loads lock");
+                    waiting.push_front((jid, load, minions));
+                    return;
+                }
+                Err(e) => tracing::error!("job {jid} not stored: {e}"),
+            }
+        }
     }
 
     /// Encrypt, sign and send one publish load to the minions.
