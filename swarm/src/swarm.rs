@@ -102,6 +102,17 @@ pub async fn run(
         _ = stop => {}
         _ = limit => {}
     }
+    // Returns on their way when the stop came are waited for (five seconds at most): an
+    // acknowledgement in flight is not a missing one.
+    let settle = Instant::now() + Duration::from_secs(5);
+    let in_flight = || {
+        use std::sync::atomic::Ordering::Relaxed;
+        let stats = &shared.stats;
+        stats.returns_sent.load(Relaxed) > stats.returns_acked.load(Relaxed)
+    };
+    while in_flight() && Instant::now() < settle {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     // Summarise before the minions wind down, so the gauges show the running swarm.
     shared.stats.mark(total, shared.started);
     let summary = shared.stats.summary(total, shared.started.elapsed());
