@@ -284,7 +284,7 @@ async fn gather(
             .metrics
             .returns_received
             .fetch_add(1, Ordering::Relaxed);
-        got.push((id, ev.data.clone()));
+        got.push((id, ev.data_owned()));
     }
     got
 }
@@ -378,7 +378,7 @@ async fn local_batch(
                         .metrics
                         .returns_received
                         .fetch_add(1, Ordering::Relaxed);
-                    let ret = event.data.get("return").cloned();
+                    let ret = event.data().get("return").cloned();
                     out.push(json!({ id: ret.unwrap_or(Json::Null) }));
                 }
                 BatchEvent::NoReturn { id, .. } => out.push(json!({ id: {} })),
@@ -525,11 +525,19 @@ async fn runner(
     loop {
         match tokio::time::timeout_at(deadline, rx.recv()).await {
             Ok(Ok(ev)) if ev.tag == want => {
+                let mut data = ev.data_owned();
                 if full_return(low) {
-                    return Ok(json!({"data": ev.data, "tag": ev.tag}));
+                    let tag = Json::String(ev.tag.clone());
+                    return Ok(Json::Object(Map::from_iter([
+                        ("data".to_string(), data),
+                        ("tag".to_string(), tag),
+                    ])));
                 }
-                let ret = ev.data.get("return").cloned().unwrap_or(Json::Null);
-                if ev.data.get("success") == Some(&Json::Bool(false)) {
+                let ret = data
+                    .as_object_mut()
+                    .and_then(|d| d.remove("return"))
+                    .unwrap_or(Json::Null);
+                if data.get("success") == Some(&Json::Bool(false)) {
                     if let Some(msg) = ret.as_str().filter(|m| m.ends_with("is not available.")) {
                         return Err(ApiError::bad_request(msg.to_string()));
                     }

@@ -24,6 +24,11 @@ use crate::state::{AppState, Caller};
 /// The state every handler shares.
 pub type Shared = Arc<AppState>;
 
+/// `{"return": ret}`, built around `ret` (`json!` would copy it).
+pub fn returned(ret: Json) -> Json {
+    Json::Object(serde_json::Map::from_iter([("return".to_string(), ret)]))
+}
+
 /// The response format the caller accepts. The negotiation itself (CherryPy's rules, 406 for
 /// an `Accept` that allows neither JSON nor YAML) runs first, in [`crate::middleware::guard`],
 /// which stores the result in the request's extensions; endpoints whose answers are not
@@ -35,6 +40,11 @@ impl Negotiated {
     /// `200` with `body` in this format.
     pub fn ok(self, body: &Json) -> Response {
         respond(self.0, StatusCode::OK, body)
+    }
+
+    /// `200` with `{"return": ret}` (`ret` moved in, not copied).
+    pub fn returned(self, ret: Json) -> Response {
+        self.ok(&returned(ret))
     }
 
     /// `status` with `body` in this format.

@@ -14,20 +14,77 @@
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use brine_protocol::event::{unpack_body, PubDecoder};
+use brine_protocol::event::{split_body, PubDecoder};
 use brine_transport::nats::Events;
 use tokio::io::AsyncReadExt;
 use tokio::sync::broadcast;
 
-/// One bus event as the API hands it around, with its position in the stream.
+/// One bus event as the API hands it around, with its position in the stream. Its data stays
+/// packed until someone reads it (a runner's answer of many megabytes is decoded once, by the
+/// request waiting for it, unless an event stream shows it too).
 #[derive(Debug)]
 pub struct BusEvent {
     pub id: u64,
     pub tag: String,
-    pub data: serde_json::Value,
+    /// The data as it came on the bus (msgpack, checked well-formed); empty when the event
+    /// was made from JSON.
+    packed: Vec<u8>,
+    data: OnceLock<serde_json::Value>,
+}
+
+impl BusEvent {
+    /// An event whose data is already JSON.
+    pub fn new(id: u64, tag: String, data: serde_json::Value) -> BusEvent {
+        BusEvent {
+            id,
+            tag,
+            packed: Vec::new(),
+            data: OnceLock::from(data),
+        }
+    }
+
+    /// An event with its data as the bus packs it; `None` if it is not one msgpack object.
+    fn packed(id: u64, tag: String, packed: &[u8]) -> Option<BusEvent> {
+        if let Err(e) = brine_protocol::payload::check(packed) {
+            tracing::warn!("event {tag} with malformed data dropped: {e}");
+            return None;
+        }
+        Some(BusEvent {
+            id,
+            tag,
+            packed: packed.to_vec(),
+            data: OnceLock::new(),
+        })
+    }
+
+    /// The event's data as JSON (decoded at the first call; `null` for data nested too deep).
+    pub fn data(&self) -> &serde_json::Value {
+        self.data.get_or_init(|| self.decode())
+    }
+
+    /// A JSON tree of the data that the caller owns: decoded from the packed bytes again
+    /// rather than copied from the shared tree when nobody has decoded that yet.
+    pub fn data_owned(&self) -> serde_json::Value {
+        match self.data.get() {
+            Some(data) => data.clone(),
+            None => self.decode(),
+        }
+    }
+
+    fn decode(&self) -> serde_json::Value {
+        brine_protocol::payload::loads_json(&self.packed).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// A string field of the data, read without decoding the rest.
+    fn field(&self, key: &str) -> Option<&str> {
+        match self.data.get() {
+            Some(data) => data.get(key)?.as_str(),
+            None => brine_protocol::payload::map_str(&self.packed, key),
+        }
+    }
 }
 
 impl brine_client::JobEvent for BusEvent {
@@ -35,7 +92,7 @@ impl brine_client::JobEvent for BusEvent {
         &self.tag
     }
     fn reports_running(&self) -> bool {
-        matches!(self.data.get("return"), Some(serde_json::Value::Object(m)) if !m.is_empty())
+        matches!(self.data().get("return"), Some(serde_json::Value::Object(m)) if !m.is_empty())
     }
 }
 
@@ -237,34 +294,32 @@ impl Bus {
 
     /// An event read from the stream, numbered `id`.
     fn event(&self, body: &[u8], id: u64) -> Option<Arc<BusEvent>> {
-        decode(body).map(|(tag, data)| Arc::new(BusEvent { id, tag, data }))
+        decode(body, id).map(Arc::new)
     }
 
     /// Hand an event to every reader: numbered `id` (the NATS stream's sequence), or by its
     /// stamp.
     fn publish(&self, body: &[u8], id: Option<u64>) {
-        let Some((tag, data)) = decode(body) else {
+        let Some(mut ev) = decode(body, 0) else {
             return;
         };
         // Recorded before the event (and so before any of the job's returns) goes out.
-        if let Some(jid) = tag
+        if let Some(jid) = ev
+            .tag
             .strip_prefix("salt/job/")
             .and_then(|rest| rest.strip_suffix("/new"))
         {
-            if let Some(user) = data.get("user").and_then(serde_json::Value::as_str) {
+            if let Some(user) = ev.field("user") {
                 self.owners.lock().expect("owners lock").record(jid, user);
             }
         }
         let mut next = self.next_id.lock().expect("id lock");
         *next = id
-            .or_else(|| stamp_id(&data))
+            .or_else(|| ev.field("_stamp").and_then(stamp_micros))
             .unwrap_or_else(now_micros)
             .max(*next + 1);
-        let ev = Arc::new(BusEvent {
-            id: *next,
-            tag,
-            data,
-        });
+        ev.id = *next;
+        let ev = Arc::new(ev);
         {
             let mut r = self.replay.lock().expect("replay lock");
             if r.len() == self.replay_len {
@@ -281,10 +336,12 @@ impl Bus {
 
 /// A bus event's tag and data; `None` for a body that is not an event, or a tool's probe (for
 /// the tool that fired it, not for the API's clients).
-fn decode(body: &[u8]) -> Option<(String, serde_json::Value)> {
-    let (tag, data) = unpack_body(body).ok()?;
-    (tag != brine_protocol::event::LISTENER_PROBE_TAG)
-        .then(|| (tag, brine_protocol::payload::to_json(&data)))
+fn decode(body: &[u8], id: u64) -> Option<BusEvent> {
+    let (tag, packed) = split_body(body).ok()?;
+    if tag == brine_protocol::event::LISTENER_PROBE_TAG {
+        return None;
+    }
+    BusEvent::packed(id, tag.to_string(), packed)
 }
 
 fn now_micros() -> u64 {
@@ -294,7 +351,11 @@ fn now_micros() -> u64 {
 /// An event's `_stamp` (Salt's UTC `YYYY-MM-DDTHH:MM:SS.ffffff`) in microseconds since the
 /// epoch; `None` without one, or for one more than a minute ahead of this clock.
 pub fn stamp_id(data: &serde_json::Value) -> Option<u64> {
-    let stamp = data.get("_stamp")?.as_str()?;
+    stamp_micros(data.get("_stamp")?.as_str()?)
+}
+
+/// [`stamp_id`] of the stamp's text.
+fn stamp_micros(stamp: &str) -> Option<u64> {
     let t = chrono::NaiveDateTime::parse_from_str(stamp, "%Y-%m-%dT%H:%M:%S%.f").ok()?;
     let id = u64::try_from(t.and_utc().timestamp_micros()).ok()?;
     (id <= now_micros() + 60_000_000).then_some(id)
@@ -316,7 +377,7 @@ fn stored_after(path: &Path, limit: usize, after: u64, before: u64) -> Vec<Arc<B
         .filter_map(|(tag, data)| {
             let data = brine_protocol::payload::to_json(&data);
             let id = stamp_id(&data)?;
-            (id > after && id < before).then(|| Arc::new(BusEvent { id, tag, data }))
+            (id > after && id < before).then(|| Arc::new(BusEvent::new(id, tag, data)))
         })
         .collect()
 }

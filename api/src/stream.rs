@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::ws::{Message, WebSocket};
-use serde_json::json;
+use serde_json::Value as Json;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::auth::acl;
@@ -40,7 +40,7 @@ fn visible(st: &AppState, caller: &Caller, ev: &BusEvent) -> bool {
     }
     let view = &st.minions;
     let expand = |expr: &str| view.expand_compound(expr);
-    acl::may_see_event(&caller.acl, &ev.tag, &ev.data, &expand)
+    acl::may_see_event(&caller.acl, &ev.tag, ev.data(), &expand)
 }
 
 /// May `caller` read job `jid`: its record through `GET /jobs/<jid>` and its events on the
@@ -60,9 +60,13 @@ fn still_valid(st: &AppState, caller: &Caller, token: &str) -> bool {
 
 /// `{"tag": ..., "data": ...}` as Salt writes it (Python's json.dumps).
 fn event_json(ev: &BusEvent) -> String {
-    let bytes = crate::negotiate::to_python_json(&json!({"tag": ev.tag, "data": ev.data}))
-        .unwrap_or_default();
-    String::from_utf8(bytes).unwrap_or_default()
+    let style = brine_protocol::pyjson::JsonStyle::new(None, false);
+    let text = |v: &Json| brine_protocol::pyjson::dumps(v, &style);
+    format!(
+        "{{\"tag\": {}, \"data\": {}}}",
+        text(&Json::String(ev.tag.clone())),
+        text(ev.data())
+    )
 }
 
 fn sse_block(ev: &BusEvent) -> String {

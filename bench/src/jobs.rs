@@ -133,7 +133,7 @@ mod tests {
         fill_brine(dir.path(), &jids[..10]).unwrap();
         fill_brine(dir.path(), &jids).unwrap();
         let store = SqliteStore::open(&dir.path().join("jobs.sqlite")).unwrap();
-        assert_eq!(store.list_jobs(0).unwrap().len(), 50);
+        assert_eq!(store.list_jobs(0, None).unwrap().len(), 50);
         let r = store.get_returns(&jids[7]).unwrap();
         assert_eq!(r.len(), 1);
         assert_eq!(r[0].id, "m1");

@@ -120,6 +120,46 @@ fn master_three_minions_whole_loop() {
         });
         assert_eq!(jobs.get(&jid).is_some(), found, "{search}: {jobs}");
     }
+    // Salt's paged form: the newest `count` jobs, oldest first, each with its JID.
+    let o = st.tool(
+        "salt-run",
+        &["jobs.list_jobs_filter", "1000", "--out", "json"],
+    );
+    let page: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {} {}", stdout(&o), stderr(&o)));
+    let ours = page
+        .iter()
+        .find(|j| j["JID"] == json!(jid))
+        .unwrap_or_else(|| panic!("{jid} not in {page:?}"));
+    assert_eq!(ours["Function"], json!("test.echo"));
+    assert_eq!(ours["Target"], json!("*"));
+    assert!(ours["StartTime"].is_string(), "{ours}");
+    let jids: Vec<&str> = page.iter().filter_map(|j| j["JID"].as_str()).collect();
+    assert!(
+        jids.windows(2).all(|w| w[0] < w[1]),
+        "oldest first: {jids:?}"
+    );
+    assert!(page
+        .iter()
+        .all(|j| j["Function"] != json!("saltutil.find_job")));
+    let o = st.tool("salt-run", &["--out", "json", "jobs.list_jobs_filter", "2"]);
+    let newest: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    let last: Vec<&str> = newest.iter().filter_map(|j| j["JID"].as_str()).collect();
+    assert_eq!(last.len(), 2, "{newest:?}");
+    assert!(
+        last[1] >= *jids.last().unwrap(),
+        "{last:?} against {jids:?}"
+    );
+    let o = st.tool("salt-run", &["--out", "json", "jobs.list_jobs_filter", "0"]);
+    assert_eq!(stdout(&o).trim(), "[]");
+    let o = st.tool("salt-run", &["jobs.list_jobs_filter"]);
+    assert!(
+        format!("{}{}", stdout(&o), stderr(&o)).contains("count"),
+        "{} {}",
+        stdout(&o),
+        stderr(&o)
+    );
+
     let status = st.tool("salt-run", &["--out", "json", "manage.status"]);
     let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     assert_eq!(status, json!({"up": ["m1", "m2", "m3"], "down": []}));

@@ -19,7 +19,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use brine_protocol::payload::{from_json, get, get_str, to_json, Value};
+use brine_protocol::payload::{from_json_text, get, get_str, FromJson, Value};
 use rusqlite::{params, Connection, OptionalExtension};
 
 pub mod pgjsonb;
@@ -46,6 +46,64 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 pub struct StoredReturn {
     pub id: String,
     pub full_ret: Value,
+}
+
+/// What a list of jobs shows of one (Salt's `format_job_instance`): its jid and the fields of
+/// its load read alone, the rest of the load skipped.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+pub struct JobHead {
+    #[serde(skip)]
+    pub jid: String,
+    #[serde(default)]
+    pub fun: Field,
+    #[serde(default)]
+    pub arg: Field,
+    #[serde(default)]
+    pub tgt: Field,
+    #[serde(default)]
+    pub tgt_type: Field,
+    #[serde(default)]
+    pub user: Field,
+    #[serde(default)]
+    pub metadata: Field,
+    #[serde(default)]
+    pub kwargs: Field,
+}
+
+/// One field of a load: `None` when the load does not have it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Field(pub Option<Value>);
+
+impl<'de> serde::Deserialize<'de> for Field {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        FromJson::deserialize(d).map(|v| Field(Some(v.0)))
+    }
+}
+
+impl JobHead {
+    /// The head of a load in hand.
+    pub fn of_load(jid: &str, load: &Value) -> JobHead {
+        let field = |k: &str| Field(get(load, k).cloned());
+        JobHead {
+            jid: jid.to_string(),
+            fun: field("fun"),
+            arg: field("arg"),
+            tgt: field("tgt"),
+            tgt_type: field("tgt_type"),
+            user: field("user"),
+            metadata: field("metadata"),
+            kwargs: field("kwargs"),
+        }
+    }
+
+    /// The head of a load stored as JSON text, without parsing the rest of it.
+    pub fn from_text(jid: String, text: &str) -> Result<JobHead> {
+        match serde_json::from_str::<JobHead>(text) {
+            Ok(head) => Ok(JobHead { jid, ..head }),
+            // Not a map, or a field twice: the whole load, as any other reader takes it.
+            Err(_) => Ok(JobHead::of_load(&jid, &from_text(text)?)),
+        }
+    }
 }
 
 /// A targeted minion without a return for a job (see `lost_jobs`).
@@ -82,8 +140,8 @@ pub trait JobStore: Send + Sync {
     fn missing_returns(&self, from: &str, to: &str, limit: usize) -> Result<Vec<Missing>>;
     /// Returns of a job, in arrival order.
     fn get_returns(&self, jid: &str) -> Result<Vec<StoredReturn>>;
-    /// Jobs, newest first, at most `limit` (0 = all).
-    fn list_jobs(&self, limit: usize) -> Result<Vec<(String, Value)>>;
+    /// Jobs, newest first, at most `limit` (0 = all), leaving out those of function `skip`.
+    fn list_jobs(&self, limit: usize, skip: Option<&str>) -> Result<Vec<JobHead>>;
     /// Remove jobs whose jid is older than `cutoff_jid` (jids sort by time). Returns how many.
     fn clean_before(&self, cutoff_jid: &str) -> Result<usize>;
     /// Record one bus event (`salt_events`).
@@ -380,11 +438,11 @@ fn return_write(ret: &Value) -> Result<Write> {
 }
 
 fn json_text(v: &Value) -> Result<String> {
-    Ok(serde_json::to_string(&to_json(v))?)
+    Ok(serde_json::to_string(&brine_protocol::payload::AsJson(v))?)
 }
 
 fn from_text(s: &str) -> Result<Value> {
-    Ok(from_json(&serde_json::from_str::<serde_json::Value>(s)?))
+    Ok(from_json_text(s)?)
 }
 
 /// Rows of (jid, minion, the job's load as JSON text) as missing returns.
@@ -576,17 +634,20 @@ impl JobStore for SqliteStore {
         stored_returns(rows)
     }
 
-    fn list_jobs(&self, limit: usize) -> Result<Vec<(String, Value)>> {
+    fn list_jobs(&self, limit: usize, skip: Option<&str>) -> Result<Vec<JobHead>> {
         let conn = self.conn();
-        let limit = if limit == 0 { -1 } else { limit as i64 };
-        let mut st =
-            conn.prepare_cached("SELECT jid, load FROM jids ORDER BY jid DESC LIMIT ?1")?;
-        let rows = st
-            .query_map(params![limit], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-            })?
-            .collect::<std::result::Result<Vec<_>, _>>()?;
-        with_values(rows)
+        let mut st = conn.prepare_cached("SELECT jid, load FROM jids ORDER BY jid DESC")?;
+        let mut rows = st.query([])?;
+        let mut heads = Vec::new();
+        while limit == 0 || heads.len() < limit {
+            let Some(row) = rows.next()? else { break };
+            let text = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
+            let head = JobHead::from_text(row.get(0)?, text)?;
+            if skip.is_none_or(|f| head.fun.0.as_ref().and_then(Value::as_str) != Some(f)) {
+                heads.push(head);
+            }
+        }
+        Ok(heads)
     }
 
     fn clean_before(&self, cutoff_jid: &str) -> Result<usize> {
@@ -733,7 +794,7 @@ mod tests {
 /// differs.
 #[doc(hidden)]
 pub mod contract {
-    use super::JobStore;
+    use super::{Field, JobStore};
     use brine_protocol::payload::{get, get_str, map, Value};
 
     /// Targeted minions without a return; a failure the master records is replaced by a late
@@ -847,8 +908,31 @@ pub mod contract {
         assert_eq!(rs.len(), 1);
         assert_eq!(rs[0].id, "m1");
         assert_eq!(get(&rs[0].full_ret, "return"), Some(&Value::from(true)));
-        let jobs = s.list_jobs(0).unwrap();
-        assert_eq!(jobs[0].0, "20260102000000000001", "newest first");
+        let jobs = s.list_jobs(0, None).unwrap();
+        assert_eq!(jobs[0].jid, "20260102000000000001", "newest first");
+        assert_eq!(jobs[1].fun, Field(Some(Value::from("test.ping"))));
+        assert_eq!(jobs[1].tgt, Field(Some(Value::from("*"))));
+        assert_eq!(jobs[1].user, Field(None), "absent, not null");
+        let find_job = map(vec![
+            ("fun", Value::from("saltutil.find_job")),
+            ("kwargs", map(vec![("metadata", Value::from("m"))])),
+        ]);
+        s.save_load("20260103000000000001", &find_job, &[]).unwrap();
+        let jids = |limit, skip| -> Vec<String> {
+            let heads = s.list_jobs(limit, skip).unwrap();
+            heads.into_iter().map(|h| h.jid).collect()
+        };
+        assert_eq!(jids(1, None), ["20260103000000000001"]);
+        assert_eq!(
+            s.list_jobs(1, None).unwrap()[0].kwargs,
+            Field(Some(map(vec![("metadata", Value::from("m"))])))
+        );
+        assert_eq!(
+            jids(1, Some("saltutil.find_job")),
+            ["20260102000000000001"],
+            "the limit counts the jobs left in"
+        );
+        assert_eq!(jids(0, Some("saltutil.find_job")).len(), 2);
         assert_eq!(s.clean_before("20260102000000000000").unwrap(), 1);
         s.save_event("a/b", &map(vec![("x", Value::from(1))]), "m_master")
             .unwrap();

@@ -20,6 +20,7 @@ pub const RUNNERS: &[(&str, &str)] = &[
     ("jobs.active", "Return the jobs running on the minions now (asks every minion for saltutil.running), with who runs each and who has returned.\n\nCLI Example:\n\n    salt-run jobs.active\n"),
     ("jobs.list_job", "Return one job from the job cache: what was run, on which minions, when, and every return.\n\nCLI Example:\n\n    salt-run jobs.list_job 20130916125524463507\n"),
     ("jobs.list_jobs", "Return the jobs in the job cache. search_function and search_target narrow the list: a glob, a list of globs or comma-separated globs, any of which may match.\n\nCLI Example:\n\n    salt-run jobs.list_jobs search_function='test.*,pkg.install'\n"),
+    ("jobs.list_jobs_filter", "Return the newest count jobs in the job cache, oldest first, each with its JID; filter_find_job=True (the default) leaves out saltutil.find_job jobs.\n\nCLI Example:\n\n    salt-run jobs.list_jobs_filter 50\n    salt-run jobs.list_jobs_filter 100 filter_find_job=False\n"),
     ("jobs.lookup_jid", "Return the returns of one job, keyed by minion; missing=True also names the minions that did not return.\n\nCLI Example:\n\n    salt-run jobs.lookup_jid 20130916125524463507\n"),
     ("jobs.print_job", "Return one job from the job cache, keyed by its jid.\n\nCLI Example:\n\n    salt-run jobs.print_job 20130916125524463507\n"),
     ("manage.alived", "Return the minions connected to the master now.\n\nCLI Example:\n\n    salt-run manage.alived\n"),

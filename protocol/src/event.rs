@@ -75,12 +75,7 @@ fn write_value(out: &mut Vec<u8>, v: &Value) {
 /// Splits a body at the first `"\n\n"` and decodes the data (exactly one msgpack value).
 /// Strings that are not valid UTF-8 come back as `Value::Binary`.
 pub fn unpack_body(body: &[u8]) -> Result<(String, Value), EventError> {
-    let split = body
-        .windows(TAGEND.len())
-        .position(|w| w == TAGEND)
-        .ok_or(EventError::NoTagEnd)?;
-    let tag = std::str::from_utf8(&body[..split]).map_err(|_| EventError::BadTag)?;
-    let mut rest = &body[split + TAGEND.len()..];
+    let (tag, mut rest) = split_body(body)?;
     let data = rmpv::decode::read_value_with_max_depth(&mut rest, MAX_DEPTH)
         .map_err(|e| EventError::BadData(e.to_string()))?;
     if !rest.is_empty() {
@@ -90,6 +85,16 @@ pub fn unpack_body(body: &[u8]) -> Result<(String, Value), EventError> {
         )));
     }
     Ok((tag.to_owned(), normalize_strings(data)))
+}
+
+/// An event body's tag and its packed data (not decoded).
+pub fn split_body(body: &[u8]) -> Result<(&str, &[u8]), EventError> {
+    let split = body
+        .windows(TAGEND.len())
+        .position(|w| w == TAGEND)
+        .ok_or(EventError::NoTagEnd)?;
+    let tag = std::str::from_utf8(&body[..split]).map_err(|_| EventError::BadTag)?;
+    Ok((tag, &body[split + TAGEND.len()..]))
 }
 
 /// Turns `String` values (and keys) holding invalid UTF-8 into `Binary`.

@@ -260,10 +260,21 @@ const SLOT_SLACK_BYTES: usize = 256 * 1024;
 /// without allocating.
 pub fn loads_bounded(data: &[u8]) -> Result<Value, PayloadError> {
     let budget = data.len().max(SLOT_SLACK_BYTES) / std::mem::size_of::<Value>();
+    whole(data, budget)
+}
+
+/// [`loads`] straight into JSON: equal to `to_json(&loads(data)?)`, without the values in
+/// between (for readers that only pass the data on as JSON).
+pub fn loads_json(data: &[u8]) -> Result<serde_json::Value, PayloadError> {
+    whole(data, usize::MAX)
+}
+
+/// Exactly one object filling `data`, built with at most `slots` array and map slots.
+fn whole<B: Build>(data: &[u8], slots: usize) -> Result<B, PayloadError> {
     let mut r = Reader {
         data,
         pos: 0,
-        slots_left: budget,
+        slots_left: slots,
     };
     match r.value(0) {
         Ok(v) if r.pos == data.len() => Ok(v),
@@ -271,6 +282,105 @@ pub fn loads_bounded(data: &[u8]) -> Result<Value, PayloadError> {
         Err(PayloadError::Incomplete) if data.is_empty() => Err(PayloadError::Empty),
         Err(PayloadError::Incomplete) => Err(PayloadError::Truncated),
         Err(e) => Err(e),
+    }
+}
+
+/// What a decode builds from msgpack items: Salt's values ([`Value`]), or JSON as [`to_json`]
+/// converts them ([`loads_json`]), in one pass.
+trait Build: Sized {
+    type Pairs;
+    fn nil() -> Self;
+    fn boolean(b: bool) -> Self;
+    fn uint(u: u64) -> Self;
+    fn int(i: i64) -> Self;
+    fn float(f: f64) -> Self;
+    /// A str or bin raw.
+    fn raw(bytes: &[u8]) -> Self;
+    fn ext(ty: i8, data: &[u8]) -> Self;
+    fn array(items: Vec<Self>) -> Self;
+    fn map_with_capacity(n: usize) -> Self::Pairs;
+    fn map_insert(m: &mut Self::Pairs, k: Self, v: Self);
+    fn map(m: Self::Pairs) -> Self;
+}
+
+impl Build for Value {
+    type Pairs = Vec<(Value, Value)>;
+    fn nil() -> Self {
+        Value::Nil
+    }
+    fn boolean(b: bool) -> Self {
+        Value::Boolean(b)
+    }
+    fn uint(u: u64) -> Self {
+        Value::from(u)
+    }
+    fn int(i: i64) -> Self {
+        Value::from(i)
+    }
+    fn float(f: f64) -> Self {
+        Value::F64(f)
+    }
+    fn raw(bytes: &[u8]) -> Self {
+        match std::str::from_utf8(bytes) {
+            Ok(s) => Value::String(s.into()),
+            Err(_) => Value::Binary(bytes.to_vec()),
+        }
+    }
+    fn ext(ty: i8, data: &[u8]) -> Self {
+        Value::Ext(ty, data.to_vec())
+    }
+    fn array(items: Vec<Self>) -> Self {
+        Value::Array(items)
+    }
+    fn map_with_capacity(n: usize) -> Self::Pairs {
+        Vec::with_capacity(n)
+    }
+    fn map_insert(m: &mut Self::Pairs, k: Self, v: Self) {
+        m.push((k, v));
+    }
+    fn map(m: Self::Pairs) -> Self {
+        Value::Map(m)
+    }
+}
+
+impl Build for serde_json::Value {
+    type Pairs = serde_json::Map<String, serde_json::Value>;
+    fn nil() -> Self {
+        serde_json::Value::Null
+    }
+    fn boolean(b: bool) -> Self {
+        serde_json::Value::Bool(b)
+    }
+    fn uint(u: u64) -> Self {
+        serde_json::Value::from(u)
+    }
+    fn int(i: i64) -> Self {
+        serde_json::Value::from(i)
+    }
+    fn float(f: f64) -> Self {
+        serde_json::Number::from_f64(f).map_or(serde_json::Value::Null, serde_json::Value::Number)
+    }
+    fn raw(bytes: &[u8]) -> Self {
+        serde_json::Value::String(String::from_utf8_lossy(bytes).into_owned())
+    }
+    fn ext(_: i8, data: &[u8]) -> Self {
+        Self::raw(data)
+    }
+    fn array(items: Vec<Self>) -> Self {
+        serde_json::Value::Array(items)
+    }
+    fn map_with_capacity(n: usize) -> Self::Pairs {
+        serde_json::Map::with_capacity(n)
+    }
+    fn map_insert(m: &mut Self::Pairs, k: Self, v: Self) {
+        let key = match k {
+            serde_json::Value::String(s) => s,
+            other => other.to_string(),
+        };
+        m.insert(key, v);
+    }
+    fn map(m: Self::Pairs) -> Self {
+        serde_json::Value::Object(m)
     }
 }
 
@@ -322,25 +432,20 @@ impl<'a> Reader<'a> {
         usize::try_from(self.u32()?).map_err(|_| PayloadError::TooLarge)
     }
 
-    fn raw(&mut self, len: usize) -> Result<Value, PayloadError> {
-        let bytes = self.take(len)?;
-        Ok(match std::str::from_utf8(bytes) {
-            Ok(s) => Value::String(s.into()),
-            Err(_) => Value::Binary(bytes.to_vec()),
-        })
+    fn raw<B: Build>(&mut self, len: usize) -> Result<B, PayloadError> {
+        Ok(B::raw(self.take(len)?))
     }
 
-    fn ext(&mut self, len: usize) -> Result<Value, PayloadError> {
+    fn ext<B: Build>(&mut self, len: usize) -> Result<B, PayloadError> {
         // Check the whole extent first so a huge declared length fails before reading the type.
         if len >= self.remaining() {
             return Err(PayloadError::Incomplete);
         }
         let ty = self.u8()? as i8;
-        let data = self.take(len)?.to_vec();
-        Ok(Value::Ext(ty, data))
+        Ok(B::ext(ty, self.take(len)?))
     }
 
-    fn seq(&mut self, len: usize, depth: usize) -> Result<Value, PayloadError> {
+    fn seq<B: Build>(&mut self, len: usize, depth: usize) -> Result<B, PayloadError> {
         if depth >= MAX_DEPTH {
             return Err(PayloadError::TooDeep);
         }
@@ -353,10 +458,10 @@ impl<'a> Reader<'a> {
         for _ in 0..len {
             items.push(self.value(depth + 1)?);
         }
-        Ok(Value::Array(items))
+        Ok(B::array(items))
     }
 
-    fn map(&mut self, len: usize, depth: usize) -> Result<Value, PayloadError> {
+    fn map<B: Build>(&mut self, len: usize, depth: usize) -> Result<B, PayloadError> {
         if depth >= MAX_DEPTH {
             return Err(PayloadError::TooDeep);
         }
@@ -365,13 +470,13 @@ impl<'a> Reader<'a> {
             return Err(PayloadError::Incomplete);
         }
         self.spend(2 * len)?;
-        let mut pairs = Vec::with_capacity(len);
+        let mut m = B::map_with_capacity(len);
         for _ in 0..len {
             let k = self.value(depth + 1)?;
             let v = self.value(depth + 1)?;
-            pairs.push((k, v));
+            B::map_insert(&mut m, k, v);
         }
-        Ok(Value::Map(pairs))
+        Ok(B::map(m))
     }
 
     fn spend(&mut self, slots: usize) -> Result<(), PayloadError> {
@@ -382,17 +487,17 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    fn value(&mut self, depth: usize) -> Result<Value, PayloadError> {
+    fn value<B: Build>(&mut self, depth: usize) -> Result<B, PayloadError> {
         let marker = self.u8()?;
         Ok(match marker {
-            0x00..=0x7f => Value::from(marker),
+            0x00..=0x7f => B::uint(u64::from(marker)),
             0x80..=0x8f => self.map(usize::from(marker & 0x0f), depth)?,
             0x90..=0x9f => self.seq(usize::from(marker & 0x0f), depth)?,
             0xa0..=0xbf => self.raw(usize::from(marker & 0x1f))?,
-            0xc0 => Value::Nil,
+            0xc0 => B::nil(),
             0xc1 => return Err(PayloadError::BadMarker(marker)),
-            0xc2 => Value::Boolean(false),
-            0xc3 => Value::Boolean(true),
+            0xc2 => B::boolean(false),
+            0xc3 => B::boolean(true),
             0xc4 | 0xd9 => {
                 let n = self.u8()?;
                 self.raw(usize::from(n))?
@@ -417,16 +522,16 @@ impl<'a> Reader<'a> {
                 let n = self.len32()?;
                 self.ext(n)?
             }
-            0xca => Value::F64(f64::from(f32::from_bits(self.u32()?))),
-            0xcb => Value::F64(f64::from_bits(self.u64()?)),
-            0xcc => Value::from(self.u8()?),
-            0xcd => Value::from(self.u16()?),
-            0xce => Value::from(self.u32()?),
-            0xcf => Value::from(self.u64()?),
-            0xd0 => Value::from(self.u8()? as i8),
-            0xd1 => Value::from(self.u16()? as i16),
-            0xd2 => Value::from(self.u32()? as i32),
-            0xd3 => Value::from(self.u64()? as i64),
+            0xca => B::float(f64::from(f32::from_bits(self.u32()?))),
+            0xcb => B::float(f64::from_bits(self.u64()?)),
+            0xcc => B::uint(u64::from(self.u8()?)),
+            0xcd => B::uint(u64::from(self.u16()?)),
+            0xce => B::uint(u64::from(self.u32()?)),
+            0xcf => B::uint(self.u64()?),
+            0xd0 => B::int(i64::from(self.u8()? as i8)),
+            0xd1 => B::int(i64::from(self.u16()? as i16)),
+            0xd2 => B::int(i64::from(self.u32()? as i32)),
+            0xd3 => B::int(self.u64()? as i64),
             0xd4 => self.ext(1)?,
             0xd5 => self.ext(2)?,
             0xd6 => self.ext(4)?,
@@ -448,7 +553,7 @@ impl<'a> Reader<'a> {
                 let n = self.len32()?;
                 self.map(n, depth)?
             }
-            0xe0..=0xff => Value::from(marker as i8),
+            0xe0..=0xff => B::int(i64::from(marker as i8)),
         })
     }
 }
@@ -486,6 +591,41 @@ pub fn clear_cmd(data: &[u8]) -> Option<&[u8]> {
         }
     }
     (r.remaining() == 0 && clear).then_some(cmd).flatten()
+}
+
+/// The string under `key` in the msgpack map `data`, read without decoding anything else;
+/// `None` when `data` is not a map, or `key` is absent or not a string.
+pub fn map_str<'a>(data: &'a [u8], key: &str) -> Option<&'a str> {
+    let mut r = Reader {
+        data,
+        pos: 0,
+        slots_left: 0,
+    };
+    for _ in 0..r.map_len()? {
+        match r.str_or_skip().ok()? {
+            Some(k) if k == key.as_bytes() => {
+                return std::str::from_utf8(r.str_or_skip().ok()??).ok();
+            }
+            _ => r.skip().ok()?,
+        }
+    }
+    None
+}
+
+/// Whether `data` is exactly one well-formed msgpack object, walked without decoding it.
+pub fn check(data: &[u8]) -> Result<(), PayloadError> {
+    let mut r = Reader {
+        data,
+        pos: 0,
+        slots_left: 0,
+    };
+    match r.skip() {
+        Ok(()) if r.pos == data.len() => Ok(()),
+        Ok(()) => Err(PayloadError::TrailingBytes(data.len() - r.pos)),
+        Err(PayloadError::Incomplete) if data.is_empty() => Err(PayloadError::Empty),
+        Err(PayloadError::Incomplete) => Err(PayloadError::Truncated),
+        Err(e) => Err(e),
+    }
 }
 
 impl<'a> Reader<'a> {
@@ -689,74 +829,275 @@ pub fn datetime_text(v: &Value) -> Option<&str> {
 /// text, ext 78 becomes its datetime text, integers keep u64/i64, map keys are
 /// stringified. Non-finite floats become null.
 pub fn to_json(v: &Value) -> serde_json::Value {
-    use serde_json::Value as J;
-    match v {
-        Value::Nil => J::Null,
-        Value::Boolean(b) => J::Bool(*b),
-        Value::Integer(i) => {
-            if let Some(u) = i.as_u64() {
-                J::from(u)
-            } else if let Some(n) = i.as_i64() {
-                J::from(n)
-            } else {
-                J::Null
+    serde_json::to_value(AsJson(v)).unwrap_or(serde_json::Value::Null)
+}
+
+/// JSON text of `v`, converted as [`to_json`] converts it (without building the JSON tree).
+pub fn to_json_text(v: &Value) -> String {
+    serde_json::to_string(&AsJson(v)).unwrap_or_else(|_| "null".into())
+}
+
+/// A Value serialized as JSON the way [`to_json`] converts it, written straight to any serde
+/// serializer.
+pub struct AsJson<'a>(pub &'a Value);
+
+impl serde::Serialize for AsJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        match self.0 {
+            Value::Nil => s.serialize_unit(),
+            Value::Boolean(b) => s.serialize_bool(*b),
+            Value::Integer(i) => match (i.as_u64(), i.as_i64()) {
+                (Some(u), _) => s.serialize_u64(u),
+                (None, Some(n)) => s.serialize_i64(n),
+                (None, None) => s.serialize_unit(),
+            },
+            Value::F32(f) => serialize_float(s, f64::from(*f)),
+            Value::F64(f) => serialize_float(s, *f),
+            Value::Array(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(&AsJson(item))?;
+                }
+                seq.end()
             }
+            Value::Map(pairs) => {
+                let mut m = s.serialize_map(Some(pairs.len()))?;
+                for (k, val) in pairs {
+                    m.serialize_entry(&json_key(k), &AsJson(val))?;
+                }
+                m.end()
+            }
+            other => s.serialize_str(&text_of(other).unwrap_or_default()),
         }
-        Value::F32(f) => float_json(f64::from(*f)),
-        Value::F64(f) => float_json(*f),
-        Value::String(s) => J::String(String::from_utf8_lossy(s.as_bytes()).into_owned()),
-        Value::Binary(b) => J::String(String::from_utf8_lossy(b).into_owned()),
-        Value::Array(items) => J::Array(items.iter().map(to_json).collect()),
-        Value::Map(pairs) => J::Object(
-            pairs
-                .iter()
-                .map(|(k, val)| (json_key(k), to_json(val)))
-                .collect(),
-        ),
-        Value::Ext(_, data) => J::String(String::from_utf8_lossy(data).into_owned()),
     }
 }
 
-fn float_json(f: f64) -> serde_json::Value {
-    serde_json::Number::from_f64(f).map_or(serde_json::Value::Null, serde_json::Value::Number)
+fn serialize_float<S: serde::Serializer>(s: S, f: f64) -> Result<S::Ok, S::Error> {
+    if f.is_finite() {
+        s.serialize_f64(f)
+    } else {
+        s.serialize_unit()
+    }
 }
 
-fn json_key(k: &Value) -> String {
-    match to_json(k) {
-        serde_json::Value::String(s) => s,
-        other => other.to_string(),
-    }
+/// The text JSON gives a string, a binary or an ext (lossy UTF-8); `None` for other kinds.
+fn text_of(v: &Value) -> Option<std::borrow::Cow<'_, str>> {
+    let bytes = match v {
+        Value::String(s) => match s.as_str() {
+            Some(text) => return Some(text.into()),
+            None => s.as_bytes(),
+        },
+        Value::Binary(b) => b,
+        Value::Ext(_, data) => data,
+        _ => return None,
+    };
+    Some(String::from_utf8_lossy(bytes))
+}
+
+/// A map key as JSON text: strings as they are, anything else as its JSON text.
+fn json_key(k: &Value) -> std::borrow::Cow<'_, str> {
+    text_of(k).unwrap_or_else(|| to_json_text(k).into())
 }
 
 /// Convert JSON into a Value: objects become ordered string-keyed maps,
 /// numbers stay u64/i64 when integral, otherwise f64.
 pub fn from_json(v: &serde_json::Value) -> Value {
-    use serde_json::Value as J;
-    match v {
-        J::Null => Value::Nil,
-        J::Bool(b) => Value::Boolean(*b),
-        J::Number(n) => {
-            if let Some(u) = n.as_u64() {
-                Value::from(u)
-            } else if let Some(i) = n.as_i64() {
-                Value::from(i)
-            } else {
-                Value::F64(n.as_f64().unwrap_or(f64::NAN))
-            }
+    FromJson::deserialize_from(v).unwrap_or(Value::Nil)
+}
+
+/// Parse JSON text into a Value as [`from_json`] converts it, without the JSON tree in
+/// between (serde_json's own nesting limit applies).
+pub fn from_json_text(text: &str) -> Result<Value, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let v = <FromJson as serde::Deserialize>::deserialize(&mut de)?.0;
+    de.end()?;
+    Ok(v)
+}
+
+/// A Value read from any self-describing serde format (JSON) as [`from_json`] reads it; as a
+/// field of a `#[derive(Deserialize)]` struct it reads that field alone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FromJson(pub Value);
+
+impl FromJson {
+    fn deserialize_from(v: &serde_json::Value) -> Result<Value, serde_json::Error> {
+        <FromJson as serde::Deserialize>::deserialize(v).map(|v| v.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for FromJson {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(JsonVisitor).map(FromJson)
+    }
+}
+
+struct JsonVisitor;
+
+impl<'de> serde::de::Visitor<'de> for JsonVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Nil)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Nil)
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(JsonVisitor)
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Boolean(b))
+    }
+    fn visit_u64<E>(self, u: u64) -> Result<Value, E> {
+        Ok(Value::from(u))
+    }
+    fn visit_i64<E>(self, i: i64) -> Result<Value, E> {
+        Ok(Value::from(i))
+    }
+    fn visit_f64<E>(self, f: f64) -> Result<Value, E> {
+        Ok(Value::F64(f))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::from(s))
+    }
+    fn visit_string<E>(self, s: String) -> Result<Value, E> {
+        Ok(Value::from(s))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(FromJson(v)) = seq.next_element()? {
+            items.push(v);
         }
-        J::String(s) => Value::from(s.as_str()),
-        J::Array(items) => Value::Array(items.iter().map(from_json).collect()),
-        J::Object(obj) => Value::Map(
-            obj.iter()
-                .map(|(k, val)| (Value::from(k.as_str()), from_json(val)))
-                .collect(),
-        ),
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Value, A::Error> {
+        let mut pairs: Vec<(Value, Value)> =
+            Vec::with_capacity(m.size_hint().unwrap_or(0).min(4096));
+        while let Some((k, FromJson(v))) = m.next_entry::<String, _>()? {
+            pairs.push((Value::from(k), v));
+        }
+        Ok(Value::Map(pairs))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn rich_value() -> Value {
+        Value::Map(vec![
+            (Value::from("text"), Value::from("h\u{e9}llo \"q\"\n")),
+            (
+                Value::from("bad utf-8"),
+                Value::Binary(vec![0x66, 0xff, 0x6f]),
+            ),
+            (Value::from("bin"), Value::Binary(b"plain".to_vec())),
+            (
+                Value::from("stamp"),
+                Value::Ext(EXT_DATETIME, b"20260102T03:04:05.000006".to_vec()),
+            ),
+            (Value::from("neg"), Value::from(-70000i64)),
+            (Value::from("big"), Value::from(u64::MAX)),
+            (Value::from("small"), Value::from(-3i8)),
+            (Value::from("f32"), Value::F32(1.5)),
+            (Value::from("nan"), Value::F64(f64::NAN)),
+            (Value::from("nil"), Value::Nil),
+            (Value::from(7), Value::from(true)),
+            (Value::from(1.25), Value::Array(vec![])),
+            (Value::Nil, Value::from("nil key")),
+            (Value::Array(vec![Value::from(1)]), Value::from("list key")),
+            (Value::from("dup"), Value::from(1)),
+            (Value::from("dup"), Value::from(2)),
+            (
+                Value::from("nested"),
+                Value::Array(vec![Value::Map(vec![(
+                    Value::from("a"),
+                    Value::Array(vec![Value::from(false)]),
+                )])]),
+            ),
+        ])
+    }
+
+    #[test]
+    fn map_str_and_check_walk_without_decoding() {
+        let packed = dumps(&rich_value());
+        assert_eq!(map_str(&packed, "text"), Some("h\u{e9}llo \"q\"\n"));
+        assert_eq!(map_str(&packed, "neg"), None, "not a string");
+        assert_eq!(map_str(&packed, "absent"), None);
+        assert_eq!(map_str(&dumps(&Value::from("text")), "text"), None);
+        assert_eq!(check(&packed), Ok(()));
+        assert_eq!(
+            check(&packed[..packed.len() - 1]),
+            Err(PayloadError::Truncated)
+        );
+        assert_eq!(
+            check(&[packed.as_slice(), &[0xc0]].concat()),
+            Err(PayloadError::TrailingBytes(1))
+        );
+        assert_eq!(check(&[0xc1]), Err(PayloadError::BadMarker(0xc1)));
+    }
+
+    #[test]
+    fn json_straight_from_msgpack_or_through_values_is_the_same() {
+        let packed = dumps(&rich_value());
+        assert_eq!(
+            loads_json(&packed).unwrap(),
+            to_json(&loads(&packed).unwrap())
+        );
+        assert_eq!(
+            loads_json(&dumps_bin(&rich_value())).unwrap(),
+            to_json(&loads(&packed).unwrap())
+        );
+        assert_eq!(
+            loads_json(&packed[..packed.len() - 1]),
+            Err(PayloadError::Truncated)
+        );
+        assert_eq!(loads_json(&[]), Err(PayloadError::Empty));
+        let deep = [vec![0x91u8; MAX_DEPTH + 1], vec![0xc0]].concat();
+        assert_eq!(loads_json(&deep), Err(PayloadError::TooDeep));
+    }
+
+    #[test]
+    fn json_text_both_ways_is_what_to_json_and_from_json_give() {
+        let v = rich_value();
+        let text = to_json_text(&v);
+        let tree = to_json(&v);
+        // Text and tree agree, except that the tree keeps one of two equal keys.
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&text).unwrap(),
+            tree
+        );
+        assert_eq!(from_json_text(&text).unwrap(), {
+            let Value::Map(mut pairs) = from_json(&tree) else {
+                unreachable!()
+            };
+            let dup = pairs
+                .iter()
+                .position(|(k, _)| k.as_str() == Some("dup"))
+                .unwrap();
+            pairs.insert(dup, (Value::from("dup"), Value::from(1)));
+            Value::Map(pairs)
+        });
+        assert_eq!(
+            from_json_text("[1, -2, 2.5, null, {\"k\": \"v\"}]").unwrap(),
+            Value::Array(vec![
+                Value::from(1),
+                Value::from(-2),
+                Value::F64(2.5),
+                Value::Nil,
+                Value::Map(vec![(Value::from("k"), Value::from("v"))]),
+            ])
+        );
+        assert!(from_json_text("[1] x").is_err());
+        assert!(
+            from_json_text(&"[".repeat(200)).is_err(),
+            "nesting is bounded"
+        );
+    }
 
     #[test]
     fn clear_cmd_reads_the_command_of_clear_requests_only() {

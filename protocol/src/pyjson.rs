@@ -64,17 +64,24 @@ fn write_value(value: &Value, style: &JsonStyle, level: usize, out: &mut String)
             out.push(']');
         }
         Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            if style.sort_keys {
-                // Rust orders `str` by UTF-8 bytes, which is Python's code point order.
-                entries.sort_by(|a, b| a.0.cmp(b.0));
-            }
             out.push('{');
-            for (i, (k, v)) in entries.into_iter().enumerate() {
+            let entry = |i: usize, (k, v): (&String, &Value), out: &mut String| {
                 separator(i == 0, style, level + 1, out);
                 write_str(k, style.ensure_ascii, out);
                 out.push_str(&style.key_separator);
                 write_value(v, style, level + 1, out);
+            };
+            if style.sort_keys {
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                // Rust orders `str` by UTF-8 bytes, which is Python's code point order.
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                for (i, e) in entries.into_iter().enumerate() {
+                    entry(i, e, out);
+                }
+            } else {
+                for (i, e) in map.iter().enumerate() {
+                    entry(i, e, out);
+                }
             }
             close(style, level, out);
             out.push('}');
@@ -116,7 +123,13 @@ fn number(n: &serde_json::Number) -> String {
 
 fn write_str(s: &str, ensure_ascii: bool, out: &mut String) {
     out.push('"');
-    for c in s.chars() {
+    // The longest prefix written as it is, in one copy.
+    let plain = s
+        .bytes()
+        .position(|b| b < 0x20 || b == b'"' || b == b'\\' || (ensure_ascii && b > 0x7e))
+        .unwrap_or(s.len());
+    out.push_str(&s[..plain]);
+    for c in s[plain..].chars() {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),

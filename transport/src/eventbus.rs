@@ -150,13 +150,16 @@ impl EventBus {
         self.sock_dir.as_deref()
     }
 
-    /// Fire an event to every subscriber.
-    pub fn fire(&self, tag: &str, data: Value) {
+    /// Fire an event to every subscriber; the event as it went out (`None` with an empty tag,
+    /// which is not fired).
+    pub fn fire(&self, tag: &str, data: Value) -> Option<Arc<Event>> {
         if tag.is_empty() {
             tracing::warn!("event with an empty tag not fired");
-            return;
+            return None;
         }
-        self.publish(Arc::new(Event::new(tag, data)));
+        let ev = Arc::new(Event::new(tag, data));
+        self.publish(ev.clone());
+        Some(ev)
     }
 
     fn publish(&self, ev: Arc<Event>) {

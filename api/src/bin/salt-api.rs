@@ -1,5 +1,8 @@
 //! salt-api [options]: Salt's command line (`-c CONFIG_DIR`, `-l LEVEL`, `-d`).
 
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use brine_protocol::optparse::tools;
 
 fn main() {

@@ -16,7 +16,7 @@ pub(super) async fn list(
     session: Session,
 ) -> Result<Response, ApiError> {
     let jobs = call_client(&st, &session.caller, "runner", "jobs.list_jobs", vec![]).await?;
-    Ok(fmt.ok(&json!({"return": [jobs]})))
+    Ok(fmt.returned(Json::Array(vec![jobs])))
 }
 
 pub(super) async fn one(

@@ -45,7 +45,7 @@ pub(super) async fn list(
 ) -> Result<Response, ApiError> {
     let caller = keys_caller(session)?;
     let keys = wheel_call(&st, &caller, "key.list_all", vec![]).await?;
-    Ok(fmt.ok(&json!({"return": keys})))
+    Ok(fmt.returned(keys))
 }
 
 pub(super) async fn finger(

@@ -36,7 +36,7 @@ pub(super) async fn run_with_session(
     Lowstates(chunks): Lowstates,
 ) -> Result<Response, ApiError> {
     let ret = run_as(&st, &session.caller, chunks).await?;
-    Ok(fmt.ok(&json!({"return": ret})))
+    Ok(fmt.returned(Json::Array(ret)))
 }
 
 /// Each chunk is checked as Salt's `NetapiClient.run` checks it: a known client, enabled by
@@ -53,5 +53,5 @@ pub(super) async fn run_with_credentials(
         let caller = lowstate_caller(&st, peer, &low).await?;
         out.extend(clients::run(&st, &caller, low).await?);
     }
-    Ok(fmt.ok(&json!({"return": out})))
+    Ok(fmt.returned(Json::Array(out)))
 }

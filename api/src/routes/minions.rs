@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value as Json};
 use super::lowstate::run_as;
 use crate::clients;
 use crate::error::ApiError;
-use crate::extract::{Lowstates, Negotiated, Session, Shared};
+use crate::extract::{returned, Lowstates, Negotiated, Session, Shared};
 
 async fn grains(
     st: &Shared,
@@ -22,7 +22,7 @@ async fn grains(
     low.insert("tgt".into(), json!(tgt));
     low.insert("fun".into(), json!("grains.items"));
     let ret = clients::run(st, &session.caller, low).await?;
-    Ok(fmt.ok(&json!({"return": ret})))
+    Ok(fmt.returned(Json::Array(ret)))
 }
 
 pub(super) async fn all(
@@ -57,8 +57,7 @@ pub(super) async fn publish(
         .filter_map(|r| r.get("jid").and_then(Json::as_str))
         .map(|jid| json!({"href": format!("/jobs/{jid}")}))
         .collect();
-    Ok(fmt.reply(
-        StatusCode::ACCEPTED,
-        &json!({"return": ret, "_links": {"jobs": links}}),
-    ))
+    let mut body = returned(Json::Array(ret));
+    body["_links"] = json!({"jobs": links});
+    Ok(fmt.reply(StatusCode::ACCEPTED, &body))
 }

@@ -142,7 +142,9 @@ mod tests {
     use brine_protocol::payload::{map, Value};
 
     use super::ReturnWriter;
-    use crate::jobstore::{JobStore, Missing, Result, SqliteStore, StoreError, StoredReturn};
+    use crate::jobstore::{
+        JobHead, JobStore, Missing, Result, SqliteStore, StoreError, StoredReturn,
+    };
 
     /// How a failing store fails (`StoreError::Unavailable` or `StoreError::Shared`).
     type Failure = fn(String) -> StoreError;
@@ -180,8 +182,8 @@ mod tests {
         fn get_returns(&self, jid: &str) -> Result<Vec<StoredReturn>> {
             self.inner.get_returns(jid)
         }
-        fn list_jobs(&self, limit: usize) -> Result<Vec<(String, Value)>> {
-            self.inner.list_jobs(limit)
+        fn list_jobs(&self, limit: usize, skip: Option<&str>) -> Result<Vec<JobHead>> {
+            self.inner.list_jobs(limit, skip)
         }
         fn clean_before(&self, cutoff_jid: &str) -> Result<usize> {
             self.inner.clean_before(cutoff_jid)

@@ -19,8 +19,8 @@ use crossbeam_channel::{Receiver, Sender};
 use postgres::{Client, NoTls, Statement};
 
 use super::{
-    from_text, missing_rows, return_write, stored_returns, with_values, Commits, JobStore, Missing,
-    Result, StoreError, StoredReturn, Write, NOT_CHECKED,
+    from_text, missing_rows, return_write, stored_returns, with_values, Commits, JobHead, JobStore,
+    Missing, Result, StoreError, StoredReturn, Write, NOT_CHECKED,
 };
 
 /// Readers in the pool.
@@ -683,16 +683,21 @@ impl JobStore for PgStore {
         stored_returns(rows)
     }
 
-    fn list_jobs(&self, limit: usize) -> Result<Vec<(String, Value)>> {
+    fn list_jobs(&self, limit: usize, skip: Option<&str>) -> Result<Vec<JobHead>> {
         let limit = (limit > 0).then_some(limit as i64);
+        let skip = skip.map(str::to_string);
         let rows = self.read(move |c| {
             text_pairs(
                 c,
-                "SELECT jid::text, load::text FROM jids ORDER BY jid DESC LIMIT $1",
-                &[&limit],
+                "SELECT jid::text, load::text FROM jids
+                 WHERE $2::text IS NULL OR load->>'fun' IS DISTINCT FROM $2
+                 ORDER BY jid DESC LIMIT $1",
+                &[&limit, &skip],
             )
         })?;
-        with_values(rows)
+        rows.into_iter()
+            .map(|(jid, text)| JobHead::from_text(jid, &text))
+            .collect()
     }
 
     fn clean_before(&self, cutoff_jid: &str) -> Result<usize> {

@@ -3,7 +3,7 @@
 use brine_protocol::loads::{Fun, PublishRequest, Tgt};
 use brine_protocol::payload::{get, get_str, map, Value};
 
-use super::{ids, job_summary, ready, value_text, Call, Runner, RunnerFuture};
+use super::{head_summary, ids, job_summary, ready, value_text, Call, Runner, RunnerFuture};
 
 type MapPairs = Vec<(Value, Value)>;
 
@@ -34,6 +34,18 @@ pub const FUNCTIONS: &[Runner] = &[
         ],
         doc: "Return the jobs in the job cache. search_function and search_target narrow the list: a glob, a list of globs or comma-separated globs, any of which may match.\n\nCLI Example:\n\n    salt-run jobs.list_jobs search_function='test.*,pkg.install'\n",
         run: |c| ready(list_jobs(&c)),
+    },
+    Runner {
+        name: "jobs.list_jobs_filter",
+        args: &[
+            "count",
+            "filter_find_job=True",
+            "ext_source=None",
+            "outputter=None",
+            "display_progress=False",
+        ],
+        doc: "Return the newest count jobs in the job cache, oldest first, each with its JID; filter_find_job=True (the default) leaves out saltutil.find_job jobs.\n\nCLI Example:\n\n    salt-run jobs.list_jobs_filter 50\n    salt-run jobs.list_jobs_filter 100 filter_find_job=False\n",
+        run: |c| ready(list_jobs_filter(&c)),
     },
     Runner {
         name: "jobs.lookup_jid",
@@ -71,26 +83,56 @@ fn list_jobs(c: &Call) -> Result<Value, String> {
             .iter()
             .any(|g| texts.iter().any(|t| brine_protocol::target::fnmatch(g, t)))
     };
-    let jobs = c.master.store.list_jobs(0).map_err(|e| e.to_string())?;
+    let jobs = c
+        .master
+        .store
+        .list_jobs(0, None)
+        .map_err(|e| e.to_string())?;
     let mut out = Vec::new();
-    for (jid, load) in jobs.into_iter().rev() {
-        let f = get(&load, "fun").map(value_text).unwrap_or_default();
-        let targets: Vec<String> = match get(&load, "tgt") {
+    for head in jobs.into_iter().rev() {
+        let fun = || vec![head.fun.0.as_ref().map(value_text).unwrap_or_default()];
+        let targets = || match &head.tgt.0 {
             Some(Value::Array(items)) => items.iter().map(value_text).collect(),
             Some(t) => vec![value_text(t)],
             None => vec![],
         };
-        if search_fun.as_deref().is_some_and(|g| !any(g, &[f]))
-            || search_tgt.as_deref().is_some_and(|g| !any(g, &targets))
+        if search_fun.as_deref().is_some_and(|g| !any(g, &fun()))
+            || search_tgt.as_deref().is_some_and(|g| !any(g, &targets()))
         {
             continue;
         }
-        out.push((
-            Value::from(jid.clone()),
-            Value::Map(job_summary(&jid, &load)),
-        ));
+        out.push((Value::from(head.jid.as_str()), Value::Map(head_summary(head, false))));
     }
     Ok(Value::Map(out))
+}
+
+/// Salt's `get_jids_filter`: the newest `count` jobs as a list, oldest first.
+fn list_jobs_filter(c: &Call) -> Result<Value, String> {
+    let count = match c.args.get(0, "count") {
+        None | Some(Value::Nil) => {
+            return Err(format!("{} requires a 'count' argument", c.fun));
+        }
+        Some(v) => v
+            .as_i64()
+            .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+            .ok_or_else(|| format!("{}: count must be an integer, not {v}", c.fun))?,
+    };
+    let Ok(count @ 1..) = usize::try_from(count) else {
+        return Ok(Value::Array(vec![]));
+    };
+    let skip_find_job = c.args.get(1, "filter_find_job").is_none()
+        || c.args.get_bool(1, "filter_find_job");
+    let jobs = c
+        .master
+        .store
+        .list_jobs(count, skip_find_job.then_some("saltutil.find_job"))
+        .map_err(|e| e.to_string())?;
+    Ok(Value::Array(
+        jobs.into_iter()
+            .rev()
+            .map(|head| Value::Map(head_summary(head, true)))
+            .collect(),
+    ))
 }
 
 fn lookup_jid(c: &Call) -> Result<Value, String> {

@@ -28,8 +28,9 @@ use std::time::Duration;
 use brine_client::{ClientError, LocalClient, Publish, Timeouts};
 use brine_protocol::jid::{gen_jid, jid_to_time};
 use brine_protocol::loads::{PublishReply, PublishRequest};
-use brine_protocol::payload::{get, get_str, map, Value};
+use brine_protocol::payload::{get, get_str, map, remove, Value};
 
+use crate::jobstore::{Field, JobHead};
 use crate::master::Master;
 
 /// The master as a local client's way to publish: in-process, with no key to check.
@@ -118,32 +119,41 @@ pub(crate) fn ids(list: &[String]) -> Value {
 
 /// Salt's `format_job_instance`: how `jobs.list_jobs` shows one job.
 pub fn job_summary(jid: &str, load: &Value) -> Vec<(Value, Value)> {
-    let field = |k: &str, default: Value| get(load, k).cloned().unwrap_or(default);
+    head_summary(JobHead::of_load(jid, load), false)
+}
+
+/// [`job_summary`] of a job's head (its fields moved in); `with_jid` adds `JID` before
+/// `StartTime` (Salt's `format_jid_instance_ext`).
+pub fn head_summary(head: JobHead, with_jid: bool) -> Vec<(Value, Value)> {
+    let or = |f: Field, default: Value| f.0.unwrap_or(default);
+    let metadata = head.metadata.0.or_else(|| {
+        let kwargs = head.kwargs.0.as_ref()?;
+        get(kwargs, "metadata").cloned()
+    });
     let mut v = vec![
         (
             Value::from("Function"),
-            field("fun", Value::from("unknown-function")),
+            or(head.fun, Value::from("unknown-function")),
         ),
-        (Value::from("Arguments"), field("arg", Value::Array(vec![]))),
+        (Value::from("Arguments"), or(head.arg, Value::Array(vec![]))),
         (
             Value::from("Target"),
-            field("tgt", Value::from("unknown-target")),
+            or(head.tgt, Value::from("unknown-target")),
         ),
         (
             Value::from("Target-type"),
-            field("tgt_type", Value::from("list")),
+            or(head.tgt_type, Value::from("list")),
         ),
-        (Value::from("User"), field("user", Value::from("root"))),
+        (Value::from("User"), or(head.user, Value::from("root"))),
     ];
-    if let Some(md) =
-        get(load, "metadata").or_else(|| get(load, "kwargs").and_then(|k| get(k, "metadata")))
-    {
-        v.push((Value::from("Metadata"), md.clone()));
+    if let Some(md) = metadata {
+        v.push((Value::from("Metadata"), md));
     }
-    v.push((
-        Value::from("StartTime"),
-        Value::from(jid_to_time(jid).unwrap_or_default()),
-    ));
+    let start = jid_to_time(&head.jid).unwrap_or_default();
+    if with_jid {
+        v.push((Value::from("JID"), Value::from(head.jid)));
+    }
+    v.push((Value::from("StartTime"), Value::from(start)));
     v
 }
 
@@ -217,32 +227,39 @@ impl Master {
             }
             Err(msg) => (Value::from(msg), false),
         };
-        let mut data = head.clone();
-        data.push(("return", ret.clone()));
+        let mut data = head;
+        data.push(("return", ret));
         data.push(("success", Value::from(success)));
         let data = map(data);
-        self.bus.fire(&format!("salt/run/{jid}/ret"), data.clone());
-        if self.cfg.job_cache {
-            let load = map(vec![
-                ("id", Value::from(self.cfg.id.clone())),
-                ("tgt", Value::from(self.cfg.id.clone())),
-                ("jid", Value::from(jid)),
-                ("fun", Value::from(format!("runner.{fun}"))),
-                ("arg", Value::Array(fun_args)),
-                ("tgt_type", Value::from("list")),
-                ("user", Value::from(user)),
-            ]);
-            let _ = self.store.save_load(jid, &load, &[]);
-            let stored = map(vec![
-                ("id", Value::from(self.cfg.id.clone())),
-                ("jid", Value::from(jid)),
-                ("fun", Value::from(format!("runner.{fun}"))),
-                ("return", data),
-                ("success", Value::from(success)),
-            ]);
-            let _ = self.store.save_return(&stored);
+        let tag = format!("salt/run/{jid}/ret");
+        if !self.cfg.job_cache {
+            let ev = self.bus.fire(&tag, data);
+            let ret = ev.and_then(|ev| get(&ev.data, "return").cloned());
+            return (ret.unwrap_or(Value::Nil), success);
         }
-        (ret, success)
+        // One copy for the event; the stored return takes the data itself, and gives the
+        // runner's return back afterwards.
+        self.bus.fire(&tag, data.clone());
+        let load = map(vec![
+            ("id", Value::from(self.cfg.id.clone())),
+            ("tgt", Value::from(self.cfg.id.clone())),
+            ("jid", Value::from(jid)),
+            ("fun", Value::from(format!("runner.{fun}"))),
+            ("arg", Value::Array(fun_args)),
+            ("tgt_type", Value::from("list")),
+            ("user", Value::from(user)),
+        ]);
+        let _ = self.store.save_load(jid, &load, &[]);
+        let mut stored = map(vec![
+            ("id", Value::from(self.cfg.id.clone())),
+            ("jid", Value::from(jid)),
+            ("fun", Value::from(format!("runner.{fun}"))),
+            ("return", data),
+            ("success", Value::from(success)),
+        ]);
+        let _ = self.store.save_return(&stored);
+        let ret = remove(&mut stored, "return").and_then(|mut data| remove(&mut data, "return"));
+        (ret.unwrap_or(Value::Nil), success)
     }
 
     /// Publish a job from inside the master and gather its returns with the one local
