@@ -321,17 +321,27 @@ fn shape_returns(got: Vec<(String, Json)>, jid: &str, full: bool) -> Json {
     Json::Object(out)
 }
 
+/// The bus events from now on, for a call that waits for its job's events (503 when salt-api
+/// cannot read them).
+async fn events(state: &AppState) -> Result<broadcast::Receiver<Arc<BusEvent>>, ApiError> {
+    state
+        .bus
+        .subscribe_when_up(Duration::from_secs(5))
+        .await
+        .ok_or_else(|| ApiError::unavailable("salt-api cannot read the master's events"))
+}
+
 async fn local(
     state: &Arc<AppState>,
     caller: &Caller,
     low: &Map<String, Json>,
 ) -> Result<Json, ApiError> {
     let call = local_call(low)?;
-    let mut rx = state.bus.subscribe();
+    let waits = timeouts(state, low)?;
+    let mut rx = events(state).await?;
     let Some((jid, minions)) = publish(state, caller, low, &call, "local").await? else {
         return Ok(json!({}));
     };
-    let waits = timeouts(state, low)?;
     let got = gather(state, caller, &mut rx, &jid, &minions, waits).await;
     Ok(shape_returns(got, &jid, full_return(low)))
 }
@@ -365,7 +375,7 @@ async fn local_batch(
     let wait = seconds(low, "batch_wait")?.map_or(Duration::ZERO, Duration::from_secs);
     let req = publish_request(state, caller, low, &call, "local_batch")?;
     let waits = timeouts(state, low)?;
-    let rx = state.bus.subscribe();
+    let rx = events(state).await?;
     let mut out = Vec::new();
     LocalClient::new(state.master.as_user(&caller.name))
         .batch(rx, &req, Batch { size, wait }, waits, |ev| {
@@ -415,7 +425,7 @@ async fn local_subset(
         arg: json!([fun.split('.').next().unwrap_or("")]),
     };
     let waits = timeouts(state, low)?;
-    let mut rx = state.bus.subscribe();
+    let mut rx = events(state).await?;
     let Some((jid, minions)) = publish(state, caller, low, &probe, "local_subset").await? else {
         return Ok(json!({}));
     };
@@ -439,7 +449,7 @@ async fn local_subset(
         fun: call.fun.clone(),
         arg: call.arg.clone(),
     };
-    let mut rx = state.bus.subscribe();
+    let mut rx = events(state).await?;
     let Some((jid, minions)) = publish(state, caller, low, &sub, "local_subset").await? else {
         return Ok(json!({}));
     };
@@ -487,7 +497,15 @@ async fn runner(
     if !acl::check_runner(&caller.acl, &fun, &arg, &kwarg) {
         return Err(runner_denied(caller));
     }
-    let mut rx = state.bus.subscribe();
+    let wait = Duration::from_secs(
+        seconds(low, "timeout")?
+            .unwrap_or(state.api.rest_timeout)
+            .max(1),
+    );
+    let mut rx = match asynchronous {
+        true => None,
+        false => Some(events(state).await?),
+    };
     let load = map(vec![
         ("cmd", Value::from("runner")),
         ("fun", Value::from(fun.clone())),
@@ -512,15 +530,10 @@ async fn runner(
             "the master did not start the runner: {reply}"
         )));
     };
-    if asynchronous {
+    let Some(rx) = rx.as_mut() else {
         return Ok(json!({"tag": tag, "jid": jid}));
-    }
+    };
     let want = format!("salt/run/{jid}/ret");
-    let wait = Duration::from_secs(
-        seconds(low, "timeout")?
-            .unwrap_or(state.api.rest_timeout)
-            .max(1),
-    );
     let deadline = Instant::now() + wait;
     loop {
         match tokio::time::timeout_at(deadline, rx.recv()).await {

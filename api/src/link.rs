@@ -103,7 +103,8 @@ pub struct Bus {
     replay_len: usize,
     next_id: Mutex<u64>,
     source: Source,
-    connected: std::sync::atomic::AtomicBool,
+    /// Whether events flow now (the master's bus or the NATS stream is being read).
+    connected: tokio::sync::watch::Sender<bool>,
     owners: Mutex<JobOwners>,
 }
 
@@ -156,7 +157,7 @@ impl Bus {
             replay_len,
             next_id: Mutex::new(0),
             source,
-            connected: std::sync::atomic::AtomicBool::new(false),
+            connected: tokio::sync::watch::Sender::new(false),
             owners: Mutex::new(JobOwners::default()),
         });
         let b = bus.clone();
@@ -170,7 +171,22 @@ impl Bus {
     }
 
     pub fn is_connected(&self) -> bool {
-        self.connected.load(std::sync::atomic::Ordering::Relaxed)
+        *self.connected.borrow()
+    }
+
+    /// A subscription taken once events flow, waiting for that (at most `within`; just
+    /// started, salt-api may be reading the master's bus a moment after it answers): a job
+    /// published before would have its returns go by unseen. `None` if they still do not.
+    pub async fn subscribe_when_up(
+        &self,
+        within: Duration,
+    ) -> Option<broadcast::Receiver<Arc<BusEvent>>> {
+        let mut up = self.connected.subscribe();
+        tokio::time::timeout(within, up.wait_for(|up| *up))
+            .await
+            .ok()?
+            .ok()?;
+        Some(self.tx.subscribe())
     }
 
     /// The user who published job `jid`, when this API saw its `new` event.
@@ -246,8 +262,7 @@ impl Bus {
                 after,
                 |id, body| self.publish(body, Some(id)),
                 |up| {
-                    self.connected
-                        .store(up, std::sync::atomic::Ordering::Relaxed)
+                    self.connected.send_replace(up);
                 },
             )
             .await
@@ -255,12 +270,14 @@ impl Bus {
 
     async fn run(&self, sock_dir: &Path) {
         let path = sock_dir.join(brine_transport::eventbus::PUB_SOCK);
+        // Tried again soon while the master starts, then every 200 ms.
+        let mut pause = Duration::from_millis(10);
         loop {
             match tokio::net::UnixStream::connect(&path).await {
                 Ok(mut stream) => {
-                    self.connected
-                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                    pause = Duration::from_millis(10);
                     tracing::info!("reading the master's events from {}", path.display());
+                    probe_until_up(sock_dir, self.connected.subscribe());
                     let mut dec = PubDecoder::new(brine_transport::eventbus::MAX_EVENT_FRAME);
                     let mut buf = vec![0u8; 64 * 1024];
                     loop {
@@ -271,7 +288,12 @@ impl Bus {
                         dec.push(&buf[..n]);
                         loop {
                             match dec.next_body() {
-                                Ok(Some(body)) => self.publish(&body, None),
+                                Ok(Some(body)) => {
+                                    // Events flow: the master has taken this connection in.
+                                    self.connected
+                                        .send_if_modified(|up| !std::mem::replace(up, true));
+                                    self.publish(&body, None)
+                                }
                                 Ok(None) => break,
                                 Err(e) => {
                                     tracing::warn!("bad frame on the master's bus: {e}");
@@ -280,15 +302,15 @@ impl Bus {
                             }
                         }
                     }
-                    self.connected
-                        .store(false, std::sync::atomic::Ordering::Relaxed);
+                    self.connected.send_replace(false);
                     tracing::warn!("lost the master's event bus; reconnecting");
                 }
                 Err(e) => {
                     tracing::debug!("master event bus {}: {e}", path.display());
                 }
             }
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(200));
         }
     }
 
@@ -332,6 +354,32 @@ impl Bus {
         drop(next);
         let _ = self.tx.send(ev);
     }
+}
+
+/// Fire probe events through the master's pull socket until events flow on a new bus
+/// connection (`up`): an event fired before the master took the connection in never reaches
+/// it, and one fired after does (Salt's listeners wait for their probe the same way).
+fn probe_until_up(sock_dir: &Path, mut up: tokio::sync::watch::Receiver<bool>) {
+    let dir = sock_dir.to_path_buf();
+    tokio::spawn(async move {
+        for _ in 0..600 {
+            let d = dir.clone();
+            let _ = tokio::task::spawn_blocking(move || {
+                brine_transport::eventbus::fire_event(
+                    &d,
+                    brine_protocol::event::LISTENER_PROBE_TAG,
+                    rmpv::Value::Map(vec![]),
+                )
+            })
+            .await;
+            if tokio::time::timeout(Duration::from_millis(50), up.wait_for(|up| *up))
+                .await
+                .is_ok()
+            {
+                return;
+            }
+        }
+    });
 }
 
 /// A bus event's tag and data; `None` for a body that is not an event, or a tool's probe (for

@@ -30,6 +30,7 @@ pub mod fileserver;
 pub mod handlers;
 pub mod jobstore;
 pub mod keys;
+pub mod late_publishes;
 pub mod lost_jobs;
 pub mod master;
 pub mod orchestrate;

@@ -63,6 +63,8 @@ pub struct Master {
     pub verified: VerifiedTokens,
     /// Jids published lately, so that no caller can publish into another's job.
     pub recent_jids: RecentJids,
+    /// Jobs published to minions that had not signed in yet, for their start.
+    pub late: crate::late_publishes::LatePublishes,
     /// Nonces of aes requests seen lately, so that none is processed twice.
     pub replay: crate::replay::ReplayGuard,
     /// The file server (`file_roots`), with its cached lists and hashes.
@@ -189,6 +191,7 @@ impl Master {
             publish_order: Default::default(),
             verified: Default::default(),
             recent_jids: Default::default(),
+            late: Default::default(),
             replay,
             fileserver,
             pillars,

@@ -236,6 +236,7 @@ impl Master {
         inner.push((Value::from("sig"), Value::Binary(sig)));
         inner.push((Value::from("nonce"), nonce.clone()));
         tracing::info!("minion {id} authenticated");
+        self.late.signed_in(id);
         self.auth_event(Value::from(true), "accept", id, pub_text);
         Value::Map(inner)
     }

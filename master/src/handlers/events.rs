@@ -33,6 +33,18 @@ pub fn minion_may_fire(id: &str, tag: &str) -> bool {
 }
 
 impl Master {
+    /// Send a minion that has just started the jobs it missed while starting (see
+    /// [`crate::late_publishes`]).
+    fn send_missed(&self, id: &str) {
+        for load in self.late.started(id) {
+            tracing::info!(
+                "job {} sent again to {id}, which started after it",
+                load.jid
+            );
+            self.send_publish(load, &[id.to_string()]);
+        }
+    }
+
     /// Fire what the minion may fire; drop (and log) the rest. Salt answers nothing.
     pub(crate) fn on_minion_event(&self, load: MinionEventLoad) -> Value {
         let id = load.id.as_str();
@@ -46,7 +58,11 @@ impl Master {
         match load.events {
             MinionEvents::Single { tag, data } => {
                 if allowed(&tag) {
+                    let started = tag == format!("salt/minion/{id}/start");
                     self.bus.fire(&tag, data);
+                    if started {
+                        self.send_missed(id);
+                    }
                 }
             }
             MinionEvents::Batch { events, pretag } => {

@@ -8,6 +8,7 @@ use brine_protocol::jid::gen_jid;
 use brine_protocol::loads::{PublishLoad, PublishReply, PublishRequest};
 use brine_protocol::payload::{dumps, map, remove, set, Value};
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use crate::jobstore::StoreError;
 use crate::master::Master;
@@ -158,6 +159,12 @@ impl Master {
         let pub_load = PublishLoad::from_request(&req, &jid);
         self.bus
             .fire(&format!("salt/job/{jid}/publish"), pub_load.to_value());
+        let timeout = pub_load
+            .to
+            .and_then(|to| u64::try_from(to).ok())
+            .unwrap_or(self.cfg.timeout);
+        self.late
+            .published(&pub_load, &minions, Duration::from_secs(timeout));
         self.send_publish(pub_load, &minions);
         PublishReply {
             jid,
