@@ -18,6 +18,8 @@ pub struct Secrets {
     /// master.pub as a minion receives it (clean_key form).
     pub master_pub_clean: String,
     aes: RwLock<Crypticle>,
+    /// The signature of the AES key's digest every sign-in answer carries, made once per key.
+    aes_sig: Mutex<Option<(String, Vec<u8>)>>,
     serial: AtomicU64,
     root_key: String,
     sessions_dir: PathBuf,
@@ -56,6 +58,7 @@ impl Secrets {
             master_pub,
             master_pub_clean,
             aes: RwLock::new(Crypticle::new(&Crypticle::generate_key_string())?),
+            aes_sig: Mutex::new(None),
             serial: AtomicU64::new(0),
             root_key,
             sessions_dir,
@@ -66,6 +69,31 @@ impl Secrets {
 
     pub fn aes(&self) -> Crypticle {
         self.aes.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The master key's signature (X9.31) of `aes`'s SHA-256 digest, as a sign-in answer
+    /// carries it: one RSA operation per AES key, not per sign-in.
+    pub fn aes_signature(
+        &self,
+        aes: &Crypticle,
+    ) -> Result<Vec<u8>, brine_protocol::crypt::CryptError> {
+        let key = aes.key_string();
+        let cached = |c: &Option<(String, Vec<u8>)>| {
+            c.as_ref()
+                .filter(|(k, _)| *k == key)
+                .map(|(_, sig)| sig.clone())
+        };
+        if let Some(sig) = cached(&self.aes_sig.lock().unwrap_or_else(|e| e.into_inner())) {
+            return Ok(sig);
+        }
+        let digest = brine_protocol::crypt::hash_hex(
+            key.as_bytes(),
+            brine_protocol::crypt::HashType::Sha256,
+        );
+        let sig = self.master_key.x931_encrypt(digest.as_bytes())?;
+        *self.aes_sig.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((key.to_string(), sig.clone()));
+        Ok(sig)
     }
 
     /// A new AES key; the publish serial starts over.
@@ -168,17 +196,21 @@ fn load_root_key(cachedir: &Path, user: &str) -> io::Result<String> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn sessions_are_stable_and_rotate_with_age() {
-        let d = tempfile::tempdir().unwrap();
-        let s = Secrets::load(
+    fn secrets(d: &tempfile::TempDir) -> Secrets {
+        Secrets::load(
             &d.path().join("pki"),
             &d.path().join("cache"),
             2048,
             Duration::from_secs(3600),
             "root",
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn sessions_are_stable_and_rotate_with_age() {
+        let d = tempfile::tempdir().unwrap();
+        let s = secrets(&d);
         let a = s.session("m1").unwrap();
         let b = s.session("m1").unwrap();
         assert_eq!(a.key_string(), b.key_string());
@@ -191,5 +223,26 @@ mod tests {
         assert_eq!(s.next_serial(), 2);
         s.rotate_aes();
         assert_eq!(s.next_serial(), 1);
+    }
+
+    /// The cached signature is the one a fresh signing gives, for the key in use.
+    #[test]
+    fn the_aes_signature_follows_the_key() {
+        let d = tempfile::tempdir().unwrap();
+        let s = secrets(&d);
+        let fresh = |aes: &Crypticle| {
+            let digest = brine_protocol::crypt::hash_hex(
+                aes.key_string().as_bytes(),
+                brine_protocol::crypt::HashType::Sha256,
+            );
+            s.master_key.x931_encrypt(digest.as_bytes()).unwrap()
+        };
+        let first = s.aes();
+        assert_eq!(s.aes_signature(&first).unwrap(), fresh(&first));
+        assert_eq!(s.aes_signature(&first).unwrap(), fresh(&first));
+        s.rotate_aes();
+        let second = s.aes();
+        assert_eq!(s.aes_signature(&second).unwrap(), fresh(&second));
+        assert_ne!(fresh(&first), fresh(&second));
     }
 }

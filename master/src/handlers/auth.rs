@@ -202,11 +202,7 @@ impl Master {
         ) else {
             return answer(Value::from(false));
         };
-        let digest = brine_protocol::crypt::hash_hex(
-            aes.key_string().as_bytes(),
-            brine_protocol::crypt::HashType::Sha256,
-        );
-        let Ok(sig) = self.secrets.master_key.x931_encrypt(digest.as_bytes()) else {
+        let Ok(sig) = self.secrets.aes_signature(&aes) else {
             return answer(Value::from(false));
         };
         let mut inner = vec![
