@@ -502,9 +502,10 @@ async fn runner(
             .unwrap_or(state.api.rest_timeout)
             .max(1),
     );
-    let mut rx = match asynchronous {
-        true => None,
-        false => Some(events(state).await?),
+    let mut rx = if asynchronous {
+        None
+    } else {
+        Some(events(state).await?)
     };
     let load = map(vec![
         ("cmd", Value::from("runner")),

@@ -61,12 +61,8 @@ fn still_valid(st: &AppState, caller: &Caller, token: &str) -> bool {
 /// `{"tag": ..., "data": ...}` as Salt writes it (Python's json.dumps).
 fn event_json(ev: &BusEvent) -> String {
     let style = brine_protocol::pyjson::JsonStyle::new(None, false);
-    let text = |v: &Json| brine_protocol::pyjson::dumps(v, &style);
-    format!(
-        "{{\"tag\": {}, \"data\": {}}}",
-        text(&Json::String(ev.tag.clone())),
-        text(ev.data())
-    )
+    let tag = Json::String(ev.tag.clone());
+    brine_protocol::pyjson::dumps_object(&[("tag", &tag), ("data", ev.data())], &style)
 }
 
 fn sse_block(ev: &BusEvent) -> String {

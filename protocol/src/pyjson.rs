@@ -53,7 +53,6 @@ fn write_value(value: &Value, style: &JsonStyle, level: usize, out: &mut String)
         Value::Number(n) => out.push_str(&number(n)),
         Value::String(s) => write_str(s, style.ensure_ascii, out),
         Value::Array(items) if items.is_empty() => out.push_str("[]"),
-        Value::Object(map) if map.is_empty() => out.push_str("{}"),
         Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
@@ -64,29 +63,51 @@ fn write_value(value: &Value, style: &JsonStyle, level: usize, out: &mut String)
             out.push(']');
         }
         Value::Object(map) => {
-            out.push('{');
-            let entry = |i: usize, (k, v): (&String, &Value), out: &mut String| {
-                separator(i == 0, style, level + 1, out);
-                write_str(k, style.ensure_ascii, out);
-                out.push_str(&style.key_separator);
-                write_value(v, style, level + 1, out);
-            };
-            if style.sort_keys {
-                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-                // Rust orders `str` by UTF-8 bytes, which is Python's code point order.
-                entries.sort_by(|a, b| a.0.cmp(b.0));
-                for (i, e) in entries.into_iter().enumerate() {
-                    entry(i, e, out);
-                }
-            } else {
-                for (i, e) in map.iter().enumerate() {
-                    entry(i, e, out);
-                }
-            }
-            close(style, level, out);
-            out.push('}');
+            write_object(map.iter().map(|(k, v)| (k.as_str(), v)), style, level, out)
         }
     }
+}
+
+/// `json.dumps` of a dict given as borrowed entries (in their order, sorted with
+/// `sort_keys`), for a caller that does not own the values.
+pub fn dumps_object(entries: &[(&str, &Value)], style: &JsonStyle) -> String {
+    let mut out = String::new();
+    write_object(entries.iter().copied(), style, 0, &mut out);
+    out
+}
+
+fn write_object<'a>(
+    entries: impl Iterator<Item = (&'a str, &'a Value)>,
+    style: &JsonStyle,
+    level: usize,
+    out: &mut String,
+) {
+    let mut entries = entries.peekable();
+    if entries.peek().is_none() {
+        out.push_str("{}");
+        return;
+    }
+    out.push('{');
+    let mut entry = |i: usize, (k, v): (&str, &Value)| {
+        separator(i == 0, style, level + 1, out);
+        write_str(k, style.ensure_ascii, out);
+        out.push_str(&style.key_separator);
+        write_value(v, style, level + 1, out);
+    };
+    if style.sort_keys {
+        let mut sorted: Vec<(&str, &Value)> = entries.collect();
+        // Rust orders `str` by UTF-8 bytes, which is Python's code point order.
+        sorted.sort_by(|a, b| a.0.cmp(b.0));
+        for (i, e) in sorted.into_iter().enumerate() {
+            entry(i, e);
+        }
+    } else {
+        for (i, e) in entries.enumerate() {
+            entry(i, e);
+        }
+    }
+    close(style, level, out);
+    out.push('}');
 }
 
 fn separator(first: bool, style: &JsonStyle, level: usize, out: &mut String) {
@@ -157,6 +178,21 @@ mod tests {
 
     fn sample() -> Value {
         json!({"b": [1, 2.5, {"x": null}], "a": {"k": "h\u{e9}llo\n", "e": [], "o": {}}, "t": true})
+    }
+
+    #[test]
+    fn borrowed_entries_are_written_as_the_object_would_be() {
+        let v = sample();
+        for style in [JsonStyle::new(None, false), JsonStyle::new(Some(2), true)] {
+            let entries: Vec<(&str, &Value)> = v
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.as_str(), v))
+                .collect();
+            assert_eq!(dumps_object(&entries, &style), dumps(&v, &style));
+        }
+        assert_eq!(dumps_object(&[], &JsonStyle::new(None, false)), "{}");
     }
 
     // Expected texts were printed by Python 3.11's json.dumps.
