@@ -152,6 +152,13 @@ fn master_three_minions_whole_loop() {
     );
     let o = st.tool("salt-run", &["--out", "json", "jobs.list_jobs_filter", "0"]);
     assert_eq!(stdout(&o).trim(), "[]");
+    let o = st.tool("salt-run", &["jobs.list_jobs_filter", "many"]);
+    assert!(
+        stdout(&o).contains("count must be an integer"),
+        "{} {}",
+        stdout(&o),
+        stderr(&o)
+    );
     let o = st.tool("salt-run", &["jobs.list_jobs_filter"]);
     assert!(
         format!("{}{}", stdout(&o), stderr(&o)).contains("count"),
