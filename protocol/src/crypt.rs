@@ -152,8 +152,9 @@ impl SigAlgo {
 /// With the `openssl` feature (the default) the private-key operations (signing, OAEP
 /// decryption, X9.31) run in OpenSSL's libcrypto, about four times faster than the `rsa`
 /// crate on the same CPU and constant-time; they produce the same bytes (PKCS#1 v1.5 and
-/// X9.31 are deterministic; tests compare both backends). The `rsa` crate remains the
-/// fallback and does everything else (parsing, generation, public-key operations).
+/// X9.31 are deterministic; tests compare both backends). The public-key operations
+/// ([`PublicKey::encrypt`], `verify`, `x931_decrypt`) use OpenSSL the same way. The `rsa`
+/// crate remains the fallback and does everything else (parsing, generation).
 ///
 /// The OpenSSL copy of the key is made at the first private-key operation, and never in a
 /// process that called [`set_openssl(false)`](set_openssl): a minion makes a handful of these
@@ -371,15 +372,38 @@ impl PublicKey {
         self.0.size()
     }
 
-    /// RSAES-OAEP encryption (randomised).
+    /// RSAES-OAEP encryption (randomised). In OpenSSL when this process may use it (a
+    /// master encrypts three values to each minion that signs in: several times faster than
+    /// the `rsa` crate), else in the `rsa` crate.
     pub fn encrypt(&self, data: &[u8], algo: EncAlgo) -> Result<Vec<u8>, CryptError> {
+        #[cfg(feature = "openssl")]
+        if OPENSSL.load(std::sync::atomic::Ordering::Relaxed) {
+            if let Some(out) = ossl::encrypt(&self.0, data, algo) {
+                return Ok(out);
+            }
+        }
+        self.encrypt_pure(data, algo)
+    }
+
+    fn encrypt_pure(&self, data: &[u8], algo: EncAlgo) -> Result<Vec<u8>, CryptError> {
         self.0
             .encrypt(&mut rand::thread_rng(), algo.padding(), data)
             .map_err(|e| CryptError::Encrypt(e.to_string()))
     }
 
-    /// Check an RSASSA-PKCS1-v1_5 signature over `data`.
+    /// Check an RSASSA-PKCS1-v1_5 signature over `data` (in OpenSSL when this process may
+    /// use it, as [`PublicKey::encrypt`]).
     pub fn verify(&self, data: &[u8], sig: &[u8], algo: SigAlgo) -> bool {
+        #[cfg(feature = "openssl")]
+        if OPENSSL.load(std::sync::atomic::Ordering::Relaxed) {
+            if let Some(ok) = ossl::verify(&self.0, data, sig, algo) {
+                return ok;
+            }
+        }
+        self.verify_pure(data, sig, algo)
+    }
+
+    fn verify_pure(&self, data: &[u8], sig: &[u8], algo: SigAlgo) -> bool {
         let (scheme, digest) = algo.scheme(data);
         self.0.verify(scheme, &digest, sig).is_ok()
     }
@@ -387,6 +411,16 @@ impl PublicKey {
     /// OpenSSL `RSA_public_decrypt(..., RSA_X931_PADDING)`: m = c^e mod n, replaced by n - m
     /// unless its low nibble is 0xC, then the X9.31 padding is checked and removed.
     pub fn x931_decrypt(&self, data: &[u8]) -> Result<Vec<u8>, CryptError> {
+        #[cfg(feature = "openssl")]
+        if OPENSSL.load(std::sync::atomic::Ordering::Relaxed) {
+            if let Some(out) = ossl::x931_decrypt(&self.0, data) {
+                return Ok(out);
+            }
+        }
+        self.x931_decrypt_pure(data)
+    }
+
+    fn x931_decrypt_pure(&self, data: &[u8]) -> Result<Vec<u8>, CryptError> {
         let k = self.size();
         if data.len() > k {
             return Err(CryptError::X931("data larger than modulus"));
@@ -408,12 +442,14 @@ impl PublicKey {
 /// The private-key operations in OpenSSL's libcrypto (see [`PrivateKey`]).
 #[cfg(feature = "openssl")]
 mod ossl {
-    use openssl::encrypt::Decrypter;
+    use openssl::bn::BigNum;
+    use openssl::encrypt::{Decrypter, Encrypter};
     use openssl::hash::MessageDigest;
-    use openssl::pkey::{PKey, Private};
+    use openssl::pkey::{PKey, Private, Public};
     use openssl::rsa::{Padding, Rsa};
     use rsa::pkcs1::EncodeRsaPrivateKey;
-    use rsa::RsaPrivateKey;
+    use rsa::traits::PublicKeyParts;
+    use rsa::{RsaPrivateKey, RsaPublicKey};
 
     use super::{CryptError, EncAlgo, SigAlgo};
 
@@ -427,6 +463,78 @@ mod ossl {
         0x30, 0x2d, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x04,
         0x05, 0x00, 0x04, 0x1c,
     ];
+
+    /// The public key in OpenSSL (a copy of two numbers: cheaper than one operation).
+    fn public(key: &RsaPublicKey) -> Option<Rsa<Public>> {
+        let n = BigNum::from_slice(&key.n().to_bytes_be()).ok()?;
+        let e = BigNum::from_slice(&key.e().to_bytes_be()).ok()?;
+        Rsa::from_public_components(n, e).ok()
+    }
+
+    /// The DigestInfo a PKCS#1 v1.5 signature of `data` carries.
+    fn digest_info(data: &[u8], algo: SigAlgo) -> Vec<u8> {
+        use sha1::Sha1;
+        use sha2::{Digest, Sha224};
+        let mut info = match algo {
+            SigAlgo::Pkcs1v15Sha1 => SHA1_INFO.to_vec(),
+            SigAlgo::Pkcs1v15Sha224 => SHA224_INFO.to_vec(),
+        };
+        match algo {
+            SigAlgo::Pkcs1v15Sha1 => info.extend_from_slice(&Sha1::digest(data)),
+            SigAlgo::Pkcs1v15Sha224 => info.extend_from_slice(&Sha224::digest(data)),
+        }
+        info
+    }
+
+    /// RSASSA-PKCS1-v1_5 verification: the signature, as long as the modulus, opened with
+    /// the public key (type-1 padding checked by OpenSSL) must be the DigestInfo of `data`.
+    /// None when OpenSSL will not take the key.
+    pub(super) fn verify(
+        key: &RsaPublicKey,
+        data: &[u8],
+        sig: &[u8],
+        algo: SigAlgo,
+    ) -> Option<bool> {
+        let rsa = public(key)?;
+        if sig.len() != rsa.size() as usize {
+            return Some(false);
+        }
+        let mut out = vec![0u8; sig.len()];
+        Some(match rsa.public_decrypt(sig, &mut out, Padding::PKCS1) {
+            Ok(n) => out[..n] == digest_info(data, algo)[..],
+            Err(_) => false,
+        })
+    }
+
+    /// `RSA_public_decrypt` with X9.31 padding; None when OpenSSL refuses (the caller then
+    /// runs the `rsa` crate's version, which names the reason).
+    pub(super) fn x931_decrypt(key: &RsaPublicKey, data: &[u8]) -> Option<Vec<u8>> {
+        let rsa = public(key)?;
+        let mut out = vec![0u8; rsa.size() as usize];
+        let n = rsa
+            .public_decrypt(data, &mut out, Padding::from_raw(X931_PADDING))
+            .ok()?;
+        out.truncate(n);
+        Some(out)
+    }
+
+    /// RSAES-OAEP encryption with a public key; None when OpenSSL refuses the key or the
+    /// data (the caller then uses the `rsa` crate, which gives the error its words).
+    pub(super) fn encrypt(key: &RsaPublicKey, data: &[u8], algo: EncAlgo) -> Option<Vec<u8>> {
+        let md = match algo {
+            EncAlgo::OaepSha1 => MessageDigest::sha1(),
+            EncAlgo::OaepSha224 => MessageDigest::sha224(),
+        };
+        let pkey = PKey::from_rsa(public(key)?).ok()?;
+        let mut enc = Encrypter::new(&pkey).ok()?;
+        enc.set_rsa_padding(Padding::PKCS1_OAEP).ok()?;
+        enc.set_rsa_oaep_md(md).ok()?;
+        enc.set_rsa_mgf1_md(md).ok()?;
+        let mut out = vec![0u8; enc.encrypt_len(data).ok()?];
+        let len = enc.encrypt(data, &mut out).ok()?;
+        out.truncate(len);
+        Some(out)
+    }
 
     #[derive(Clone)]
     pub(super) struct Key {
@@ -447,16 +555,7 @@ mod ossl {
         /// PKCS#1 v1.5 signature: the DigestInfo of the digest, type-1 padded, through the
         /// raw private-key operation (no per-call algorithm fetch, unlike the EVP signer).
         pub(super) fn sign(&self, data: &[u8], algo: SigAlgo) -> Option<Vec<u8>> {
-            use sha1::Sha1;
-            use sha2::{Digest, Sha224};
-            let mut info = match algo {
-                SigAlgo::Pkcs1v15Sha1 => SHA1_INFO.to_vec(),
-                SigAlgo::Pkcs1v15Sha224 => SHA224_INFO.to_vec(),
-            };
-            match algo {
-                SigAlgo::Pkcs1v15Sha1 => info.extend_from_slice(&Sha1::digest(data)),
-                SigAlgo::Pkcs1v15Sha224 => info.extend_from_slice(&Sha224::digest(data)),
-            }
+            let info = digest_info(data, algo);
             let mut out = vec![0u8; self.rsa.size() as usize];
             let n = self
                 .rsa
@@ -998,6 +1097,24 @@ mod tests {
                 let sig = key.sign(msg, algo);
                 assert_eq!(sig, key.sign_pure(msg, algo));
                 assert!(public.verify(msg, &sig, algo));
+                assert_eq!(ossl::verify(&public.0, msg, &sig, algo), Some(true));
+                assert!(public.verify_pure(msg, &sig, algo));
+                let mut bad = sig.clone();
+                bad[5] ^= 0x40;
+                let other = if algo == SigAlgo::Pkcs1v15Sha1 {
+                    SigAlgo::Pkcs1v15Sha224
+                } else {
+                    SigAlgo::Pkcs1v15Sha1
+                };
+                for (m, s, a) in [
+                    (msg, &bad[..], algo),
+                    (b"another load", &sig[..], algo),
+                    (msg, &sig[1..], algo),
+                    (msg, &sig[..], other),
+                ] {
+                    assert_eq!(ossl::verify(&public.0, m, s, a), Some(false));
+                    assert!(!public.verify_pure(m, s, a));
+                }
             }
         }
         for len in [1usize, 20, 44, 100] {
@@ -1009,14 +1126,35 @@ mod tests {
                 "x931 of {len} bytes"
             );
             assert_eq!(public.x931_decrypt(&fast).unwrap(), data);
+            assert_eq!(ossl::x931_decrypt(&public.0, &fast).unwrap(), data);
+            assert_eq!(public.x931_decrypt_pure(&fast).unwrap(), data);
+        }
+        // Blocks that are no X9.31 signature: both refuse them.
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..200 {
+            let block: Vec<u8> = (0..key.size())
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    seed as u8
+                })
+                .collect();
+            assert!(ossl::x931_decrypt(&public.0, &block).is_none());
+            assert!(public.x931_decrypt_pure(&block).is_err());
         }
         // Too long for the padding: both refuse.
         assert!(key.x931_encrypt(&[1u8; 127]).is_err());
         assert!(key.x931_encrypt_pure(&[1u8; 127]).is_err());
         for algo in [EncAlgo::OaepSha1, EncAlgo::OaepSha224] {
             let ct = public.encrypt(b"session key", algo).unwrap();
-            assert_eq!(key.decrypt(&ct, algo).unwrap(), b"session key");
+            assert!(ossl::encrypt(&public.0, b"session key", algo).is_some());
+            let pure = public.encrypt_pure(b"session key", algo).unwrap();
+            assert_eq!(key.decrypt(&pure, algo).unwrap(), b"session key");
             assert_eq!(key.decrypt_pure(&ct, algo).unwrap(), b"session key");
+            // Longer than OAEP allows for the key: OpenSSL refuses, the error is the rsa crate's.
+            assert!(ossl::encrypt(&public.0, &[7u8; 100], algo).is_none());
+            assert!(public.encrypt(&[7u8; 100], algo).is_err());
             let mut bad = ct.clone();
             bad[10] ^= 1;
             assert!(key.decrypt(&bad, algo).is_err());
