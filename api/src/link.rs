@@ -280,7 +280,7 @@ impl Bus {
                     probe_until_up(sock_dir, self.connected.subscribe());
                     let mut dec = PubDecoder::new(brine_transport::eventbus::MAX_EVENT_FRAME);
                     let mut buf = vec![0u8; 64 * 1024];
-                    loop {
+                    'read: loop {
                         let n = match stream.read(&mut buf).await {
                             Ok(0) | Err(_) => break,
                             Ok(n) => n,
@@ -296,8 +296,10 @@ impl Bus {
                                 }
                                 Ok(None) => break,
                                 Err(e) => {
+                                    // The stream is out of sync after a bad frame: read the
+                                    // bus again from a new connection.
                                     tracing::warn!("bad frame on the master's bus: {e}");
-                                    break;
+                                    break 'read;
                                 }
                             }
                         }
@@ -433,6 +435,44 @@ fn stored_after(path: &Path, limit: usize, after: u64, before: u64) -> Vec<Arc<B
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::AsyncWriteExt;
+
+    /// A bad frame on the master's bus makes the API read it again from a new connection:
+    /// the events that follow still arrive (a reader left on the broken stream saw none).
+    #[tokio::test]
+    async fn a_bad_frame_is_followed_by_a_new_connection() {
+        let dir = tempfile::tempdir().unwrap();
+        let listener =
+            tokio::net::UnixListener::bind(dir.path().join(brine_transport::eventbus::PUB_SOCK))
+                .unwrap();
+        let bus = Bus::start(
+            Source::Local {
+                sock_dir: dir.path().to_path_buf(),
+                stored_events: None,
+            },
+            16,
+        );
+        let mut rx = bus.subscribe();
+        let event = |tag: &str| {
+            let data = brine_protocol::payload::map(vec![("n", rmpv::Value::from(1))]);
+            brine_protocol::event::pub_frame(&brine_protocol::event::pack_body(tag, &data))
+        };
+        let (mut first, _) = listener.accept().await.unwrap();
+        // A msgpack string where a frame map belongs, then a good event on the same stream.
+        first.write_all(&[0xa3, b'b', b'a', b'd']).await.unwrap();
+        first.write_all(&event("test/after/bad")).await.unwrap();
+        let (mut second, _) = tokio::time::timeout(Duration::from_secs(5), listener.accept())
+            .await
+            .expect("the API connects again after a bad frame")
+            .unwrap();
+        second.write_all(&event("test/next")).await.unwrap();
+        let got = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+            .await
+            .expect("an event after the reconnection")
+            .unwrap();
+        assert_eq!(got.tag, "test/next");
+        drop(first);
+    }
 
     #[test]
     fn ids_are_stamps_in_microseconds() {

@@ -22,8 +22,10 @@ use tokio::sync::broadcast;
 
 pub const PUB_SOCK: &str = "master_event_pub.ipc";
 pub const PULL_SOCK: &str = "master_event_pull.ipc";
-/// Largest event frame accepted from a publisher.
-pub const MAX_EVENT_FRAME: usize = 64 * 1024 * 1024;
+/// Largest event frame the bus carries (and its readers accept): the sockets are local and
+/// owner-only, and a runner's return travels in one event (`jobs.list_jobs` of 1,000,000
+/// jobs is about 130 MB packed). Readers grow their buffer as bytes arrive.
+pub const MAX_EVENT_FRAME: usize = 1024 * 1024 * 1024;
 const CHANNEL_DEPTH: usize = 65536;
 const PROBE_DEPTH: usize = 1024;
 
@@ -81,6 +83,8 @@ pub struct EventBus {
     /// master's own (reactor, runners, recorders).
     probes: broadcast::Sender<Arc<Event>>,
     sock_dir: Option<PathBuf>,
+    /// [`MAX_EVENT_FRAME`] (smaller in tests).
+    max_frame: usize,
 }
 
 impl EventBus {
@@ -92,6 +96,7 @@ impl EventBus {
             tx,
             probes,
             sock_dir: None,
+            max_frame: MAX_EVENT_FRAME,
         }
     }
 
@@ -150,14 +155,23 @@ impl EventBus {
         self.sock_dir.as_deref()
     }
 
-    /// Fire an event to every subscriber; the event as it went out (`None` with an empty tag,
-    /// which is not fired).
+    /// Fire an event to every subscriber; the event as it went out (`None` with an empty tag
+    /// or a body over [`MAX_EVENT_FRAME`], which is not fired).
     pub fn fire(&self, tag: &str, data: Value) -> Option<Arc<Event>> {
         if tag.is_empty() {
             tracing::warn!("event with an empty tag not fired");
             return None;
         }
         let ev = Arc::new(Event::new(tag, data));
+        // The frame adds a few bytes of msgpack around the body.
+        if ev.body.len() + 64 > self.max_frame {
+            tracing::error!(
+                "event {tag} not fired: its {} bytes exceed the bus's {} byte limit",
+                ev.body.len(),
+                self.max_frame
+            );
+            return None;
+        }
         self.publish(ev.clone());
         Some(ev)
     }
@@ -363,6 +377,21 @@ pub fn fire_event(sock_dir: &Path, tag: &str, data: Value) -> io::Result<()> {
 mod tests {
     use super::*;
     use brine_protocol::payload::{get_str, map};
+
+    /// An event over the frame limit is not fired (its readers would refuse the frame and
+    /// read the bus again from a new connection); smaller ones are.
+    #[test]
+    fn an_event_over_the_frame_limit_is_not_fired() {
+        let mut bus = EventBus::local();
+        bus.max_frame = 1000;
+        let mut rx = bus.subscribe();
+        let big = map(vec![("return", Value::from("x".repeat(2000)))]);
+        assert!(bus.fire("salt/run/1/ret", big).is_none());
+        let small = map(vec![("return", Value::from("x".repeat(500)))]);
+        assert!(bus.fire("salt/run/2/ret", small).is_some());
+        assert_eq!(rx.try_recv().unwrap().tag, "salt/run/2/ret");
+        assert!(rx.try_recv().is_err());
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn fire_and_listen_over_the_sockets() {
