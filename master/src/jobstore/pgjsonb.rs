@@ -29,8 +29,9 @@ const READERS: usize = 4;
 /// Seconds a connection attempt may take when `connect_timeout` is not set.
 const DEFAULT_CONNECT_TIMEOUT: u64 = 10;
 
-/// Salt's `pgjsonb` schema, created when none of its tables exists, and Brine's own table.
-const SALT_SCHEMA: &str = "
+/// Salt's `pgjsonb` schema, created when none of its tables exists, and Brine's own tables
+/// (public: a Salt master needs the tables made for it, as Salt's returner documentation says).
+pub const SALT_SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS jids (
     jid varchar(255) NOT NULL PRIMARY KEY,
     load jsonb NOT NULL
@@ -60,6 +61,7 @@ CREATE TABLE IF NOT EXISTS salt_events (
 );
 CREATE INDEX IF NOT EXISTS idx_salt_events_tag ON salt_events (tag);
 CREATE INDEX IF NOT EXISTS idx_salt_events_data ON salt_events USING gin (data) WITH (fastupdate=on);
+CREATE INDEX IF NOT EXISTS brine_salt_returns_jid_id ON salt_returns (jid, id);
 CREATE TABLE IF NOT EXISTS brine_jid_minions (
     jid varchar(255) NOT NULL,
     minion varchar(255) NOT NULL,
