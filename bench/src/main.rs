@@ -9,6 +9,7 @@ mod cm;
 mod jobs;
 mod load;
 mod minions;
+mod pg;
 mod procs;
 mod report;
 mod stack;
@@ -63,6 +64,12 @@ struct Cli {
     /// Jobs stored for the job-store workload (W6).
     #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
     stored: Vec<usize>,
+    /// Jobs stored in PostgreSQL for the reads of W13.
+    #[arg(long, default_value_t = 1_000_000)]
+    pg_stored: usize,
+    /// Swarm minions whose returns W13 stores (0: no ingest).
+    #[arg(long, default_value_t = 10_000)]
+    pg_minions: usize,
     /// Size in MiB of the file one minion fetches from the file server (W8).
     #[arg(long, default_value_t = 100)]
     serve_mib: usize,
@@ -114,6 +121,8 @@ impl Cli {
             self.swarm_limit = 60;
             self.swarm_key_bits = 1024;
             self.stored = vec![50];
+            self.pg_stored = 50;
+            self.pg_minions = 5;
             self.idle = 0.5;
             self.serve_mib = 1;
             self.pillar_minions = 5;
@@ -679,6 +688,20 @@ fn system(
                     &e,
                 );
             }
+        }
+    }
+
+    if cli.wants("W13") {
+        let opts = pg::PgOpts {
+            stored: cli.pg_stored,
+            minions: cli.pg_minions,
+            runs: cli.runs,
+            seconds: cli.seconds,
+        };
+        let swarm = swarm_opts(cli);
+        if let Err(e) = pg::measure(&mut st, swarm.as_ref(), &opts, rt, kind, rep) {
+            let name = format!("GET /jobs/<jid> p50, {} stored", cli.pg_stored);
+            failed(rep, "W13", &name, "ms", Better::Lower, kind, &e);
         }
     }
 

@@ -151,6 +151,21 @@ pub(crate) const SECTIONS: &[(&str, &str, &str)] = &[
          succeed. Wall time from the request to the answer; CPU of the master and the API (whole \
          process trees; Salt's salt-api runs the runner in its own process) per orchestration.",
     ),
+    (
+        "W13",
+        "W13: the job store on PostgreSQL",
+        "Each implementation gets a private PostgreSQL server (Debian's binaries, a temp dir, \
+         loopback) with Salt's `pgjsonb` tables as its master job cache (Brine: `master_job_cache: \
+         pgjsonb`; Salt: its own `pgjsonb` returner, psycopg2 in the venv). The tables are filled \
+         with N finished test.ping jobs of m1 by SQL (the rows Salt's returner writes), then: \
+         `GET /jobs/<jid>` of one job, p50 over a few requests per run; `runner \
+         jobs.list_jobs_filter` with `count=100` (the paged list: the newest 100) and `runner \
+         jobs.list_jobs` (every job) through `POST /`, one call per run, timed until the answer \
+         is read and parsed and checked to hold the jobs asked for. Then ingest: M `brine-swarm` \
+         minions sign in, one `local_async` test.ping goes to all of them, and the time from the \
+         request until `salt_returns` holds a row from each (counted every 20 ms) gives the \
+         returns stored per second.",
+    ),
 ];
 
 /// The report's whole content.

@@ -357,6 +357,14 @@ impl Launched {
         }
     }
 
+    /// Minions signed in and subscribed now, by the newest progress line of each process.
+    pub(crate) fn ready(&self) -> usize {
+        self.logs
+            .iter()
+            .map(|l| ready_count(&fs::read_to_string(l).unwrap_or_default()).unwrap_or(0))
+            .sum()
+    }
+
     /// Stop the processes; the JSON summary each printed as it stopped.
     pub(crate) fn stop(self) -> Vec<Value> {
         let logs = self.logs;

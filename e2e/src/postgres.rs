@@ -252,9 +252,18 @@ impl Postgres {
 
     /// Run `sql` in the `salt` database: its rows, one per line (`psql -At`).
     pub fn psql(&self, sql: &str) -> String {
+        self.try_psql(sql)
+            .unwrap_or_else(|e| panic!("psql {sql}: {e}"))
+    }
+
+    /// [`Postgres::psql`] giving psql's error instead of panicking.
+    pub fn try_psql(&self, sql: &str) -> Result<String, String> {
         let out = self.psql_on(DB, sql);
-        assert!(out.status.success(), "psql {sql}: {}", crate::stderr(&out));
-        crate::stdout(&out).trim_end().to_string()
+        if out.status.success() {
+            Ok(crate::stdout(&out).trim_end().to_string())
+        } else {
+            Err(crate::stderr(&out))
+        }
     }
 
     /// Master config lines choosing this server as the job cache.
