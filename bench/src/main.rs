@@ -693,13 +693,14 @@ fn system(
 
     if cli.wants("W13") {
         let opts = pg::PgOpts {
+            kind,
             stored: cli.pg_stored,
             minions: cli.pg_minions,
             runs: cli.runs,
             seconds: cli.seconds,
+            swarm: swarm_opts(cli),
         };
-        let swarm = swarm_opts(cli);
-        if let Err(e) = pg::measure(&mut st, swarm.as_ref(), &opts, rt, kind, rep) {
+        if let Err(e) = pg::measure(&mut st, &opts, rt, rep) {
             let name = format!("GET /jobs/<jid> p50, {} stored", cli.pg_stored);
             failed(rep, "W13", &name, "ms", Better::Lower, kind, &e);
         }

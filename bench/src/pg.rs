@@ -22,28 +22,29 @@ const PREFIX: &str = "w13-";
 /// Jobs in one page of the paged list.
 const PAGE: usize = 100;
 
-/// What W13 measures, as the CLI sets it.
+/// What W13 measures, as the CLI sets it, and for which implementation.
 pub(crate) struct PgOpts {
+    pub kind: Kind,
     pub stored: usize,
     pub minions: usize,
     pub runs: usize,
     pub seconds: f64,
+    /// How the ingest runs brine-swarm (`None`: it is not built).
+    pub swarm: Option<SwarmOpts>,
 }
 
 /// Run W13 for one implementation; rows and notes go to `rep`. The stack is stopped and
 /// started again on its usual job cache afterwards.
 pub(crate) fn measure(
     st: &mut Stack,
-    swarm: Option<&SwarmOpts>,
     opts: &PgOpts,
     rt: &tokio::runtime::Runtime,
-    kind: Kind,
     rep: &mut Report,
 ) -> anyhow::Result<()> {
     let pg = Postgres::start().ok_or_else(|| anyhow::anyhow!("PostgreSQL is not installed"))?;
     pg.try_psql(brine_master::jobstore::pgjsonb::SALT_SCHEMA)
         .map_err(|e| anyhow::anyhow!("creating the pgjsonb tables: {e}"))?;
-    if kind == Kind::Salt {
+    if opts.kind == Kind::Salt {
         // Salt's own schema has no index of Brine's.
         pg.try_psql("DROP INDEX brine_salt_returns_jid_id")
             .map_err(|e| anyhow::anyhow!("dropping Brine's index: {e}"))?;
@@ -52,7 +53,7 @@ pub(crate) fn measure(
     let plain = std::fs::read_to_string(&conf)?;
     st.stop();
     std::fs::write(&conf, format!("{plain}{}", pg.master_config()))?;
-    let r = measure_on(st, swarm, opts, rt, kind, rep, &pg);
+    let r = measure_on(st, opts, rt, rep, &pg);
     st.stop();
     std::fs::write(&conf, plain)?;
     r
@@ -60,13 +61,12 @@ pub(crate) fn measure(
 
 fn measure_on(
     st: &mut Stack,
-    swarm: Option<&SwarmOpts>,
     opts: &PgOpts,
     rt: &tokio::runtime::Runtime,
-    kind: Kind,
     rep: &mut Report,
     pg: &Postgres,
 ) -> anyhow::Result<()> {
+    let (kind, swarm) = (opts.kind, opts.swarm.as_ref());
     let n = opts.stored;
     crate::log(format!("W13 PostgreSQL: filling {n} jobs"));
     let t = Instant::now();
