@@ -439,7 +439,7 @@ impl PublicKey {
     }
 }
 
-/// The private-key operations in OpenSSL's libcrypto (see [`PrivateKey`]).
+/// The RSA operations in OpenSSL's libcrypto (see [`PrivateKey`] and [`PublicKey::encrypt`]).
 #[cfg(feature = "openssl")]
 mod ossl {
     use openssl::bn::BigNum;
