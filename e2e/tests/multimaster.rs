@@ -53,7 +53,7 @@ fn minion_root(st: &Stack, id: &str, masters: &[&Stack], extra: &str) -> PathBuf
         ),
         &format!("master: [{}]\n", list.join(", ")),
     );
-    assert!(text.contains("master: ['127.0.0.1:"), "{text}");
+    assert!(text.contains("master: ['"), "{text}");
     std::fs::write(&conf, text).unwrap();
     root
 }
@@ -170,4 +170,69 @@ fn a_failover_minion_moves_to_the_next_master_and_back() {
     a.st.wait_answering(&["fo1"]);
     let log = std::fs::read_to_string(root.join("minion.log")).unwrap_or_default();
     assert!(log.contains("answers again: going back to it"), "{log}");
+}
+
+#[test]
+fn a_fleet_split_over_two_masters_is_reached_from_either_with_jobs_subject() {
+    let Some(nats) = Nats::start() else { return };
+    let shared = tempfile::tempdir().unwrap();
+    let pki = shared.path().join("pki");
+    let stores = format!("{}  jobs_subject: salt.jobs\n", nats.master_config());
+    let a = site("master-a", "127.0.0.1", &pki, &stores);
+    let b = site("master-b", "127.0.0.2", &pki, &stores);
+    // Half of the fleet on each master, and minions on both (which get every job twice).
+    let mut minions = Fleet::default();
+    let mut roots = Vec::new();
+    for (id, masters) in [
+        ("half-a", vec![&a.st]),
+        ("half-b", vec![&b.st]),
+        ("hot", vec![&a.st, &b.st]),
+    ] {
+        let root = minion_root(&a.st, id, &masters, "");
+        minions.0.push(real::start_brine_minion(&root));
+        roots.push((id, root));
+    }
+    if let Some((venv, _)) = brine_e2e::real::venvs() {
+        let root = minion_root(&a.st, "real-hot", &[&a.st, &b.st], "");
+        minions.0.push(real::start_real_minion(&venv, &root));
+        roots.push(("real-hot", root));
+    }
+    let all: Vec<&str> = roots.iter().map(|(id, _)| *id).collect();
+    a.st.wait_answering(&["half-a", "hot"]);
+    b.st.wait_answering(&["half-b", "hot"]);
+    if all.contains(&"real-hot") {
+        a.st.wait_answering(&["real-hot"]);
+        b.st.wait_answering(&["real-hot"]);
+    }
+    let token = a.login("alice", "alicepw", "file");
+
+    // Through either API, one job reaches the whole fleet, and each minion runs it once: each
+    // adds a line to one file.
+    for (n, api) in [&a, &b].into_iter().enumerate() {
+        let runs = a.st.dir.path().join(format!("runs-{n}"));
+        let (status, body) = api.post(
+            "/",
+            &token,
+            json!([{"client": "local", "tgt": "*", "fun": "cmd.run",
+                    "arg": [format!("echo ran >> {}; echo done", runs.display())]}]),
+        );
+        assert_eq!(status, 200, "{body}");
+        for id in &all {
+            assert_eq!(
+                body["return"][0][id],
+                json!("done"),
+                "{id} through API {n}: {body}\n{}\n{}",
+                a.st.logs(),
+                b.st.logs()
+            );
+        }
+        let lines = std::fs::read_to_string(&runs).unwrap_or_default();
+        assert_eq!(lines.lines().count(), all.len(), "{lines}");
+    }
+
+    // A target on the other master's half, through API A.
+    assert_eq!(
+        local(&a, &token, "local", &["half-b"], "over there"),
+        json!({"half-b": "over there"})
+    );
 }

@@ -68,14 +68,19 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
         .await
         .map_err(|e| anyhow::anyhow!("event bus in {}: {e}", cfg.sock_dir.display()))?;
     // Every event from the first on goes to the NATS stream too, with `brine_nats`.
-    let forwarder = match &cfg.nats {
+    let (forwarder, shared_jobs) = match &cfg.nats {
         Some(opts) => {
             let events = Events::connect(opts, &format!("salt-master {}", cfg.id))
                 .await
                 .map_err(|e| anyhow::anyhow!("brine_nats: {e}"))?;
-            Some(Arc::new(events).forward(&bus, &cfg.id))
+            let events = Arc::new(events);
+            let shared_jobs = events
+                .share_jobs(&cfg.id)
+                .await
+                .map_err(|e| anyhow::anyhow!("brine_nats: {e}"))?;
+            (Some(events.forward(&bus, &cfg.id)), shared_jobs)
         }
-        None => None,
+        None => (None, None),
     };
     let ctx = zmq::Context::new();
     let pub_ep = tcp_endpoint(&cfg.interface, cfg.publish_port);
@@ -98,6 +103,18 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
     let master = Master::new(cfg, Box::new(publisher), bus)?;
     if let Some(forwarder) = forwarder {
         let _ = master.nats.set(forwarder);
+    }
+    if let Some((share, mut peer_jobs)) = shared_jobs {
+        let _ = master.job_share.set(share);
+        // Publishing writes to the job store and the publisher: off the async workers.
+        let m = master.clone();
+        std::thread::Builder::new()
+            .name("peer-jobs".into())
+            .spawn(move || {
+                while let Some(job) = peer_jobs.blocking_recv() {
+                    m.publish_peer_job(&job.origin, &job.body);
+                }
+            })?;
     }
     let m = master.clone();
     let server = RequestServer::start(

@@ -80,6 +80,8 @@ pub struct Master {
     pub waiting_loads: std::sync::Mutex<std::collections::VecDeque<(String, Value, Vec<String>)>>,
     /// The publishing of the bus to NATS (`brine_nats`), once started.
     pub nats: std::sync::OnceLock<brine_transport::nats::Forwarder>,
+    /// The sending of published jobs to the other masters (`brine_nats.jobs_subject`).
+    pub job_share: std::sync::OnceLock<brine_transport::nats::JobShare>,
 }
 
 /// The file in the master's cachedir that salt-api's `/metrics` adds to its own: the
@@ -199,6 +201,7 @@ impl Master {
             stats,
             waiting_loads: Default::default(),
             nats: std::sync::OnceLock::new(),
+            job_share: std::sync::OnceLock::new(),
         }))
     }
 }

@@ -36,6 +36,29 @@ pub struct Minion {
     outbox: Outbox,
     /// The jobs running, on disk.
     procs: ProcDir,
+    /// The jids of the latest publishes, shared by the minion's service of each master.
+    recent: Arc<RecentJids>,
+}
+
+/// The jids of the latest publishes, [`JID_QUEUE`] of them (Salt's `jid_queue`): a job
+/// received again, from the same master or from another one of a multi-master list, runs
+/// once.
+#[derive(Default)]
+pub(crate) struct RecentJids(std::sync::Mutex<VecDeque<String>>);
+
+impl RecentJids {
+    /// Whether `jid` is seen for the first time (it is remembered then).
+    fn first_time(&self, jid: &str) -> bool {
+        let mut recent = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if recent.iter().any(|j| j == jid) {
+            return false;
+        }
+        recent.push_back(jid.to_string());
+        if recent.len() > JID_QUEUE {
+            recent.pop_front();
+        }
+        true
+    }
 }
 
 /// Exit codes Salt's minion uses.
@@ -135,7 +158,14 @@ impl Minion {
             job_timeout,
             outbox,
             procs,
+            recent: Arc::default(),
         })
+    }
+
+    /// This service of a master drops the jobs `recent` has seen (those of other masters).
+    fn sharing_jids(mut self, recent: &Arc<RecentJids>) -> Minion {
+        self.recent = recent.clone();
+        self
     }
 
     /// The minion's grains now (they change with `grains.setval` and friends and
@@ -643,6 +673,8 @@ async fn until_stopped(work: impl std::future::Future<Output = i32>) -> i32 {
 /// to its master, taking its jobs and returning to it; until SIGTERM.
 async fn run_hot(cfg: MinionConfig, ctx: zmq::Context, config_dir: &Path) -> i32 {
     let mut tasks = Vec::new();
+    // A job several masters publish (`brine_nats.jobs_subject`) runs once.
+    let recent = Arc::new(RecentJids::default());
     for (i, master) in cfg.masters.iter().enumerate() {
         let outbox = cfg.cachedir.join(format!(
             "outbox-{}-{}",
@@ -651,7 +683,7 @@ async fn run_hot(cfg: MinionConfig, ctx: zmq::Context, config_dir: &Path) -> i32
         ));
         let minion =
             match Minion::for_master(cfg.clone(), &ctx, config_dir, master.clone(), &outbox) {
-                Ok(m) => Arc::new(m),
+                Ok(m) => Arc::new(m.sharing_jids(&recent)),
                 Err(e) => {
                     eprintln!("salt-minion: {e}");
                     return 1;
@@ -681,6 +713,8 @@ async fn run_failover(cfg: MinionConfig, ctx: zmq::Context, config_dir: &Path) -
     }
     // One outbox: returns a lost master did not take go to the next one.
     let outbox = cfg.cachedir.join("outbox");
+    // A job the next master publishes again runs once.
+    let recent = Arc::new(RecentJids::default());
     let serving = async {
         let mut start = 0;
         let mut first = true;
@@ -695,7 +729,7 @@ async fn run_failover(cfg: MinionConfig, ctx: zmq::Context, config_dir: &Path) -
                     order[i].clone(),
                     &outbox,
                 ) {
-                    Ok(m) => Arc::new(m),
+                    Ok(m) => Arc::new(m.sharing_jids(&recent)),
                     Err(e) => {
                         eprintln!("salt-minion: {e}");
                         return 1;
@@ -840,7 +874,6 @@ async fn serve(minion: Arc<Minion>, ctx: zmq::Context, creds: Creds, watch: Watc
         }
     };
     let mut serials = SerialGuard::default();
-    let mut recent: VecDeque<String> = VecDeque::new();
     let mut ticks = tokio::time::interval(Duration::from_secs(1));
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let ticking = Arc::new(tokio::sync::Mutex::new(()));
@@ -932,13 +965,9 @@ async fn serve(minion: Arc<Minion>, ctx: zmq::Context, creds: Creds, watch: Watc
             continue;
         }
         let jid = load.jid.clone();
-        if recent.contains(&jid) {
+        if !minion.recent.first_time(&jid) {
             tracing::debug!("duplicate publish of {jid} dropped");
             continue;
-        }
-        recent.push_back(jid.clone());
-        if recent.len() > JID_QUEUE {
-            recent.pop_front();
         }
         let (go_tx, go_rx) = tokio::sync::oneshot::channel::<()>();
         let m = minion.clone();
@@ -1002,4 +1031,22 @@ pub fn main_with(config_dir: &Path, log_level: Option<&str>) -> i32 {
     };
     rt.shutdown_timeout(Duration::from_secs(2));
     code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_jid_runs_once_until_it_is_out_of_the_queue() {
+        let recent = RecentJids::default();
+        assert!(recent.first_time("20261128100000000001"));
+        assert!(!recent.first_time("20261128100000000001"));
+        for n in 0..JID_QUEUE {
+            assert!(recent.first_time(&format!("x{n}")));
+        }
+        // The oldest went out when the queue was full: it would run again.
+        assert!(recent.first_time("20261128100000000001"));
+        assert!(!recent.first_time(&format!("x{}", JID_QUEUE - 1)));
+    }
 }

@@ -930,6 +930,11 @@ pub struct NatsOptions {
     /// `buffer`: events a master holds while the stream cannot take them (100,000); the
     /// oldest go first beyond it, counted and logged.
     pub buffer: usize,
+    /// `jobs_subject`: when set, every master sends each job it publishes to
+    /// `<jobs_subject>.<master id>` (core NATS, not the stream) and publishes to its own
+    /// minions every job another master sent there: for a fleet split over masters (each
+    /// minion connected to one of them), a job submitted on any master reaches all of it.
+    pub jobs_subject: Option<String>,
 }
 
 /// Without the password and token.
@@ -943,6 +948,7 @@ impl std::fmt::Debug for NatsOptions {
             .field("max_bytes", &self.max_bytes)
             .field("user", &self.user)
             .field("buffer", &self.buffer)
+            .field("jobs_subject", &self.jobs_subject)
             .finish_non_exhaustive()
     }
 }
@@ -956,7 +962,7 @@ fn nats_options(r: &Reader) -> Result<Option<NatsOptions>, ConfigError> {
     let Value::Object(m) = value else {
         return Err(r.type_error(KEY, "a mapping", value));
     };
-    const KNOWN: [&str; 9] = [
+    const KNOWN: [&str; 10] = [
         "servers",
         "stream",
         "subject",
@@ -966,6 +972,7 @@ fn nats_options(r: &Reader) -> Result<Option<NatsOptions>, ConfigError> {
         "password",
         "token",
         "buffer",
+        "jobs_subject",
     ];
     if let Some(k) = m.keys().find(|k| !KNOWN.contains(&k.as_str())) {
         return Err(r.invalid(
@@ -1022,15 +1029,32 @@ fn nats_options(r: &Reader) -> Result<Option<NatsOptions>, ConfigError> {
             format!("stream '{stream}': a stream name has no spaces, '.', '*', '>', '/' or '\\'"),
         ));
     }
+    let subject_ok = |s: &str| {
+        !s.split('.')
+            .any(|t| t.is_empty() || t == "*" || t == ">" || t.chars().any(|c| c.is_whitespace()))
+    };
     let subject = text("subject")?.unwrap_or_else(|| "salt.events".into());
-    if subject
-        .split('.')
-        .any(|t| t.is_empty() || t == "*" || t == ">" || t.chars().any(|c| c.is_whitespace()))
-    {
+    if !subject_ok(&subject) {
         return Err(r.invalid(
             KEY,
             format!("subject '{subject}': dot-separated words without spaces or wildcards"),
         ));
+    }
+    let jobs_subject = text("jobs_subject")?;
+    if let Some(jobs) = &jobs_subject {
+        if !subject_ok(jobs) {
+            return Err(r.invalid(
+                KEY,
+                format!("jobs_subject '{jobs}': dot-separated words without spaces or wildcards"),
+            ));
+        }
+        let under = |a: &str, b: &str| a == b || a.starts_with(&format!("{b}."));
+        if under(jobs, &subject) || under(&subject, jobs) {
+            return Err(r.invalid(
+                KEY,
+                format!("jobs_subject '{jobs}' and subject '{subject}' must not overlap"),
+            ));
+        }
     }
     let (user, password, token) = (text("user")?, text("password")?, text("token")?);
     if user.is_some() != password.is_some() {
@@ -1049,6 +1073,7 @@ fn nats_options(r: &Reader) -> Result<Option<NatsOptions>, ConfigError> {
         password,
         token,
         buffer: number("buffer", 100_000)?.min(10_000_000) as usize,
+        jobs_subject,
     }))
 }
 
@@ -2331,6 +2356,12 @@ mod tests {
         );
         assert_eq!(opts.max_age, 600);
         assert!(!format!("{opts:?}").contains("s3cret"), "{opts:?}");
+        assert_eq!(opts.jobs_subject, None);
+        let opts = load("brine_nats:\n  servers: h\n  jobs_subject: salt.jobs\n")
+            .unwrap()
+            .nats
+            .expect("nats");
+        assert_eq!(opts.jobs_subject.as_deref(), Some("salt.jobs"));
 
         for (text, says) in [
             (
@@ -2351,6 +2382,18 @@ mod tests {
             (
                 "brine_nats:\n  servers: h\n  subject: a..b\n",
                 "subject 'a..b'",
+            ),
+            (
+                "brine_nats:\n  servers: h\n  jobs_subject: 'a b'\n",
+                "jobs_subject 'a b'",
+            ),
+            (
+                "brine_nats:\n  servers: h\n  jobs_subject: salt.events.jobs\n",
+                "jobs_subject 'salt.events.jobs' and subject 'salt.events' must not overlap",
+            ),
+            (
+                "brine_nats:\n  servers: h\n  subject: a.b\n  jobs_subject: a\n",
+                "must not overlap",
             ),
             (
                 "brine_nats:\n  servers: h\n  max_age: 0\n",

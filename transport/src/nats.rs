@@ -21,7 +21,7 @@ use async_nats::jetstream::{self, consumer, stream};
 use brine_protocol::config::NatsOptions;
 use bytes::Bytes;
 use futures::StreamExt;
-use tokio::sync::{broadcast, Notify};
+use tokio::sync::{broadcast, mpsc, Notify};
 
 use crate::eventbus::EventBus;
 
@@ -44,6 +44,7 @@ const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
 
 /// The events stream, connected.
 pub struct Events {
+    client: async_nats::Client,
     js: jetstream::Context,
     stream: stream::Stream,
     opts: NatsOptions,
@@ -89,7 +90,7 @@ impl Events {
         .map_err(|e| err(one_line(&e)))?;
         let js = jetstream::ContextBuilder::new()
             .ack_timeout(ACK_TIMEOUT)
-            .build(client);
+            .build(client.clone());
         let wanted = subjects(opts);
         let mut stream = js
             .get_or_create_stream(stream::Config {
@@ -113,6 +114,7 @@ impl Events {
             )));
         }
         Ok(Events {
+            client,
             js,
             stream,
             opts: opts.clone(),
@@ -139,6 +141,70 @@ impl Events {
             outbox,
             tasks: [take, send],
         }
+    }
+
+    /// With `jobs_subject`: send the jobs this master publishes to `<jobs_subject>.<master id>`
+    /// through the returned [`JobShare`], and receive every other master's from the returned
+    /// channel. `None` without `jobs_subject`. Core NATS: a master that is down when a job is
+    /// sent does not get it, as a minion that is down misses a publish.
+    pub async fn share_jobs(
+        &self,
+        master_id: &str,
+    ) -> Result<Option<(JobShare, mpsc::Receiver<PeerJob>)>, NatsError> {
+        let Some(jobs) = &self.opts.jobs_subject else {
+            return Ok(None);
+        };
+        let own = escape_word(master_id);
+        let mut sub = self
+            .client
+            .subscribe(format!("{jobs}.*"))
+            .await
+            .map_err(|e| NatsError {
+                servers: self.opts.servers.join(","),
+                message: format!("subscribing to {jobs}.*: {}", one_line(&e)),
+            })?;
+        let (in_tx, in_rx) = mpsc::channel(SHARED_JOBS);
+        let prefix = format!("{jobs}.");
+        let me = own.clone();
+        let receive = tokio::spawn(async move {
+            while let Some(msg) = sub.next().await {
+                let origin = msg.subject.as_str().strip_prefix(&prefix).unwrap_or("");
+                if origin == me || origin.is_empty() {
+                    continue;
+                }
+                if msg.payload.len() > MAX_SHARED_JOB {
+                    tracing::warn!(
+                        "a job of {} bytes from master {origin} ignored: over {MAX_SHARED_JOB}",
+                        msg.payload.len()
+                    );
+                    continue;
+                }
+                let job = PeerJob {
+                    origin: unescape_word(origin),
+                    body: msg.payload,
+                };
+                if in_tx.try_send(job).is_err() {
+                    tracing::error!("a job from master {origin} dropped: {SHARED_JOBS} wait");
+                }
+            }
+        });
+        let (out_tx, mut out_rx) = mpsc::channel::<Bytes>(SHARED_JOBS);
+        let client = self.client.clone();
+        let subject = format!("{jobs}.{own}");
+        let send = tokio::spawn(async move {
+            while let Some(body) = out_rx.recv().await {
+                if let Err(e) = client.publish(subject.clone(), body).await {
+                    tracing::error!("a job not sent to the other masters: {}", one_line(&e));
+                }
+            }
+        });
+        Ok(Some((
+            JobShare {
+                out: out_tx,
+                tasks: [receive, send],
+            },
+            in_rx,
+        )))
     }
 
     /// The stream's last sequence number (0 when it is empty).
@@ -243,6 +309,42 @@ fn stream_error(opts: &NatsOptions, e: &dyn std::error::Error) -> NatsError {
     NatsError {
         servers: opts.servers.join(","),
         message: format!("stream {}: {}", opts.stream, one_line(e)),
+    }
+}
+
+/// Jobs received from other masters that wait for this one to publish them.
+const SHARED_JOBS: usize = 10_000;
+/// The largest job body taken from another master (a master's `max_request_size` default).
+const MAX_SHARED_JOB: usize = 100 * 1024 * 1024;
+
+/// A job another master published: its id (unescaped) and the publish load it sent, msgpack.
+#[derive(Debug, Clone)]
+pub struct PeerJob {
+    pub origin: String,
+    pub body: Bytes,
+}
+
+/// A master's sending of its jobs to the other masters; stops when dropped.
+pub struct JobShare {
+    out: mpsc::Sender<Bytes>,
+    tasks: [tokio::task::JoinHandle<()>; 2],
+}
+
+impl JobShare {
+    /// Send one published job (its clear publish load, msgpack) to the other masters. Never
+    /// blocks: beyond [`SHARED_JOBS`] waiting, the job is not shared (logged).
+    pub fn send(&self, body: Vec<u8>) {
+        if self.out.try_send(Bytes::from(body)).is_err() {
+            tracing::error!("a job not sent to the other masters: {SHARED_JOBS} wait already");
+        }
+    }
+}
+
+impl Drop for JobShare {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
     }
 }
 
@@ -439,6 +541,33 @@ fn escape_word(word: &str) -> String {
     out
 }
 
+/// The text a subject word stands for (the inverse of [`escape_word`]).
+fn unescape_word(word: &str) -> String {
+    if word == "%" {
+        return String::new();
+    }
+    let bytes = word.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = (bytes[i] == b'%')
+            .then(|| word.get(i + 1..i + 3))
+            .flatten()
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match hex {
+            Some(b) => {
+                out.push(b);
+                i += 3;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// An error and its causes on one line.
 fn one_line(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
@@ -470,5 +599,16 @@ mod tests {
         assert_eq!(subject_of("p.m", "/"), "p.m.%.%");
         assert_eq!(subject_of("p.m", "tab\there"), "p.m.tab%09here");
         assert_eq!(escape_word("é.ü"), "é%2Eü");
+        for word in [
+            "",
+            "m1",
+            "web1.example.com",
+            "x*>%y",
+            "tab\there",
+            "é.ü",
+            "100%",
+        ] {
+            assert_eq!(unescape_word(&escape_word(word)), word);
+        }
     }
 }

@@ -159,6 +159,9 @@ impl Master {
         let pub_load = PublishLoad::from_request(&req, &jid);
         self.bus
             .fire(&format!("salt/job/{jid}/publish"), pub_load.to_value());
+        if let Some(share) = self.job_share.get() {
+            share.send(dumps(&pub_load.to_value()));
+        }
         let timeout = pub_load
             .to
             .and_then(|to| u64::try_from(to).ok())
@@ -171,6 +174,56 @@ impl Master {
             minions,
             missing,
         }
+    }
+
+    /// A job another master published and sent on `brine_nats.jobs_subject`: publish it to
+    /// this master's minions too, under the same jid, once (a jid this master published or
+    /// received already is skipped). Its record is stored as well, so that this master's job
+    /// store knows the job its minions return (a store shared with the other master keeps the
+    /// first record).
+    pub fn publish_peer_job(&self, origin: &str, body: &[u8]) {
+        let load = match brine_protocol::payload::loads(body)
+            .map_err(|e| e.to_string())
+            .and_then(|v| PublishLoad::parse(v).map_err(|e| e.to_string()))
+        {
+            Ok(load) => load,
+            Err(e) => {
+                tracing::warn!("a job from master {origin} ignored: {e}");
+                return;
+            }
+        };
+        let jid = load.jid.clone();
+        if !brine_protocol::jid::is_jid(&jid) {
+            tracing::warn!("a job from master {origin} ignored: '{jid}' is not a jid");
+            return;
+        }
+        if !self.recent_jids.claim(&jid) {
+            return;
+        }
+        let delimiter = load.delimiter.as_deref().unwrap_or(":");
+        let minions = match self.check_minions(&load.tgt.to_value(), &load.tgt_type, delimiter) {
+            Ok(e) => e.minions,
+            Err(e) => {
+                tracing::warn!("job {jid} from master {origin} ignored: {e}");
+                return;
+            }
+        };
+        tracing::debug!("job {jid} from master {origin}: {} minions", minions.len());
+        if minions.is_empty() {
+            return;
+        }
+        if self.cfg.job_cache {
+            self.save_load_or_hold(&jid, load.to_value(), &minions);
+        }
+        let timeout = load
+            .to
+            .and_then(|to| u64::try_from(to).ok())
+            .unwrap_or(self.cfg.timeout);
+        let mut load = load;
+        load.serial = None;
+        self.late
+            .published(&load, &minions, Duration::from_secs(timeout));
+        self.send_publish(load, &minions);
     }
 
     /// Store a job's record, or hold it (counted, logged) while the store cannot be reached.
