@@ -1,9 +1,11 @@
 //! Minion keys on disk, in Salt's layout: `pki_dir/{minions,minions_pre,minions_rejected,
 //! minions_denied,minions_autosign}/<id>`, each file holding the minion's public key text.
 
+use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use brine_protocol::crypt::{clean_key, pem_finger, HashType};
 use brine_protocol::target::fnmatch;
@@ -71,7 +73,37 @@ pub fn valid_id(id: &str) -> bool {
 #[derive(Debug, Clone)]
 pub struct KeyStore {
     pki_dir: PathBuf,
+    /// Accepted keys as last read, with the file's identity then: every request of a minion
+    /// checks its key, which is read again only when the file changed (one `stat` instead of
+    /// an open and a read).
+    accepted: Arc<Mutex<HashMap<String, KnownKey>>>,
 }
+
+/// An accepted key as read, with the file's identity then.
+type KnownKey = (FileStamp, Arc<str>);
+
+/// What tells a file's versions apart: inode, size and modification time (a key is replaced
+/// by a rename, so by a new inode, or written in place, so with a new time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileStamp {
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+}
+
+impl FileStamp {
+    fn of(meta: &fs::Metadata) -> FileStamp {
+        use std::os::unix::fs::MetadataExt;
+        FileStamp {
+            ino: meta.ino(),
+            len: meta.len(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+        }
+    }
+}
+
+/// Accepted keys remembered at most (beyond, the memory starts over).
+const REMEMBERED_KEYS: usize = 1 << 17;
 
 impl KeyStore {
     pub fn open(pki_dir: &Path) -> io::Result<KeyStore> {
@@ -81,6 +113,7 @@ impl KeyStore {
         fs::create_dir_all(pki_dir.join("minions_autosign"))?;
         Ok(KeyStore {
             pki_dir: pki_dir.to_path_buf(),
+            accepted: Arc::default(),
         })
     }
 
@@ -94,6 +127,26 @@ impl KeyStore {
 
     pub fn read(&self, state: KeyState, id: &str) -> Option<String> {
         fs::read_to_string(self.path(state, id)?).ok()
+    }
+
+    /// A minion's accepted key, `None` when it is not accepted: read again only when the file
+    /// changed since the last call.
+    pub fn read_accepted(&self, id: &str) -> Option<Arc<str>> {
+        let path = self.path(KeyState::Accepted, id)?;
+        let stamp = FileStamp::of(&fs::metadata(&path).ok().filter(|m| m.is_file())?);
+        let lock = || self.accepted.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((seen, text)) = lock().get(id) {
+            if *seen == stamp {
+                return Some(text.clone());
+            }
+        }
+        let text: Arc<str> = fs::read_to_string(&path).ok()?.into();
+        let mut known = lock();
+        if known.len() >= REMEMBERED_KEYS {
+            known.clear();
+        }
+        known.insert(id.to_string(), (stamp, text.clone()));
+        Some(text)
     }
 
     pub fn exists(&self, state: KeyState, id: &str) -> bool {
@@ -151,7 +204,7 @@ impl KeyStore {
                     .collect()
             })
             .unwrap_or_default();
-        ids.sort_by_key(|a| a.to_lowercase());
+        ids.sort_by_cached_key(|a| a.to_lowercase());
         ids
     }
 
@@ -218,7 +271,7 @@ impl KeyStore {
                     .collect()
             })
             .unwrap_or_default();
-        v.sort_by_key(|a| a.to_lowercase());
+        v.sort_by_cached_key(|a| a.to_lowercase());
         v
     }
 
@@ -337,6 +390,26 @@ mod tests {
         assert_eq!(a.list(KeyState::Accepted), vec!["m1"]);
         let left: Vec<_> = fs::read_dir(d.path().join("minions")).unwrap().collect();
         assert_eq!(left.len(), 1, "no temporary file left");
+    }
+
+    #[test]
+    fn an_accepted_key_is_read_again_once_it_changed() {
+        let d = tempfile::tempdir().unwrap();
+        let ks = KeyStore::open(d.path()).unwrap();
+        assert_eq!(ks.read_accepted("m1"), None);
+        ks.write(KeyState::Accepted, "m1", "KEY1").unwrap();
+        assert_eq!(ks.read_accepted("m1").as_deref(), Some("KEY1"));
+        assert_eq!(ks.read_accepted("m1").as_deref(), Some("KEY1"));
+        // Replaced (a rename, as another master sharing the dir writes it), then in place.
+        ks.write(KeyState::Accepted, "m1", "KEY2").unwrap();
+        assert_eq!(ks.read_accepted("m1").as_deref(), Some("KEY2"));
+        fs::write(d.path().join("minions/m1"), "KEY3-longer").unwrap();
+        assert_eq!(ks.read_accepted("m1").as_deref(), Some("KEY3-longer"));
+        // Deleted or rejected elsewhere: not accepted any more.
+        ks.transition("m1", KeyState::Accepted, KeyState::Rejected)
+            .unwrap();
+        assert_eq!(ks.read_accepted("m1"), None);
+        assert_eq!(ks.read_accepted("../m1"), None);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use brine_transport::{LateReply, Reply};
 use crate::datacache::DataCache;
 use crate::jobstore::pgjsonb::PgStore;
 use crate::jobstore::{JobStore, SqliteStore};
-use crate::keys::{invalid_id_reason, KeyState, KeyStore};
+use crate::keys::{invalid_id_reason, KeyStore};
 use crate::secrets::Secrets;
 
 /// Where the master's publishes go: the publisher process in the daemon, a recorder in tests.
@@ -537,7 +537,7 @@ impl Master {
         let Some(tok) = remove(&mut inner, "tok") else {
             return refuse(format!("aes request from {id} without tok"));
         };
-        let Some(pub_text) = self.keys.read(KeyState::Accepted, id) else {
+        let Some(pub_text) = self.keys.read_accepted(id) else {
             return refuse(format!("aes request from {id}, whose key is not accepted"));
         };
         let Some(tok) = bytes_of(&tok) else {

@@ -121,7 +121,16 @@ impl Secrets {
     /// once older than `publish_session`. Callers have validated `id`.
     pub fn session(&self, id: &str) -> io::Result<Crypticle> {
         let path = self.sessions_dir.join(id);
-        let meta = fs::metadata(&path).ok();
+        self.session_at(id, &path, fs::metadata(&path).ok())
+    }
+
+    /// [`Secrets::session`] with the session file's metadata read already.
+    fn session_at(
+        &self,
+        id: &str,
+        path: &Path,
+        meta: Option<fs::Metadata>,
+    ) -> io::Result<Crypticle> {
         let mtime = meta.as_ref().and_then(|m| m.modified().ok());
         let expired = mtime
             .and_then(|t| t.elapsed().ok())
@@ -134,7 +143,7 @@ impl Secrets {
                     return Ok(c);
                 }
             }
-            if let Ok(text) = fs::read_to_string(&path) {
+            if let Ok(text) = fs::read_to_string(path) {
                 if let Ok(c) = Crypticle::new(text.trim()) {
                     lock().insert(
                         id.to_string(),
@@ -145,19 +154,18 @@ impl Secrets {
             }
         }
         let key = Crypticle::generate_key_string();
-        write_private(&path, &key)?;
+        write_private(path, &key)?;
         let c = Crypticle::new(&key).expect("fresh key string");
-        let t = fs::metadata(&path)?.modified()?;
+        let t = fs::metadata(path)?.modified()?;
         lock().insert(id.to_string(), (c.clone(), t));
         Ok(c)
     }
 
     /// The session key if one exists (never creates one): for decrypting requests.
     pub fn existing_session(&self, id: &str) -> Option<Crypticle> {
-        if !self.sessions_dir.join(id).is_file() {
-            return None;
-        }
-        self.session(id).ok()
+        let path = self.sessions_dir.join(id);
+        let meta = fs::metadata(&path).ok().filter(|m| m.is_file())?;
+        self.session_at(id, &path, Some(meta)).ok()
     }
 
     /// Forget a minion's session (its key was deleted or rejected).
