@@ -75,11 +75,16 @@ impl MinionView {
         }
     }
 
-    /// The accepted minions a target designates.
+    /// The accepted minions a target designates. The data cache is read only when the
+    /// target matches on grains or pillar (a glob or a list of 20,000 minions needs ids only).
     pub fn expand(&self, tgt: &Value, tgt_type: &str) -> Vec<String> {
         let ids = self.keys.accepted();
-        let data = self.data();
-        let lookup = |id: &str| data.get(id).map(|d| (d.grains, d.pillar));
+        let data = std::cell::OnceCell::new();
+        let lookup = |id: &str| {
+            data.get_or_init(|| self.data())
+                .get(id)
+                .map(|d| (d.grains, d.pillar))
+        };
         brine_protocol::target::check_minions(tgt, tgt_type, ":", &ids, &lookup, &self.nodegroups)
             .map(|e| e.minions)
             .unwrap_or_default()
