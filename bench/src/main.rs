@@ -12,6 +12,7 @@ mod minions;
 mod pg;
 mod procs;
 mod report;
+mod split;
 mod stack;
 mod swarm;
 mod tree;
@@ -70,6 +71,9 @@ struct Cli {
     /// Swarm minions whose returns W13 stores (0: no ingest).
     #[arg(long, default_value_t = 10_000)]
     pg_minions: usize,
+    /// Swarm minions of the fleet split over two masters (W14; 0: none).
+    #[arg(long, default_value_t = 20_000)]
+    split_minions: usize,
     /// Size in MiB of the file one minion fetches from the file server (W8).
     #[arg(long, default_value_t = 100)]
     serve_mib: usize,
@@ -123,6 +127,7 @@ impl Cli {
             self.stored = vec![50];
             self.pg_stored = 50;
             self.pg_minions = 5;
+            self.split_minions = 6;
             self.idle = 0.5;
             self.serve_mib = 1;
             self.pillar_minions = 5;
@@ -703,6 +708,27 @@ fn system(
         if let Err(e) = pg::measure(&mut st, &opts, rt, rep) {
             let name = format!("GET /jobs/<jid> p50, {} stored", cli.pg_stored);
             failed(rep, "W13", &name, "ms", Better::Lower, kind, &e);
+        }
+    }
+
+    if cli.wants("W14") && cli.split_minions > 0 {
+        let n = cli.split_minions;
+        let name = format!("{n} minions over two masters: fan-out time");
+        match (kind, swarm_opts(cli)) {
+            (Kind::Salt, _) => rep.note(
+                "W14",
+                "Salt: not measured: Salt reaches a fleet split over masters through syndics \
+                 (a master of masters), which this bench does not set up.",
+            ),
+            (Kind::Brine, None) => rep.note(
+                "W14",
+                "Brine: not measured: the brine-swarm binary is not built.",
+            ),
+            (Kind::Brine, Some(sw)) => {
+                if let Err(e) = split::measure(&mut st, &sw, n, cli.runs, rep) {
+                    failed(rep, "W14", &name, "s", Better::Lower, kind, &e);
+                }
+            }
         }
     }
 

@@ -166,6 +166,18 @@ pub(crate) const SECTIONS: &[(&str, &str, &str)] = &[
          request until `salt_returns` holds a row from each (counted every 20 ms) gives the \
          returns stored per second.",
     ),
+    (
+        "W14",
+        "W14: fan-out to a fleet split over two masters",
+        "Brine's master (with its salt-api) and a second master share the pki dir and a NATS \
+         server (`brine_nats` with `jobs_subject`, started by the bench on loopback); half of N \
+         `brine-swarm` minions sign in to each master. One `local` test.ping to all of them \
+         through the first master's API, timed from the request to the answer holding every \
+         return (the second master publishes the job the first shared on NATS; the API gathers \
+         its minions' returns from the events stream), with the CPU seconds of both masters and \
+         the API. Salt reaches such a fleet through syndics (a master of masters), which the \
+         bench does not set up: Brine only.",
+    ),
 ];
 
 /// The report's whole content.

@@ -255,6 +255,20 @@ impl Launched {
         minions: usize,
         extra: &[&str],
     ) -> anyhow::Result<Launched> {
+        Launched::start_range(&st.dir, st.ret_port, opts, prefix, 0..minions, extra)
+    }
+
+    /// The same for the minions numbered `ids`, signing in to the master whose ret port is
+    /// `port`; logs go to `dir`.
+    pub(crate) fn start_range(
+        dir: &Path,
+        port: u16,
+        opts: &SwarmOpts,
+        prefix: &str,
+        ids: std::ops::Range<usize>,
+        extra: &[&str],
+    ) -> anyhow::Result<Launched> {
+        let minions = ids.len();
         let procs = minions.div_ceil(opts.per_process.max(1)).max(1);
         let mut swarm = Launched {
             procs: vec![],
@@ -262,20 +276,26 @@ impl Launched {
             minions,
         };
         let tag = prefix.trim_end_matches('-');
+        let first = if ids.start == 0 {
+            String::new()
+        } else {
+            format!("from{}-", ids.start)
+        };
         for i in 0..procs {
             let start = minions * i / procs;
             let count = minions * (i + 1) / procs - start;
+            let start = ids.start + start;
             let log = if procs == 1 {
-                st.dir.join(format!("swarm-{tag}-{minions}.log"))
+                dir.join(format!("swarm-{tag}-{first}{minions}.log"))
             } else {
-                st.dir.join(format!("swarm-{tag}-{minions}-{i}.log"))
+                dir.join(format!("swarm-{tag}-{first}{minions}-{i}.log"))
             };
             let _ = fs::remove_file(&log);
             let mut args: Vec<String> = vec![
                 "--master".into(),
                 "127.0.0.1".into(),
                 "--master-port".into(),
-                st.ret_port.to_string(),
+                port.to_string(),
                 "--count".into(),
                 count.to_string(),
                 "--start-index".into(),
