@@ -427,18 +427,50 @@ fn return_write(ret: &Value) -> Result<Write> {
         Some(other) => json_text(other)?,
         None => String::new(),
     };
+    // The return is written once: a runner's can be tens of megabytes.
+    let returned = json_text(get(ret, "return").unwrap_or(&Value::Nil))?;
     Ok(Write::Return {
         fun,
         jid: jid.to_string(),
-        ret: json_text(get(ret, "return").unwrap_or(&Value::Nil))?,
+        full: json_text_with(ret, "return", &returned)?,
+        ret: returned,
         id: id.to_string(),
         success,
-        full: json_text(ret)?,
     })
 }
 
 fn json_text(v: &Value) -> Result<String> {
     Ok(serde_json::to_string(&brine_protocol::payload::AsJson(v))?)
+}
+
+/// [`json_text`] of the map `v` whose entry `key` has the text `made` already (its first one;
+/// a map with a key that is not a string is written whole).
+fn json_text_with(v: &Value, key: &str, made: &str) -> Result<String> {
+    let Value::Map(pairs) = v else {
+        return json_text(v);
+    };
+    if pairs.iter().any(|(k, _)| k.as_str().is_none()) {
+        return json_text(v);
+    }
+    let mut out = String::with_capacity(made.len() + 64 * pairs.len());
+    out.push('{');
+    let mut pending = true;
+    for (i, (k, val)) in pairs.iter().enumerate() {
+        let name = k.as_str().unwrap_or_default();
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&serde_json::to_string(name)?);
+        out.push(':');
+        if pending && name == key {
+            out.push_str(made);
+            pending = false;
+        } else {
+            out.push_str(&json_text(val)?);
+        }
+    }
+    out.push('}');
+    Ok(out)
 }
 
 fn from_text(s: &str) -> Result<Value> {
@@ -693,6 +725,44 @@ impl JobStore for SqliteStore {
 mod tests {
     use super::*;
     use brine_protocol::payload::map;
+
+    /// A map written around the text of its `return` made beforehand is the map written whole.
+    #[test]
+    fn a_return_written_once_makes_the_same_full_return() {
+        let nested = map(vec![
+            ("a\"b", Value::from(1)),
+            (
+                "list",
+                Value::Array(vec![Value::Nil, Value::from(2.5), Value::from("é\n")]),
+            ),
+        ]);
+        let odd_key = Value::Map(vec![(Value::from(7), Value::from("seven"))]);
+        for v in [
+            map(vec![
+                ("id", Value::from("m1")),
+                ("return", nested.clone()),
+                ("success", Value::from(true)),
+            ]),
+            map(vec![
+                ("return", Value::from("x")),
+                ("return", Value::from("y")),
+            ]),
+            map(vec![("id", Value::from("m1"))]),
+            map(vec![("return", odd_key.clone())]),
+            Value::Map(vec![
+                (Value::from(1), Value::from("one")),
+                (Value::from("return"), nested.clone()),
+            ]),
+            Value::from("not a map"),
+        ] {
+            let made = json_text(get(&v, "return").unwrap_or(&Value::Nil)).unwrap();
+            assert_eq!(
+                json_text_with(&v, "return", &made).unwrap(),
+                json_text(&v).unwrap(),
+                "{v}"
+            );
+        }
+    }
 
     /// Writers on many threads share commits and each gets its own outcome: every return is
     /// stored once, and the second copy of each is reported as a duplicate.

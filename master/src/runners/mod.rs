@@ -237,9 +237,13 @@ impl Master {
             let ret = ev.and_then(|ev| get(&ev.data, "return").cloned());
             return (ret.unwrap_or(Value::Nil), success);
         }
-        // One copy for the event; the stored return takes the data itself, and gives the
-        // runner's return back afterwards.
-        self.bus.fire(&tag, data.clone());
+        // The event goes first (salt-api waits for it); the stored return is a copy of the
+        // event's data, made afterwards (a runner's return can be tens of megabytes).
+        let Some(ev) = self.bus.fire(&tag, data) else {
+            let why = format!("the return of runner {fun} is too large for the event bus");
+            return (Value::from(why), false);
+        };
+        let data = ev.data.clone();
         let load = map(vec![
             ("id", Value::from(self.cfg.id.clone())),
             ("tgt", Value::from(self.cfg.id.clone())),
