@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use brine_e2e::http::{api_stack_config, Api};
+use brine_e2e::http::{api_stack_config, sse, Api};
 use brine_e2e::nats::Nats;
 use brine_e2e::postgres::Postgres;
 use brine_e2e::real::{self, Fleet};
@@ -235,4 +235,27 @@ fn a_fleet_split_over_two_masters_is_reached_from_either_with_jobs_subject() {
         local(&a, &token, "local", &["half-b"], "over there"),
         json!({"half-b": "over there"})
     );
+
+    // The salt command on master A gathers from A's bus: master B's minions' returns come to
+    // it from the stream.
+    let (pinged, _) = a.st.salt_json(&["-t", "20", "*", "test.ping"]);
+    for id in &all {
+        assert_eq!(pinged[id], json!(true), "{id}: {pinged}\n{}", a.st.logs());
+    }
+    // Fired on A's bus, B's minions' returns are not sent to the stream again: a reader of it
+    // sees each return once.
+    let mut stream = sse(&b, &token, None);
+    let jid = local(&a, &token, "local_async", &["half-b"], "once")["jid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let tag = format!("salt/job/{jid}/ret/half-b");
+    stream.until(|t, _| t == tag);
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+        match stream.rx.recv_timeout(left) {
+            Ok((head, _)) => assert_ne!(head.split_once(' ').map(|h| h.1), Some(tag.as_str())),
+            Err(_) => break,
+        }
+    }
 }

@@ -68,6 +68,7 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
         .await
         .map_err(|e| anyhow::anyhow!("event bus in {}: {e}", cfg.sock_dir.display()))?;
     // Every event from the first on goes to the NATS stream too, with `brine_nats`.
+    let mut nats_events = None;
     let (forwarder, shared_jobs) = match &cfg.nats {
         Some(opts) => {
             let events = Events::connect(opts, &format!("salt-master {}", cfg.id))
@@ -78,6 +79,7 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
                 .share_jobs(&cfg.id)
                 .await
                 .map_err(|e| anyhow::anyhow!("brine_nats: {e}"))?;
+            nats_events = Some(events.clone());
             (Some(events.forward(&bus, &cfg.id)), shared_jobs)
         }
         None => (None, None),
@@ -104,8 +106,14 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
     if let Some(forwarder) = forwarder {
         let _ = master.nats.set(forwarder);
     }
-    if let Some((share, mut peer_jobs)) = shared_jobs {
+    let mut relay = None;
+    if let (Some((share, mut peer_jobs)), Some(events)) = (shared_jobs, nats_events) {
         let _ = master.job_share.set(share);
+        let m = master.clone();
+        relay = Some(tokio::spawn(async move {
+            let shared = |jid: &str| m.shared_jids.contains(jid);
+            events.relay_returns(&m.cfg.id, &m.bus, shared).await
+        }));
         // Publishing writes to the job store and the publisher: off the async workers.
         let m = master.clone();
         std::thread::Builder::new()
@@ -156,7 +164,7 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
     if let Some(r) = reactor {
         r.abort();
     }
-    for task in [recorder, lost_jobs].into_iter().flatten() {
+    for task in [recorder, lost_jobs, relay].into_iter().flatten() {
         task.abort();
     }
     tokio::task::spawn_blocking(move || server.stop()).await?;

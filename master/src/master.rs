@@ -82,6 +82,9 @@ pub struct Master {
     pub nats: std::sync::OnceLock<brine_transport::nats::Forwarder>,
     /// The sending of published jobs to the other masters (`brine_nats.jobs_subject`).
     pub job_share: std::sync::OnceLock<brine_transport::nats::JobShare>,
+    /// The jobs this master published and sent to the other masters: their minions' returns
+    /// are fired on this master's bus too.
+    pub shared_jids: RecentJids,
 }
 
 /// The file in the master's cachedir that salt-api's `/metrics` adds to its own: the
@@ -202,6 +205,7 @@ impl Master {
             waiting_loads: Default::default(),
             nats: std::sync::OnceLock::new(),
             job_share: std::sync::OnceLock::new(),
+            shared_jids: Default::default(),
         }))
     }
 }
@@ -232,6 +236,12 @@ impl RecentJids {
             }
         }
         true
+    }
+
+    /// Whether `jid` is recorded.
+    pub fn contains(&self, jid: &str) -> bool {
+        let guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        guard.0.contains(jid)
     }
 }
 

@@ -37,6 +37,8 @@ pub struct Event {
     pub body: Vec<u8>,
     /// Fired by another process through `master_event_pull.ipc` (not by this one).
     pub external: bool,
+    /// Another master's event, fired here again (see [`EventBus::relay`]).
+    pub relayed: bool,
 }
 
 impl Event {
@@ -56,6 +58,7 @@ impl Event {
             data,
             body,
             external: false,
+            relayed: false,
         }
     }
 
@@ -66,6 +69,7 @@ impl Event {
                 data,
                 body,
                 external: true,
+                relayed: false,
             }),
             Err(e) => {
                 tracing::warn!("event with a malformed body dropped: {e}");
@@ -172,6 +176,17 @@ impl EventBus {
             );
             return None;
         }
+        self.publish(ev.clone());
+        Some(ev)
+    }
+
+    /// Fire another master's event (its body as it travelled) to this bus's readers, marked
+    /// relayed so that it is not sent on to NATS again.
+    pub fn relay(&self, body: Vec<u8>) -> Option<Arc<Event>> {
+        let mut ev = Event::from_body(body)?;
+        ev.external = false;
+        ev.relayed = true;
+        let ev = Arc::new(ev);
         self.publish(ev.clone());
         Some(ev)
     }

@@ -219,12 +219,61 @@ impl Events {
     /// seen. `on_state` hears whether events are flowing.
     pub async fn follow(
         &self,
-        mut after: u64,
+        after: u64,
         mut on_event: impl FnMut(u64, &[u8]),
         on_state: impl Fn(bool),
     ) {
+        let every = subjects(&self.opts);
+        self.follow_subjects(after, &every, |seq, _, body| on_event(seq, body), on_state)
+            .await
+    }
+
+    /// With `jobs_subject`: fire on `bus` the returns other masters' minions sent for the jobs
+    /// this master shared (`shared(jid)`), from now on, so that this master's own readers (the
+    /// `salt` command, runners, orchestrations) gather them as they gather its own minions'.
+    pub async fn relay_returns(
+        &self,
+        master_id: &str,
+        bus: &EventBus,
+        shared: impl Fn(&str) -> bool,
+    ) {
+        let after = loop {
+            match self.last_sequence().await {
+                Ok(n) => break n,
+                Err(e) => tracing::warn!("{e}"),
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        };
+        let own = format!("{}.{}.", self.opts.subject, escape_word(master_id));
+        let returns = format!("{}.*.salt.job.*.ret.>", self.opts.subject);
+        let relay = |_: u64, subject: &str, body: &[u8]| {
+            if subject.starts_with(&own) {
+                return;
+            }
+            let jid = brine_protocol::event::split_body(body)
+                .ok()
+                .map(|(tag, _)| tag)
+                .and_then(|tag| tag.strip_prefix("salt/job/"))
+                .and_then(|rest| rest.split_once("/ret/"))
+                .map(|(jid, _)| jid);
+            if jid.is_some_and(&shared) {
+                bus.relay(body.to_vec());
+            }
+        };
+        self.follow_subjects(after, &returns, relay, |_| {}).await
+    }
+
+    /// [`Events::follow`] for the events of `filter` (a subject pattern), with each one's
+    /// subject.
+    async fn follow_subjects(
+        &self,
+        mut after: u64,
+        filter: &str,
+        mut on_event: impl FnMut(u64, &str, &[u8]),
+        on_state: impl Fn(bool),
+    ) {
         loop {
-            match self.read_from(after + 1).await {
+            match self.read_from(after + 1, filter).await {
                 Ok(mut messages) => {
                     on_state(true);
                     while let Some(next) = messages.next().await {
@@ -232,7 +281,7 @@ impl Events {
                             Ok(msg) => match msg.info() {
                                 Ok(info) => {
                                     after = info.stream_sequence;
-                                    on_event(after, &msg.payload);
+                                    on_event(after, msg.subject.as_str(), &msg.payload);
                                 }
                                 Err(e) => tracing::warn!("NATS message without its position: {e}"),
                             },
@@ -262,7 +311,7 @@ impl Events {
         if first > last || limit == 0 {
             return Ok(Vec::new());
         }
-        let mut messages = self.read_from(first).await?;
+        let mut messages = self.read_from(first, &subjects(&self.opts)).await?;
         let mut out = Vec::new();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
         while let Ok(Some(next)) = tokio::time::timeout_at(deadline, messages.next()).await {
@@ -279,11 +328,15 @@ impl Events {
         Ok(out)
     }
 
-    async fn read_from(&self, start: u64) -> Result<consumer::pull::Ordered, NatsError> {
+    async fn read_from(
+        &self,
+        start: u64,
+        filter: &str,
+    ) -> Result<consumer::pull::Ordered, NatsError> {
         let consumer = self
             .stream
             .create_consumer(consumer::pull::OrderedConfig {
-                filter_subject: subjects(&self.opts),
+                filter_subject: filter.to_string(),
                 deliver_policy: consumer::DeliverPolicy::ByStartSequence {
                     start_sequence: start.max(1),
                 },
@@ -416,6 +469,10 @@ async fn take_events(
             }
             Err(broadcast::error::RecvError::Closed) => return,
         };
+        // Another master's event, on the stream already.
+        if ev.relayed {
+            continue;
+        }
         n += 1;
         let out = Outgoing {
             n,

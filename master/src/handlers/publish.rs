@@ -160,6 +160,7 @@ impl Master {
         self.bus
             .fire(&format!("salt/job/{jid}/publish"), pub_load.to_value());
         if let Some(share) = self.job_share.get() {
+            self.shared_jids.claim(&jid);
             share.send(dumps(&pub_load.to_value()));
         }
         let timeout = pub_load
