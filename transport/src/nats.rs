@@ -11,6 +11,10 @@
 //! A master holds what the stream has not acknowledged (up to `buffer` events, the oldest going
 //! first beyond it) and sends it again with the same message id until it is taken, so a NATS
 //! restart neither loses nor repeats events.
+//!
+//! With `jobs_subject`, masters also share the jobs they publish (core NATS, beside the
+//! stream: [`Events::share_jobs`]), and each fires on its own bus the returns other masters'
+//! minions sent for its shared jobs ([`Events::relay_returns`]).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
