@@ -249,13 +249,7 @@ impl Bus {
 
     /// Read the NATS stream from its end at start, forever.
     async fn follow(self: &Arc<Self>, events: &Events) {
-        let after = loop {
-            match events.last_sequence().await {
-                Ok(n) => break n,
-                Err(e) => tracing::warn!("{e}"),
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        };
+        let after = events.end().await;
         tracing::info!("reading every master's events from the NATS stream");
         events
             .follow(

@@ -16,7 +16,7 @@ use serde_json::json;
 use crate::procs::{cpu_seconds, spawn, Proc};
 use crate::report::{Better, Report};
 use crate::stack::{Kind, Stack};
-use crate::swarm::{forget_swarm_keys, local_call, Launched, NotReady, SwarmOpts};
+use crate::swarm::{fan_out_session, forget_swarm_keys, local_call, Launched, NotReady, SwarmOpts};
 
 /// Id prefix of this workload's swarm minions.
 const PREFIX: &str = "w14-";
@@ -69,13 +69,7 @@ fn measure_on(
             return Ok(());
         }
     }
-    // Let the last subscriptions settle.
-    std::thread::sleep(Duration::from_secs(2));
-    let http = reqwest::blocking::Client::builder()
-        .timeout(sw.limit + Duration::from_secs(120))
-        .build()?;
-    let tok = crate::stack::login_blocking(&http, &st.url("/login"))
-        .map_err(|e| anyhow::anyhow!("login: {e}"))?;
+    let (http, tok) = fan_out_session(st, sw)?;
     let body = json!({"client": "local", "tgt": format!("{PREFIX}*"), "fun": "test.ping",
                       "timeout": sw.limit.as_secs()});
     for _ in 0..runs {

@@ -127,13 +127,7 @@ pub(crate) fn measure(
         }
     }
     if res.failure.is_none() {
-        // Let the last subscriptions settle.
-        std::thread::sleep(Duration::from_secs(2));
-        let http = reqwest::blocking::Client::builder()
-            .timeout(opts.limit + Duration::from_secs(120))
-            .build()?;
-        let tok = crate::stack::login_blocking(&http, &st.url("/login"))
-            .map_err(|e| anyhow::anyhow!("login: {e}"))?;
+        let (http, tok) = fan_out_session(st, opts)?;
         for _ in 0..runs {
             let body = json!({"client": "local", "tgt": format!("{PREFIX}*"), "fun": "test.ping",
                               "timeout": opts.limit.as_secs()});
@@ -178,6 +172,21 @@ pub(crate) fn measure(
         }
     }
     Ok(res)
+}
+
+/// Once a swarm is ready: a pause for its last subscriptions to settle, then an HTTP client
+/// that waits as long as a fan-out may take, and a token from the stack's API.
+pub(crate) fn fan_out_session(
+    st: &Stack,
+    opts: &SwarmOpts,
+) -> anyhow::Result<(reqwest::blocking::Client, String)> {
+    std::thread::sleep(Duration::from_secs(2));
+    let http = reqwest::blocking::Client::builder()
+        .timeout(opts.limit + Duration::from_secs(120))
+        .build()?;
+    let tok = crate::stack::login_blocking(&http, &st.url("/login"))
+        .map_err(|e| anyhow::anyhow!("login: {e}"))?;
+    Ok((http, tok))
 }
 
 /// One `local` call through the API, timed, with the CPU seconds of the master and the API.

@@ -68,21 +68,21 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
         .await
         .map_err(|e| anyhow::anyhow!("event bus in {}: {e}", cfg.sock_dir.display()))?;
     // Every event from the first on goes to the NATS stream too, with `brine_nats`.
-    let mut nats_events = None;
-    let (forwarder, shared_jobs) = match &cfg.nats {
-        Some(opts) => {
-            let events = Events::connect(opts, &format!("salt-master {}", cfg.id))
+    let nats_events = match &cfg.nats {
+        Some(opts) => Some(Arc::new(
+            Events::connect(opts, &format!("salt-master {}", cfg.id))
                 .await
-                .map_err(|e| anyhow::anyhow!("brine_nats: {e}"))?;
-            let events = Arc::new(events);
-            let shared_jobs = events
-                .share_jobs(&cfg.id)
-                .await
-                .map_err(|e| anyhow::anyhow!("brine_nats: {e}"))?;
-            nats_events = Some(events.clone());
-            (Some(events.forward(&bus, &cfg.id)), shared_jobs)
-        }
-        None => (None, None),
+                .map_err(|e| anyhow::anyhow!("brine_nats: {e}"))?,
+        )),
+        None => None,
+    };
+    let forwarder = nats_events.as_ref().map(|e| e.forward(&bus, &cfg.id));
+    let shared_jobs = match &nats_events {
+        Some(events) => events
+            .share_jobs(&cfg.id)
+            .await
+            .map_err(|e| anyhow::anyhow!("brine_nats: {e}"))?,
+        None => None,
     };
     let ctx = zmq::Context::new();
     let pub_ep = tcp_endpoint(&cfg.interface, cfg.publish_port);

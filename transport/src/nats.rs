@@ -211,6 +211,18 @@ impl Events {
         )))
     }
 
+    /// [`Events::last_sequence`], asked again every half second until NATS answers (each
+    /// failure logged): where a reader that starts now begins.
+    pub async fn end(&self) -> u64 {
+        loop {
+            match self.last_sequence().await {
+                Ok(n) => return n,
+                Err(e) => tracing::warn!("{e}"),
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
     /// The stream's last sequence number (0 when it is empty).
     pub async fn last_sequence(&self) -> Result<u64, NatsError> {
         let mut stream = self.stream.clone();
@@ -241,13 +253,7 @@ impl Events {
         bus: &EventBus,
         shared: impl Fn(&str) -> bool,
     ) {
-        let after = loop {
-            match self.last_sequence().await {
-                Ok(n) => break n,
-                Err(e) => tracing::warn!("{e}"),
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        };
+        let after = self.end().await;
         let own = format!("{}.{}.", self.opts.subject, escape_word(master_id));
         let returns = format!("{}.*.salt.job.*.ret.>", self.opts.subject);
         let relay = |_: u64, subject: &str, body: &[u8]| {

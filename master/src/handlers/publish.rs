@@ -157,19 +157,13 @@ impl Master {
             ]),
         );
         let pub_load = PublishLoad::from_request(&req, &jid);
-        self.bus
-            .fire(&format!("salt/job/{jid}/publish"), pub_load.to_value());
+        let value = pub_load.to_value();
         if let Some(share) = self.job_share.get() {
             self.shared_jids.claim(&jid);
-            share.send(dumps(&pub_load.to_value()));
+            share.send(dumps(&value));
         }
-        let timeout = pub_load
-            .to
-            .and_then(|to| u64::try_from(to).ok())
-            .unwrap_or(self.cfg.timeout);
-        self.late
-            .published(&pub_load, &minions, Duration::from_secs(timeout));
-        self.send_publish(pub_load, &minions);
+        self.bus.fire(&format!("salt/job/{jid}/publish"), value);
+        self.publish_to_minions(pub_load, &minions);
         PublishReply {
             jid,
             minions,
@@ -216,15 +210,19 @@ impl Master {
         if self.cfg.job_cache {
             self.save_load_or_hold(&jid, load.to_value(), &minions);
         }
+        self.publish_to_minions(load, &minions);
+    }
+
+    /// Send a job to this master's minions, and keep it for those that start late (for the
+    /// job's `to`, or the master's `timeout`).
+    fn publish_to_minions(&self, load: PublishLoad, minions: &[String]) {
         let timeout = load
             .to
             .and_then(|to| u64::try_from(to).ok())
             .unwrap_or(self.cfg.timeout);
-        let mut load = load;
-        load.serial = None;
         self.late
-            .published(&load, &minions, Duration::from_secs(timeout));
-        self.send_publish(load, &minions);
+            .published(&load, minions, Duration::from_secs(timeout));
+        self.send_publish(load, minions);
     }
 
     /// Store a job's record, or hold it (counted, logged) while the store cannot be reached.
