@@ -734,3 +734,44 @@ async fn each_minion_gets_its_own_pillar_and_an_unaccepted_one_nothing() {
         Value::from("bad load")
     );
 }
+
+/// A job another master shared: published here once under its jid, stored; bodies that are
+/// not a publish load are ignored with nothing published.
+#[tokio::test]
+async fn a_job_shared_by_another_master_is_published_once() {
+    let f = fixture(false);
+    accepted_minion(&f.master, "web1");
+    for bad in [
+        b"not msgpack".to_vec(),
+        dumps(&Value::from("a string")),
+        dumps(&map(vec![("fun", Value::from("test.ping"))])),
+    ] {
+        f.master.publish_peer_job("master-b", &bad);
+    }
+    let mut req = PublishRequest::new(
+        Tgt::Expr("web*".into()),
+        Fun::One("test.ping".into()),
+        vec![],
+        "glob",
+    );
+    req.user = Some("alice".into());
+    let mut load = PublishLoad::from_request(&req, "not-a-jid");
+    f.master
+        .publish_peer_job("master-b", &dumps(&load.to_value()));
+    assert!(f.frames.lock().unwrap().is_empty(), "nothing published");
+
+    load.jid = "20261128101500123456".into();
+    let body = dumps(&load.to_value());
+    f.master.publish_peer_job("master-b", &body);
+    f.master.publish_peer_job("master-b", &body);
+    assert_eq!(f.frames.lock().unwrap().len(), 1, "published once");
+    let (stored, minions) = f.master.store.get_load(&load.jid).unwrap().expect("stored");
+    assert_eq!(minions, ["web1"]);
+    assert_eq!(get_str(&stored, "user"), Some("alice"));
+    // A jid published here already is not published again when a peer sends it back.
+    let own = f.master.publish_job(req, vec!["web1".into()], vec![]);
+    load.jid = own.jid;
+    f.master
+        .publish_peer_job("master-b", &dumps(&load.to_value()));
+    assert_eq!(f.frames.lock().unwrap().len(), 2);
+}
