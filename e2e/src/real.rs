@@ -66,6 +66,11 @@ impl Proc {
         matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// The exit code once the process has ended by itself.
+    pub fn exit_code(&mut self) -> Option<i32> {
+        self.child.try_wait().ok().flatten().and_then(|s| s.code())
+    }
+
     /// SIGTERM to the group, SIGKILL to the group after 10 s.
     pub fn stop(mut self) {
         let pgid = self.child.id() as i32;

@@ -259,3 +259,84 @@ fn a_fleet_split_over_two_masters_is_reached_from_either_with_jobs_subject() {
         }
     }
 }
+
+/// A minion's masters named in `list` (entries as in `master:`), with `extra` lines.
+fn named_masters_root(st: &Stack, id: &str, list: &[String], extra: &str) -> PathBuf {
+    let root = minion_root(st, id, &[st], extra);
+    let conf = root.join("etc/minion");
+    let text = std::fs::read_to_string(&conf).unwrap().replace(
+        &format!("master: ['127.0.0.1:{}']\n", st.ret_port),
+        &format!("master: [{}]\n", list.join(", ")),
+    );
+    assert!(!text.contains("127.0.0.1:"), "{text}");
+    std::fs::write(&conf, text).unwrap();
+    root
+}
+
+/// Masters named by host name are looked up before signing in (`retry_dns`). `a..b` is a
+/// name the resolver refuses by itself (an empty label), so nothing leaves the machine.
+#[test]
+fn master_names_are_looked_up_and_a_name_that_does_not_resolve_is_given_up() {
+    let mut st = Stack::new("auto_accept: True\n");
+    st.start_master();
+    let port = st.ret_port;
+    let unknown = format!("'a..b:{port}'");
+    let named = format!("'localhost:{port}'");
+
+    // One master that never resolves: tried retry_dns_count more times, then a one-line
+    // reason and Salt's exit code 42.
+    let root = named_masters_root(
+        &st,
+        "lost",
+        std::slice::from_ref(&unknown),
+        "retry_dns: 0.2\nretry_dns_count: 2\n",
+    );
+    let conf = root.join("etc/minion");
+    let text = std::fs::read_to_string(&conf).unwrap();
+    std::fs::write(
+        &conf,
+        text.replace(&format!("master: [{unknown}]"), "master: 'a..b'"),
+    )
+    .unwrap();
+    let mut lost = Fleet(vec![real::start_brine_minion(&root)]);
+    let mut code = None;
+    wait_until(Duration::from_secs(30), || {
+        code = lost.0[0].exit_code();
+        code.is_some()
+    })
+    .unwrap_or_else(|| panic!("the minion did not give up\n{}", st.logs()));
+    assert_eq!(code, Some(42));
+    let log = std::fs::read_to_string(root.join("minion.log")).unwrap_or_default();
+    assert!(
+        log.contains("Master address: 'a..b' could not be resolved"),
+        "{log}"
+    );
+    let retried = "Master hostname: 'a..b' not found or not responsive. Retrying in 0.2 seconds";
+    assert_eq!(log.matches(retried).count(), 2, "{log}");
+    drop(lost);
+
+    // Hot: the master that does not resolve is given up, the one named `localhost` served.
+    let hot = named_masters_root(
+        &st,
+        "hot",
+        &[unknown.clone(), named.clone()],
+        "retry_dns_count: 0\n",
+    );
+    // Failover: the name that does not resolve is passed over.
+    let fo = named_masters_root(
+        &st,
+        "fo",
+        &[unknown, named],
+        "master_type: failover\nretry_dns: 0\n",
+    );
+    let _minions = Fleet(vec![
+        real::start_brine_minion(&hot),
+        real::start_brine_minion(&fo),
+    ]);
+    st.wait_answering(&["hot", "fo"]);
+    let log = std::fs::read_to_string(hot.join("minion.log")).unwrap_or_default();
+    assert!(
+        log.contains("Master address: 'a..b' could not be resolved"),
+        "{log}"
+    );
+}

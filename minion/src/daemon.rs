@@ -17,6 +17,7 @@ use crate::channel::{Channel, ChannelError, Creds, Identity};
 use crate::functions::{self, CallResult, Context, RunningJob, RunningJobs, Services};
 use crate::outbox::Outbox;
 use crate::proc_dir::ProcDir;
+use crate::resolve::{self, Patience};
 use crate::schedule::{Due, Where};
 
 /// How many recent jids are remembered to drop duplicate publishes (Salt's
@@ -64,16 +65,26 @@ impl RecentJids {
 /// Exit codes Salt's minion uses.
 pub const EXIT_REJECTED: i32 = 77;
 pub const EXIT_FINGER: i32 = 42;
+/// Salt exits with 42 when the master's address cannot be resolved, too.
+pub const EXIT_UNRESOLVABLE: i32 = 42;
 
 impl Minion {
-    /// The minion of the first master of the list (a single master, or `salt-call`).
-    pub fn new(cfg: MinionConfig, ctx: &zmq::Context, config_dir: &Path) -> anyhow::Result<Minion> {
-        let master = cfg.masters.first().cloned().unwrap_or(MasterAddr {
+    /// The minion of the first master of the list (a single master, or `salt-call`), once
+    /// its name resolves (`retry_dns`); `Err` with the exit code and a one-line reason.
+    pub async fn of_first_master(
+        cfg: MinionConfig,
+        ctx: &zmq::Context,
+        config_dir: &Path,
+    ) -> Result<Minion, (i32, String)> {
+        let named = cfg.masters.first().cloned().unwrap_or(MasterAddr {
             host: "salt".into(),
             port: cfg.master_port,
         });
+        let master = resolve::master_addr(&cfg, &named, Patience::Configured)
+            .await
+            .map_err(|e| (EXIT_UNRESOLVABLE, e.to_string()))?;
         let outbox = cfg.cachedir.join("outbox");
-        Self::for_master(cfg, ctx, config_dir, master, &outbox)
+        Self::for_master(cfg, ctx, config_dir, master, &outbox).map_err(|e| (1, e.to_string()))
     }
 
     /// The minion's service of `master`, keeping the returns that master has not taken in
@@ -675,22 +686,33 @@ async fn run_hot(cfg: MinionConfig, ctx: zmq::Context, config_dir: &Path) -> i32
     let mut tasks = Vec::new();
     // A job several masters publish (`brine_nats.jobs_subject`) runs once.
     let recent = Arc::new(RecentJids::default());
-    for (i, master) in cfg.masters.iter().enumerate() {
+    for (i, named) in cfg.masters.iter().enumerate() {
         let outbox = cfg.cachedir.join(format!(
             "outbox-{}-{}",
-            master.host.replace(['/', ':'], "_"),
-            master.port
+            named.host.replace(['/', ':'], "_"),
+            named.port
         ));
-        let minion =
-            match Minion::for_master(cfg.clone(), &ctx, config_dir, master.clone(), &outbox) {
-                Ok(m) => Arc::new(m.sharing_jids(&recent)),
+        let (cfg, ctx, named) = (cfg.clone(), ctx.clone(), named.clone());
+        let config_dir = config_dir.to_path_buf();
+        let recent = recent.clone();
+        tasks.push(tokio::spawn(async move {
+            // A master whose name does not resolve is given up; the others are served.
+            let master = match resolve::master_addr(&cfg, &named, Patience::Configured).await {
+                Ok(m) => m,
                 Err(e) => {
-                    eprintln!("salt-minion: {e}");
-                    return 1;
+                    tracing::error!("{e}");
+                    return EXIT_UNRESOLVABLE;
                 }
             };
-        // Jobs a previous process left running are answered once, to the first master.
-        tasks.push(tokio::spawn(sign_in_and_serve(minion, ctx.clone(), i == 0)));
+            match Minion::for_master(cfg, &ctx, &config_dir, master, &outbox) {
+                // Jobs a previous process left running are answered once, to the first master.
+                Ok(m) => sign_in_and_serve(Arc::new(m.sharing_jids(&recent)), ctx, i == 0).await,
+                Err(e) => {
+                    eprintln!("salt-minion: {e}");
+                    1
+                }
+            }
+        }));
     }
     until_stopped(async {
         let mut worst = 0;
@@ -722,19 +744,18 @@ async fn run_failover(cfg: MinionConfig, ctx: zmq::Context, config_dir: &Path) -
             let mut connected = None;
             for k in 0..order.len() {
                 let i = (start + k) % order.len();
-                let minion = match Minion::for_master(
-                    cfg.clone(),
-                    &ctx,
-                    config_dir,
-                    order[i].clone(),
-                    &outbox,
-                ) {
-                    Ok(m) => Arc::new(m.sharing_jids(&recent)),
-                    Err(e) => {
-                        eprintln!("salt-minion: {e}");
-                        return 1;
-                    }
+                // A name that does not resolve now is passed over until the next round.
+                let Ok(master) = resolve::master_addr(&cfg, &order[i], Patience::Once).await else {
+                    continue;
                 };
+                let minion =
+                    match Minion::for_master(cfg.clone(), &ctx, config_dir, master, &outbox) {
+                        Ok(m) => Arc::new(m.sharing_jids(&recent)),
+                        Err(e) => {
+                            eprintln!("salt-minion: {e}");
+                            return 1;
+                        }
+                    };
                 match minion.sign_in(true).await {
                     Ok(creds) => {
                         connected = Some((i, minion, creds));
@@ -1021,13 +1042,19 @@ pub fn main_with(config_dir: &Path, log_level: Option<&str>) -> i32 {
     let code = match (cfg.master_type, cfg.masters.len()) {
         (MasterType::Failover, _) => rt.block_on(run_failover(cfg, ctx, config_dir)),
         (MasterType::Str, 2..) => rt.block_on(run_hot(cfg, ctx, config_dir)),
-        (MasterType::Str, _) => match Minion::new(cfg, &ctx, config_dir) {
-            Ok(m) => rt.block_on(run(Arc::new(m), ctx)),
-            Err(e) => {
-                eprintln!("salt-minion: {e}");
-                return 1;
+        (MasterType::Str, _) => rt.block_on(async {
+            match Minion::of_first_master(cfg, &ctx, config_dir).await {
+                Ok(m) => run(Arc::new(m), ctx).await,
+                Err((EXIT_UNRESOLVABLE, why)) => {
+                    tracing::error!("{why}");
+                    EXIT_UNRESOLVABLE
+                }
+                Err((code, why)) => {
+                    eprintln!("salt-minion: {why}");
+                    code
+                }
             }
-        },
+        }),
     };
     rt.shutdown_timeout(Duration::from_secs(2));
     code

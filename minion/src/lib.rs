@@ -11,4 +11,5 @@ pub mod grains_core;
 pub mod grains_host;
 pub mod outbox;
 pub mod proc_dir;
+pub mod resolve;
 pub mod schedule;

@@ -13,6 +13,7 @@
 use crate::posixpath::{abspath, normpath};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 
@@ -451,8 +452,8 @@ impl Reader<'_> {
         }
     }
 
-    /// Salt `float` options (and untyped numeric ones) read as whole non-negative numbers.
-    fn number_opt(&self, key: &str) -> Result<Option<u64>, ConfigError> {
+    /// Salt `float` options as they are: finite, non-negative, at most `u64::MAX`.
+    fn float_opt(&self, key: &str) -> Result<Option<f64>, ConfigError> {
         let parsed = match self.value(key) {
             None => return Ok(None),
             Some(Value::Number(n)) => n.as_f64(),
@@ -460,14 +461,32 @@ impl Reader<'_> {
             Some(_) => None,
         };
         match parsed {
-            Some(f) if f.is_finite() && f >= 0.0 && f <= u64::MAX as f64 => {
-                Ok(Some(f.round() as u64))
-            }
+            Some(f) if f.is_finite() && f >= 0.0 && f <= u64::MAX as f64 => Ok(Some(f)),
             _ => Err(self.type_error(
                 key,
                 "a non-negative number",
                 self.value(key).unwrap_or(&Value::Null),
             )),
+        }
+    }
+
+    /// Salt `float` options (and untyped numeric ones) read as whole non-negative numbers.
+    fn number_opt(&self, key: &str) -> Result<Option<u64>, ConfigError> {
+        Ok(self.float_opt(key)?.map(|f| f.round() as u64))
+    }
+
+    /// A `float` option counting seconds, fractions kept.
+    fn seconds(&self, key: &str, default: f64) -> Result<Duration, ConfigError> {
+        let secs = self.float_opt(key)?.unwrap_or(default);
+        Duration::try_from_secs_f64(secs)
+            .map_err(|_| self.type_error(key, "a number of seconds", &Value::from(secs)))
+    }
+
+    /// Salt options typed `(None, bool)`: unset or null is `None`.
+    fn bool_opt(&self, key: &str) -> Result<Option<bool>, ConfigError> {
+        match self.value(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => self.bool(key, false).map(Some),
         }
     }
 
@@ -1682,6 +1701,11 @@ pub struct MinionConfig {
     pub master_failback_interval: u64,
     /// `random_master`: try the masters in a random order (failover).
     pub random_master: bool,
+    /// `retry_dns`: while the master's name does not resolve, try again this often; zero:
+    /// do not wait, use 127.0.0.1 (Salt's fallback).
+    pub retry_dns: Duration,
+    /// `retry_dns_count`: give a name up after this many more tries; `None`: never.
+    pub retry_dns_count: Option<u64>,
     pub master_port: u16,
     pub publish_port: Option<u16>,
     pub root_dir: PathBuf,
@@ -1699,7 +1723,8 @@ pub struct MinionConfig {
     pub signing_algorithm: String,
     pub sign_pub_messages: bool,
     pub zmq_filtering: bool,
-    pub ipv6: bool,
+    /// `ipv6`: resolve the master's name to IPv6 (`true`), IPv4 (`false`) or either (unset).
+    pub ipv6: Option<bool>,
     pub recon_default: u64,
     pub recon_max: u64,
     pub recon_randomize: bool,
@@ -1827,6 +1852,11 @@ impl MinionConfig {
             master_failback: r.bool("master_failback", false)?,
             master_failback_interval: r.unsigned("master_failback_interval", 0)?,
             random_master: r.bool("random_master", false)?,
+            retry_dns: r.seconds("retry_dns", 30.0)?,
+            retry_dns_count: match r.value("retry_dns_count") {
+                None | Some(Value::Null) => None,
+                Some(_) => Some(r.unsigned("retry_dns_count", 0)?),
+            },
             master_port,
             publish_port: r.port_opt("publish_port")?,
             root_dir: PathBuf::from(abspath(root)),
@@ -1852,7 +1882,7 @@ impl MinionConfig {
             signing_algorithm,
             sign_pub_messages: r.bool("sign_pub_messages", false)?,
             zmq_filtering: r.bool("zmq_filtering", false)?,
-            ipv6: r.bool("ipv6", false)?,
+            ipv6: r.bool_opt("ipv6")?,
             recon_default: r.number("recon_default", 1000)?,
             recon_max: r.number("recon_max", 10000)?,
             recon_randomize: r.bool("recon_randomize", true)?,
@@ -2688,6 +2718,35 @@ mod tests {
         ] {
             let err = load(text).expect_err(text).to_string();
             assert!(err.contains(says), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn minion_retry_dns_and_ipv6_are_read_as_salt_types_them() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let load = |text: &str| {
+            write(dir.path(), "minion", text);
+            MinionConfig::load(dir.path())
+        };
+        let cfg = load("id: m1\n").unwrap();
+        assert_eq!(cfg.retry_dns, Duration::from_secs(30));
+        assert_eq!((cfg.retry_dns_count, cfg.ipv6), (None, None));
+        let cfg = load("id: m1\nretry_dns: 2.5\nretry_dns_count: 4\nipv6: true\n").unwrap();
+        assert_eq!(cfg.retry_dns, Duration::from_millis(2500));
+        assert_eq!((cfg.retry_dns_count, cfg.ipv6), (Some(4), Some(true)));
+        let cfg = load("id: m1\nretry_dns_count: null\nipv6: ~\n").unwrap();
+        assert_eq!((cfg.retry_dns_count, cfg.ipv6), (None, None));
+        for bad in [
+            "retry_dns: -1",
+            "retry_dns: soon",
+            "retry_dns_count: -2",
+            "ipv6: maybe",
+        ] {
+            let err = load(&format!("id: m1\n{bad}\n"))
+                .expect_err(bad)
+                .to_string();
+            let key = bad.split(':').next().unwrap_or_default();
+            assert!(err.contains(key), "{bad}: {err}");
         }
     }
 

@@ -162,11 +162,11 @@ fn main() {
         rt.block_on(functions::call(&ctx, &cli.function, &args))
     } else {
         let zmq = zmq::Context::new();
-        let minion = match Minion::new(cfg, &zmq, &cli.config_dir) {
+        let minion = match rt.block_on(Minion::of_first_master(cfg, &zmq, &cli.config_dir)) {
             Ok(m) => m,
-            Err(e) => {
-                eprintln!("salt-call: {e}");
-                std::process::exit(1);
+            Err((code, why)) => {
+                eprintln!("salt-call: {why}");
+                std::process::exit(code);
             }
         };
         let called = rt.block_on(caller::call(
