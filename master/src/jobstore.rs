@@ -142,6 +142,16 @@ pub trait JobStore: Send + Sync {
     fn get_returns(&self, jid: &str) -> Result<Vec<StoredReturn>>;
     /// Jobs, newest first, at most `limit` (0 = all), leaving out those of function `skip`.
     fn list_jobs(&self, limit: usize, skip: Option<&str>) -> Result<Vec<JobHead>>;
+    /// How many jobs there are (0 where the store cannot tell cheaply): room is made for
+    /// them before [`JobStore::each_job`].
+    fn job_count(&self) -> Result<usize> {
+        Ok(0)
+    }
+    /// Every job, oldest first, handed to `each` as it is read.
+    fn each_job(&self, each: &mut dyn FnMut(JobHead)) -> Result<()> {
+        self.list_jobs(0, None)?.into_iter().rev().for_each(each);
+        Ok(())
+    }
     /// Remove jobs whose jid is older than `cutoff_jid` (jids sort by time). Returns how many.
     fn clean_before(&self, cutoff_jid: &str) -> Result<usize>;
     /// Record one bus event (`salt_events`).
@@ -680,6 +690,24 @@ impl JobStore for SqliteStore {
             }
         }
         Ok(heads)
+    }
+
+    fn job_count(&self) -> Result<usize> {
+        let n: i64 = self
+            .conn()
+            .query_row("SELECT count(*) FROM jids", [], |row| row.get(0))?;
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+
+    fn each_job(&self, each: &mut dyn FnMut(JobHead)) -> Result<()> {
+        let conn = self.conn();
+        let mut st = conn.prepare_cached("SELECT jid, load FROM jids ORDER BY jid")?;
+        let mut rows = st.query([])?;
+        while let Some(row) = rows.next()? {
+            let text = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
+            each(JobHead::from_text(row.get(0)?, text)?);
+        }
+        Ok(())
     }
 
     fn clean_before(&self, cutoff_jid: &str) -> Result<usize> {

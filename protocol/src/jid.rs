@@ -86,16 +86,26 @@ pub fn jid_to_time(jid: &str) -> Option<String> {
     }
     let month: usize = jid[4..6].parse().ok()?;
     let name = MONTHS.get(month.checked_sub(1)?)?;
-    Some(format!(
-        "{}, {} {} {}:{}:{}.{}",
+    // Pieces pushed in place (`jobs.list_jobs` writes one per job: 100,000 at a time).
+    let mut out = String::with_capacity(28);
+    for piece in [
         &jid[..4],
+        ", ",
         name,
+        " ",
         &jid[6..8],
+        " ",
         &jid[8..10],
+        ":",
         &jid[10..12],
+        ":",
         &jid[12..14],
-        &jid[14..20]
-    ))
+        ".",
+        &jid[14..20],
+    ] {
+        out.push_str(piece);
+    }
+    Some(out)
 }
 
 /// `datetime.utcnow().isoformat()`, the `_stamp` of every event:

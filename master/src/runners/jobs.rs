@@ -4,6 +4,7 @@ use brine_protocol::loads::{Fun, PublishRequest, Tgt};
 use brine_protocol::payload::{get, get_str, map, Value};
 
 use super::{head_summary, ids, job_summary, ready, value_text, Call, Runner, RunnerFuture};
+use crate::jobstore::JobHead;
 
 type MapPairs = Vec<(Value, Value)>;
 
@@ -83,13 +84,9 @@ fn list_jobs(c: &Call) -> Result<Value, String> {
             .iter()
             .any(|g| texts.iter().any(|t| brine_protocol::target::fnmatch(g, t)))
     };
-    let jobs = c
-        .master
-        .store
-        .list_jobs(0, None)
-        .map_err(|e| e.to_string())?;
-    let mut out = Vec::new();
-    for head in jobs.into_iter().rev() {
+    let mut out = Vec::with_capacity(c.master.store.job_count().unwrap_or(0));
+    // Each job summed up as it is read: the store's rows are not held all at once.
+    let mut each = |head: JobHead| {
         let fun = || vec![head.fun.0.as_ref().map(value_text).unwrap_or_default()];
         let targets = || match &head.tgt.0 {
             Some(Value::Array(items)) => items.iter().map(value_text).collect(),
@@ -99,10 +96,14 @@ fn list_jobs(c: &Call) -> Result<Value, String> {
         if search_fun.as_deref().is_some_and(|g| !any(g, &fun()))
             || search_tgt.as_deref().is_some_and(|g| !any(g, &targets()))
         {
-            continue;
+            return;
         }
         out.push((Value::from(head.jid.as_str()), Value::Map(head_summary(head, false))));
-    }
+    };
+    c.master
+        .store
+        .each_job(&mut each)
+        .map_err(|e| e.to_string())?;
     Ok(Value::Map(out))
 }
 

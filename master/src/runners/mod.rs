@@ -234,16 +234,19 @@ impl Master {
         let tag = format!("salt/run/{jid}/ret");
         if !self.cfg.job_cache {
             let ev = self.bus.fire(&tag, data);
+            // The bus's writers, woken by the event, go first: a copy of a return of many
+            // megabytes would hold them up on this worker.
+            tokio::task::yield_now().await;
             let ret = ev.and_then(|ev| get(&ev.data, "return").cloned());
             return (ret.unwrap_or(Value::Nil), success);
         }
         // The event goes first (salt-api waits for it); the stored return is a copy of the
-        // event's data, made afterwards (a runner's return can be tens of megabytes).
+        // event's data, made afterwards (a runner's return can be tens of megabytes) off the
+        // runtime's workers: the bus's writers, woken by the event, run meanwhile.
         let Some(ev) = self.bus.fire(&tag, data) else {
             let why = format!("the return of runner {fun} is too large for the event bus");
             return (Value::from(why), false);
         };
-        let data = ev.data.clone();
         let load = map(vec![
             ("id", Value::from(self.cfg.id.clone())),
             ("tgt", Value::from(self.cfg.id.clone())),
@@ -253,17 +256,26 @@ impl Master {
             ("tgt_type", Value::from("list")),
             ("user", Value::from(user)),
         ]);
-        let _ = self.store.save_load(jid, &load, &[]);
-        let mut stored = map(vec![
-            ("id", Value::from(self.cfg.id.clone())),
-            ("jid", Value::from(jid)),
-            ("fun", Value::from(format!("runner.{fun}"))),
-            ("return", data),
-            ("success", Value::from(success)),
-        ]);
-        let _ = self.store.save_return(&stored);
-        let ret = remove(&mut stored, "return").and_then(|mut data| remove(&mut data, "return"));
-        (ret.unwrap_or(Value::Nil), success)
+        let (store, id, jid, fun) = (
+            self.store.clone(),
+            self.cfg.id.clone(),
+            jid.to_string(),
+            format!("runner.{fun}"),
+        );
+        let stored = tokio::task::spawn_blocking(move || {
+            let _ = store.save_load(&jid, &load, &[]);
+            let mut stored = map(vec![
+                ("id", Value::from(id)),
+                ("jid", Value::from(jid)),
+                ("fun", Value::from(fun)),
+                ("return", ev.data.clone()),
+                ("success", Value::from(success)),
+            ]);
+            let _ = store.save_return(&stored);
+            remove(&mut stored, "return").and_then(|mut data| remove(&mut data, "return"))
+        })
+        .await;
+        (stored.ok().flatten().unwrap_or(Value::Nil), success)
     }
 
     /// Publish a job from inside the master and gather its returns with the one local
