@@ -19,7 +19,7 @@ use tokio::time::Instant;
 
 use crate::auth::acl;
 use crate::error::ApiError;
-use crate::link::BusEvent;
+use crate::link::{BusEvent, PackedField};
 use crate::state::{AppState, Caller};
 
 /// Every client Salt's rest_cherrypy knows (`GET /` lists them). Salt lists `destroy` too (its
@@ -112,27 +112,58 @@ pub fn check_enabled(state: &AppState, client: Option<&str>) -> Result<String, A
     Ok(name.to_string())
 }
 
+/// One element of a lowstate answer's `return` list.
+#[derive(Debug)]
+pub enum Returned {
+    Json(Json),
+    /// A runner's return as the master's bus packed it: written straight to JSON text when
+    /// the answer is JSON (`jobs.list_jobs` of 100,000 jobs is tens of megabytes).
+    Packed(PackedField),
+}
+
+impl Returned {
+    pub fn into_json(self) -> Json {
+        match self {
+            Returned::Json(v) => v,
+            Returned::Packed(p) => p.decode(),
+        }
+    }
+}
+
 /// Run one lowstate chunk; the elements it adds to the `return` list (one, except
 /// `local_batch`, which adds one per minion).
 pub async fn run(
     state: &Arc<AppState>,
     caller: &Caller,
     low: Map<String, Json>,
-) -> Result<Vec<Json>, ApiError> {
+) -> Result<Vec<Returned>, ApiError> {
     let client = check_enabled(state, low.get("client").and_then(Json::as_str))?;
+    let one = |v: Json| vec![Returned::Json(v)];
     match client.as_str() {
-        "local" => local(state, caller, &low).await.map(|v| vec![v]),
-        "local_async" => local_async(state, caller, &low).await.map(|v| vec![v]),
-        "local_batch" => local_batch(state, caller, &low).await,
-        "local_subset" => local_subset(state, caller, &low).await.map(|v| vec![v]),
+        "local" => local(state, caller, &low).await.map(one),
+        "local_async" => local_async(state, caller, &low).await.map(one),
+        "local_batch" => local_batch(state, caller, &low)
+            .await
+            .map(|list| list.into_iter().map(Returned::Json).collect()),
+        "local_subset" => local_subset(state, caller, &low).await.map(one),
         "runner" | "runner_async" => runner(state, caller, &low, client == "runner_async")
             .await
             .map(|v| vec![v]),
         "wheel" | "wheel_async" => wheel(state, caller, &low, client == "wheel_async")
             .await
-            .map(|v| vec![v]),
+            .map(one),
         other => Err(ApiError::invalid_client(Some(other))),
     }
+}
+
+/// [`run`] for a caller that wants the JSON trees.
+pub async fn run_json(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    low: Map<String, Json>,
+) -> Result<Vec<Json>, ApiError> {
+    let out = run(state, caller, low).await?;
+    Ok(out.into_iter().map(Returned::into_json).collect())
 }
 
 /// A validated local call, ready to publish.
@@ -482,7 +513,7 @@ async fn runner(
     caller: &Caller,
     low: &Map<String, Json>,
     asynchronous: bool,
-) -> Result<Json, ApiError> {
+) -> Result<Returned, ApiError> {
     let client = if asynchronous {
         "runner_async"
     } else {
@@ -532,20 +563,28 @@ async fn runner(
         )));
     };
     let Some(rx) = rx.as_mut() else {
-        return Ok(json!({"tag": tag, "jid": jid}));
+        return Ok(Returned::Json(json!({"tag": tag, "jid": jid})));
     };
     let want = format!("salt/run/{jid}/ret");
     let deadline = Instant::now() + wait;
     loop {
         match tokio::time::timeout_at(deadline, rx.recv()).await {
             Ok(Ok(ev)) if ev.tag == want => {
+                // A runner that did not fail: its return passed on as the bus packed it.
+                if !full_return(low) {
+                    if let [Some(success), Some(ret)] = ev.packed_fields(["success", "return"]) {
+                        if success.bytes() != [0xc2] {
+                            return Ok(Returned::Packed(ret));
+                        }
+                    }
+                }
                 let mut data = ev.data_owned();
                 if full_return(low) {
                     let tag = Json::String(ev.tag.clone());
-                    return Ok(Json::Object(Map::from_iter([
+                    return Ok(Returned::Json(Json::Object(Map::from_iter([
                         ("data".to_string(), data),
                         ("tag".to_string(), tag),
-                    ])));
+                    ]))));
                 }
                 let ret = data
                     .as_object_mut()
@@ -556,7 +595,7 @@ async fn runner(
                         return Err(ApiError::bad_request(msg.to_string()));
                     }
                 }
-                return Ok(ret);
+                return Ok(Returned::Json(ret));
             }
             Ok(Ok(_)) => {}
             Ok(Err(broadcast::error::RecvError::Lagged(_))) => {}

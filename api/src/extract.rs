@@ -47,6 +47,11 @@ impl Negotiated {
         self.ok(&returned(ret))
     }
 
+    /// `200` with `{"return": rets}`, each element written as it is held.
+    pub fn returned_list(self, rets: Vec<crate::clients::Returned>) -> Response {
+        crate::negotiate::respond_returned(self.0, StatusCode::OK, rets)
+    }
+
     /// `status` with `body` in this format.
     pub fn reply(self, status: StatusCode, body: &Json) -> Response {
         respond(self.0, status, body)

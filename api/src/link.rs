@@ -29,9 +29,10 @@ use tokio::sync::broadcast;
 pub struct BusEvent {
     pub id: u64,
     pub tag: String,
-    /// The data as it came on the bus (msgpack, checked well-formed); empty when the event
-    /// was made from JSON.
-    packed: Vec<u8>,
+    /// The event's body as it came on the bus, its data (msgpack, checked well-formed) from
+    /// `data_at` on; empty when the event was made from JSON.
+    body: Vec<u8>,
+    data_at: usize,
     data: OnceLock<serde_json::Value>,
 }
 
@@ -41,23 +42,31 @@ impl BusEvent {
         BusEvent {
             id,
             tag,
-            packed: Vec::new(),
+            body: Vec::new(),
+            data_at: 0,
             data: OnceLock::from(data),
         }
     }
 
-    /// An event with its data as the bus packs it; `None` if it is not one msgpack object.
-    fn packed(id: u64, tag: String, packed: &[u8]) -> Option<BusEvent> {
-        if let Err(e) = brine_protocol::payload::check(packed) {
+    /// An event of `body` (its tag, then its data as the bus packs it from `data_at` on),
+    /// kept as it came; `None` if the data is not one msgpack object.
+    pub(crate) fn packed(id: u64, tag: String, body: Vec<u8>, data_at: usize) -> Option<BusEvent> {
+        if let Err(e) = brine_protocol::payload::check(body.get(data_at..)?) {
             tracing::warn!("event {tag} with malformed data dropped: {e}");
             return None;
         }
         Some(BusEvent {
             id,
             tag,
-            packed: packed.to_vec(),
+            body,
+            data_at,
             data: OnceLock::new(),
         })
+    }
+
+    /// The data as the bus packed it (empty for an event made from JSON).
+    fn packed_data(&self) -> &[u8] {
+        &self.body[self.data_at..]
     }
 
     /// The event's data as JSON (decoded at the first call; `null` for data nested too deep).
@@ -75,15 +84,55 @@ impl BusEvent {
     }
 
     fn decode(&self) -> serde_json::Value {
-        brine_protocol::payload::loads_json(&self.packed).unwrap_or(serde_json::Value::Null)
+        brine_protocol::payload::loads_json(self.packed_data()).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// The fields `keys` of the data as the bus packed it (found in one walk), for a reader
+    /// that passes them on without decoding them; `None` once the data was decoded, or when
+    /// it is not a map holding the key once.
+    pub fn packed_fields<const N: usize>(
+        self: &Arc<Self>,
+        keys: [&str; N],
+    ) -> [Option<PackedField>; N] {
+        if self.data.get().is_some() {
+            return std::array::from_fn(|_| None);
+        }
+        let fields = brine_protocol::payload::map_fields(self.packed_data(), keys);
+        fields.map(|field| {
+            let field = field?;
+            let start = field.as_ptr() as usize - self.body.as_ptr() as usize;
+            Some(PackedField {
+                event: self.clone(),
+                range: start..start + field.len(),
+            })
+        })
     }
 
     /// A string field of the data, read without decoding the rest.
     fn field(&self, key: &str) -> Option<&str> {
         match self.data.get() {
             Some(data) => data.get(key)?.as_str(),
-            None => brine_protocol::payload::map_str(&self.packed, key),
+            None => brine_protocol::payload::map_str(self.packed_data(), key),
         }
+    }
+}
+
+/// One field of an event's data, still packed (see [`BusEvent::packed_field`]).
+#[derive(Debug)]
+pub struct PackedField {
+    event: Arc<BusEvent>,
+    range: std::ops::Range<usize>,
+}
+
+impl PackedField {
+    /// Its msgpack bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.event.body[self.range.clone()]
+    }
+
+    /// As JSON (`null` for data nested too deep).
+    pub fn decode(&self) -> serde_json::Value {
+        brine_protocol::payload::loads_json(self.bytes()).unwrap_or(serde_json::Value::Null)
     }
 }
 
@@ -254,7 +303,7 @@ impl Bus {
         events
             .follow(
                 after,
-                |id, body| self.publish(body, Some(id)),
+                |id, body| self.publish(body.to_vec(), Some(id)),
                 |up| {
                     self.connected.send_replace(up);
                 },
@@ -286,7 +335,7 @@ impl Bus {
                                     // Events flow: the master has taken this connection in.
                                     self.connected
                                         .send_if_modified(|up| !std::mem::replace(up, true));
-                                    self.publish(&body, None)
+                                    self.publish(body, None)
                                 }
                                 Ok(None) => break,
                                 Err(e) => {
@@ -312,12 +361,12 @@ impl Bus {
 
     /// An event read from the stream, numbered `id`.
     fn event(&self, body: &[u8], id: u64) -> Option<Arc<BusEvent>> {
-        decode(body, id).map(Arc::new)
+        decode(body.to_vec(), id).map(Arc::new)
     }
 
     /// Hand an event to every reader: numbered `id` (the NATS stream's sequence), or by its
     /// stamp.
-    fn publish(&self, body: &[u8], id: Option<u64>) {
+    fn publish(&self, body: Vec<u8>, id: Option<u64>) {
         let Some(mut ev) = decode(body, 0) else {
             return;
         };
@@ -380,12 +429,13 @@ fn probe_until_up(sock_dir: &Path, mut up: tokio::sync::watch::Receiver<bool>) {
 
 /// A bus event's tag and data; `None` for a body that is not an event, or a tool's probe (for
 /// the tool that fired it, not for the API's clients).
-fn decode(body: &[u8], id: u64) -> Option<BusEvent> {
-    let (tag, packed) = split_body(body).ok()?;
+fn decode(body: Vec<u8>, id: u64) -> Option<BusEvent> {
+    let (tag, packed) = split_body(&body).ok()?;
     if tag == brine_protocol::event::LISTENER_PROBE_TAG {
         return None;
     }
-    BusEvent::packed(id, tag.to_string(), packed)
+    let (tag, data_at) = (tag.to_string(), body.len() - packed.len());
+    BusEvent::packed(id, tag, body, data_at)
 }
 
 fn now_micros() -> u64 {

@@ -9,6 +9,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
+use crate::clients::Returned;
 use crate::error::{ApiError, UNSERIALIZABLE};
 
 /// Content-Type of JSON answers (exactly this, no charset, like Salt).
@@ -136,6 +137,53 @@ pub fn respond(format: Format, status: StatusCode, body: &Value) -> Response {
         // Unreachable for a serde_json::Value written to memory; answer as Salt would anyway.
         Err(error) => (error.status, error.message).into_response(),
     }
+}
+
+/// `{"return": [...]}` in `format`: in JSON, each element written as it is held (a packed
+/// runner return straight from its msgpack), in YAML from the decoded tree.
+pub fn respond_returned(format: Format, status: StatusCode, rets: Vec<Returned>) -> Response {
+    if format != Format::Json {
+        let list = rets.into_iter().map(Returned::into_json).collect();
+        return respond(
+            format,
+            status,
+            &crate::extract::returned(Value::Array(list)),
+        );
+    }
+    let style = brine_protocol::pyjson::JsonStyle::new(None, false);
+    // JSON text of packed data is a little longer than its msgpack: room for it at once.
+    let packed: usize = rets
+        .iter()
+        .map(|r| match r {
+            Returned::Packed(p) => p.bytes().len() + p.bytes().len() / 4,
+            Returned::Json(_) => 0,
+        })
+        .sum();
+    let mut out = String::with_capacity(64 + packed);
+    out.push_str("{\"return\": [");
+    for (i, ret) in rets.into_iter().enumerate() {
+        if i > 0 {
+            out.push_str(&style.item_separator);
+        }
+        match ret {
+            Returned::Json(v) => brine_protocol::pyjson::dumps_into(&v, &style, &mut out),
+            Returned::Packed(p) => {
+                if brine_protocol::pyjson::dumps_packed(p.bytes(), &style, &mut out).is_err() {
+                    brine_protocol::pyjson::dumps_into(&p.decode(), &style, &mut out);
+                }
+            }
+        }
+    }
+    out.push_str("]}");
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(format.content_type()),
+        )],
+        out,
+    )
+        .into_response()
 }
 
 /// Re-render an [`ApiError`] response (one made by `ApiError::into_response`) in `format`; any
@@ -339,5 +387,58 @@ mod tests {
         assert!(!wants_html(Some("application/json")));
         assert!(!wants_html(Some("application/x-yaml, text/html;q=0")));
         assert!(!wants_html(Some("text/html;q=x")));
+    }
+
+    /// A runner's return passed on packed is written as its decoded tree would be, next to
+    /// returns held as JSON; in YAML too; a field that cannot be written straight (a key twice)
+    /// is decoded instead.
+    #[tokio::test]
+    async fn packed_returns_are_answered_as_their_trees_would_be() {
+        use brine_protocol::payload::{dumps, Value as P};
+        use std::sync::Arc;
+        let data = P::Map(vec![
+            (P::from("fun"), P::from("runner.jobs.list_jobs")),
+            (
+                P::from("return"),
+                P::Map(vec![(
+                    P::from("20261128110000000001"),
+                    P::Map(vec![
+                        (P::from("Function"), P::from("test.ping")),
+                        (P::from("Arguments"), P::Array(vec![P::F64(0.5)])),
+                        (P::from("Target"), P::from("caf\u{e9}")),
+                    ]),
+                )]),
+            ),
+            (P::from("success"), P::Boolean(true)),
+        ]);
+        let event = |data: &P| {
+            let body = dumps(data);
+            Arc::new(crate::link::BusEvent::packed(1, "salt/run/1/ret".into(), body, 0).unwrap())
+        };
+        let ev = event(&data);
+        let tree = ev.data_owned()["return"].clone();
+        for format in [Format::Json, Format::Yaml] {
+            let rets = vec![
+                Returned::Json(json!({"jid": "1"})),
+                Returned::Packed(ev.packed_fields(["return"])[0].take().unwrap()),
+            ];
+            let want = respond(
+                format,
+                StatusCode::OK,
+                &json!({"return": [{"jid": "1"}, tree]}),
+            );
+            let got = respond_returned(format, StatusCode::OK, rets);
+            assert_eq!(got.headers()["content-type"], format.content_type());
+            assert_eq!(body_text(got).await, body_text(want).await, "{format:?}");
+        }
+        let twice = P::Map(vec![(
+            P::from("return"),
+            P::Map(vec![(P::from("a"), P::from(1)), (P::from("a"), P::from(2))]),
+        )]);
+        let ev = event(&twice);
+        let [ret] = ev.packed_fields(["return"]);
+        let rets = vec![Returned::Packed(ret.unwrap())];
+        let got = respond_returned(Format::Json, StatusCode::OK, rets);
+        assert_eq!(body_text(got).await, r#"{"return": [{"a": 2}]}"#);
     }
 }

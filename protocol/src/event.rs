@@ -14,6 +14,7 @@ use std::collections::VecDeque;
 use regex::Regex;
 use rmpv::Value;
 
+use crate::payload::Token;
 use crate::target::fnmatch;
 
 /// The tag of the event Brine's tools fire through the master's pull socket, and wait to see
@@ -253,25 +254,32 @@ impl Scanner {
 
 /// Takes the `body` out of a complete frame map (`{"head": ..., "body": <bin>}`).
 fn body_of(frame: &[u8]) -> Result<Vec<u8>, EventError> {
-    let mut rd = frame;
-    let value = rmpv::decode::read_value_with_max_depth(&mut rd, MAX_DEPTH)
-        .map_err(|e| EventError::Malformed(e.to_string()))?;
-    if !rd.is_empty() {
-        return Err(EventError::Malformed("bytes after the frame map".into()));
-    }
-    let Value::Map(pairs) = value else {
+    let malformed = |e: crate::payload::PayloadError| EventError::Malformed(e.to_string());
+    crate::payload::check(frame).map_err(malformed)?;
+    // Walked item by item: the body (a bin of up to the frame limit) is copied once, and
+    // nothing else is built.
+    let mut items = crate::payload::Tokens::new(frame);
+    let Token::Map(entries) = items.next().map_err(malformed)? else {
         return Err(EventError::Malformed("frame is not a map".into()));
     };
-    pairs
-        .into_iter()
-        .find(|(k, _)| k.as_str() == Some("body"))
-        .and_then(|(_, v)| match v {
-            Value::Binary(b) => Some(b),
-            // Releases that packed without use_bin_type sent the body as a raw str.
-            Value::String(s) => Some(s.into_bytes()),
-            _ => None,
-        })
-        .ok_or(EventError::MissingBody)
+    for _ in 0..entries {
+        let key = items.next().map_err(malformed)?;
+        if key == Token::Raw(b"body") {
+            return match items.next().map_err(malformed)? {
+                // Releases that packed without use_bin_type sent the body as a raw str.
+                Token::Raw(body) => Ok(body.to_vec()),
+                _ => Err(EventError::MissingBody),
+            };
+        }
+        // What a container key holds, then the value.
+        let held = match key {
+            Token::Array(n) => n,
+            Token::Map(n) => 2 * n,
+            _ => 0,
+        };
+        items.skip_items(held + 1).map_err(malformed)?;
+    }
+    Err(EventError::MissingBody)
 }
 
 /// Shared buffering: bytes not yet returned, consumed from the front.
@@ -296,7 +304,12 @@ impl Buffer {
     }
 
     fn take(&mut self, n: usize) -> Vec<u8> {
-        self.bytes.drain(..n).collect()
+        let (front, back) = self.bytes.as_slices();
+        let mut out = Vec::with_capacity(n);
+        out.extend_from_slice(&front[..n.min(front.len())]);
+        out.extend_from_slice(&back[..n - out.len()]);
+        self.bytes.drain(..n);
+        out
     }
 
     fn fail<T>(&mut self, err: EventError) -> Result<T, EventError> {
@@ -706,6 +719,49 @@ mod tests {
             pubd.next_body().unwrap(),
             Some("t\n\n\u{80}".as_bytes().to_vec())
         );
+    }
+
+    /// The body is found past keys and heads of any shape; a frame without one, or with one
+    /// that is not bytes, is refused.
+    #[test]
+    fn the_body_is_found_past_any_other_entry() {
+        let frame_of = |pairs: Vec<(Value, Value)>| {
+            let mut frame = Vec::new();
+            write_value(&mut frame, &Value::Map(pairs));
+            frame
+        };
+        let body = Value::Binary(b"t\n\n\x81\xa1a\x01".to_vec());
+        let frame = frame_of(vec![
+            (
+                Value::Array(vec![Value::from(1), Value::from(2)]),
+                Value::Nil,
+            ),
+            (
+                Value::Map(vec![(Value::from("k"), Value::from("v"))]),
+                Value::from(3),
+            ),
+            (
+                Value::from("head"),
+                Value::Map(vec![(Value::from("x"), Value::Array(vec![Value::Nil]))]),
+            ),
+            (Value::from("body"), body.clone()),
+        ]);
+        assert_eq!(body_of(&frame).unwrap(), b"t\n\n\x81\xa1a\x01".to_vec());
+        let no_body = frame_of(vec![(Value::from("head"), Value::Map(vec![]))]);
+        assert!(matches!(body_of(&no_body), Err(EventError::MissingBody)));
+        let not_bytes = frame_of(vec![(Value::from("body"), Value::from(1))]);
+        assert!(matches!(body_of(&not_bytes), Err(EventError::MissingBody)));
+        let mut trailing = frame.clone();
+        trailing.push(0xc0);
+        assert!(matches!(body_of(&trailing), Err(EventError::Malformed(_))));
+        assert!(matches!(
+            body_of(&[0x91, 0xc0]),
+            Err(EventError::Malformed(_))
+        ));
+        assert!(matches!(
+            body_of(&frame[..frame.len() - 1]),
+            Err(EventError::Malformed(_))
+        ));
     }
 
     #[test]

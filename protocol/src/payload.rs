@@ -432,51 +432,138 @@ impl<'a> Reader<'a> {
         usize::try_from(self.u32()?).map_err(|_| PayloadError::TooLarge)
     }
 
-    fn raw<B: Build>(&mut self, len: usize) -> Result<B, PayloadError> {
-        Ok(B::raw(self.take(len)?))
-    }
-
-    fn ext<B: Build>(&mut self, len: usize) -> Result<B, PayloadError> {
+    /// `len` bytes of an ext at the cursor (after its length), its type byte first.
+    fn ext_parts(&mut self, len: usize) -> Result<Token<'a>, PayloadError> {
         // Check the whole extent first so a huge declared length fails before reading the type.
         if len >= self.remaining() {
             return Err(PayloadError::Incomplete);
         }
         let ty = self.u8()? as i8;
-        Ok(B::ext(ty, self.take(len)?))
+        Ok(Token::Ext(ty, self.take(len)?))
     }
 
-    fn seq<B: Build>(&mut self, len: usize, depth: usize) -> Result<B, PayloadError> {
-        if depth >= MAX_DEPTH {
-            return Err(PayloadError::TooDeep);
-        }
-        // Every element takes at least one byte.
+    /// An array header of `len` items: every item takes at least one byte.
+    fn array_of(&self, len: usize) -> Result<Token<'a>, PayloadError> {
         if len > self.remaining() {
             return Err(PayloadError::Incomplete);
         }
-        self.spend(len)?;
-        let mut items = Vec::with_capacity(len);
-        for _ in 0..len {
-            items.push(self.value(depth + 1)?);
-        }
-        Ok(B::array(items))
+        Ok(Token::Array(len))
     }
 
-    fn map<B: Build>(&mut self, len: usize, depth: usize) -> Result<B, PayloadError> {
-        if depth >= MAX_DEPTH {
-            return Err(PayloadError::TooDeep);
-        }
-        // Every entry takes at least two bytes.
+    /// A map header of `len` entries: every entry takes at least two bytes.
+    fn map_of(&self, len: usize) -> Result<Token<'a>, PayloadError> {
         if len > self.remaining() / 2 {
             return Err(PayloadError::Incomplete);
         }
-        self.spend(2 * len)?;
-        let mut m = B::map_with_capacity(len);
-        for _ in 0..len {
-            let k = self.value(depth + 1)?;
-            let v = self.value(depth + 1)?;
-            B::map_insert(&mut m, k, v);
-        }
-        Ok(B::map(m))
+        Ok(Token::Map(len))
+    }
+
+    /// The next item at the cursor: a scalar whole, or the header of an array or a map whose
+    /// items follow (their count checked against the bytes left).
+    pub(crate) fn token(&mut self) -> Result<Token<'a>, PayloadError> {
+        let marker = self.u8()?;
+        Ok(match marker {
+            0x00..=0x7f => Token::UInt(u64::from(marker)),
+            0x80..=0x8f => self.map_of(usize::from(marker & 0x0f))?,
+            0x90..=0x9f => self.array_of(usize::from(marker & 0x0f))?,
+            0xa0..=0xbf => Token::Raw(self.take(usize::from(marker & 0x1f))?),
+            0xc0 => Token::Nil,
+            0xc1 => return Err(PayloadError::BadMarker(marker)),
+            0xc2 => Token::Bool(false),
+            0xc3 => Token::Bool(true),
+            0xc4 | 0xd9 => {
+                let n = self.u8()?;
+                Token::Raw(self.take(usize::from(n))?)
+            }
+            0xc5 | 0xda => {
+                let n = self.u16()?;
+                Token::Raw(self.take(usize::from(n))?)
+            }
+            0xc6 | 0xdb => {
+                let n = self.len32()?;
+                Token::Raw(self.take(n)?)
+            }
+            0xc7 => {
+                let n = self.u8()?;
+                self.ext_parts(usize::from(n))?
+            }
+            0xc8 => {
+                let n = self.u16()?;
+                self.ext_parts(usize::from(n))?
+            }
+            0xc9 => {
+                let n = self.len32()?;
+                self.ext_parts(n)?
+            }
+            0xca => Token::Float(f64::from(f32::from_bits(self.u32()?))),
+            0xcb => Token::Float(f64::from_bits(self.u64()?)),
+            0xcc => Token::UInt(u64::from(self.u8()?)),
+            0xcd => Token::UInt(u64::from(self.u16()?)),
+            0xce => Token::UInt(u64::from(self.u32()?)),
+            0xcf => Token::UInt(self.u64()?),
+            0xd0 => Token::Int(i64::from(self.u8()? as i8)),
+            0xd1 => Token::Int(i64::from(self.u16()? as i16)),
+            0xd2 => Token::Int(i64::from(self.u32()? as i32)),
+            0xd3 => Token::Int(self.u64()? as i64),
+            0xd4 => self.ext_parts(1)?,
+            0xd5 => self.ext_parts(2)?,
+            0xd6 => self.ext_parts(4)?,
+            0xd7 => self.ext_parts(8)?,
+            0xd8 => self.ext_parts(16)?,
+            0xdc => {
+                let n = self.u16()?;
+                self.array_of(usize::from(n))?
+            }
+            0xdd => {
+                let n = self.len32()?;
+                self.array_of(n)?
+            }
+            0xde => {
+                let n = self.u16()?;
+                self.map_of(usize::from(n))?
+            }
+            0xdf => {
+                let n = self.len32()?;
+                self.map_of(n)?
+            }
+            0xe0..=0xff => Token::Int(i64::from(marker as i8)),
+        })
+    }
+
+    fn value<B: Build>(&mut self, depth: usize) -> Result<B, PayloadError> {
+        Ok(match self.token()? {
+            Token::Nil => B::nil(),
+            Token::Bool(b) => B::boolean(b),
+            Token::UInt(u) => B::uint(u),
+            Token::Int(i) => B::int(i),
+            Token::Float(f) => B::float(f),
+            Token::Raw(bytes) => B::raw(bytes),
+            Token::Ext(ty, data) => B::ext(ty, data),
+            Token::Array(len) => {
+                if depth >= MAX_DEPTH {
+                    return Err(PayloadError::TooDeep);
+                }
+                self.spend(len)?;
+                let mut items = Vec::with_capacity(len);
+                for _ in 0..len {
+                    items.push(self.value(depth + 1)?);
+                }
+                B::array(items)
+            }
+            Token::Map(len) => {
+                if depth >= MAX_DEPTH {
+                    return Err(PayloadError::TooDeep);
+                }
+                self.spend(2 * len)?;
+                let mut m = B::map_with_capacity(len);
+                for _ in 0..len {
+                    let k = self.value(depth + 1)?;
+                    let v = self.value(depth + 1)?;
+                    B::map_insert(&mut m, k, v);
+                }
+                B::map(m)
+            }
+        })
     }
 
     fn spend(&mut self, slots: usize) -> Result<(), PayloadError> {
@@ -486,75 +573,49 @@ impl<'a> Reader<'a> {
             .ok_or(PayloadError::TooManyElements)?;
         Ok(())
     }
+}
 
-    fn value<B: Build>(&mut self, depth: usize) -> Result<B, PayloadError> {
-        let marker = self.u8()?;
-        Ok(match marker {
-            0x00..=0x7f => B::uint(u64::from(marker)),
-            0x80..=0x8f => self.map(usize::from(marker & 0x0f), depth)?,
-            0x90..=0x9f => self.seq(usize::from(marker & 0x0f), depth)?,
-            0xa0..=0xbf => self.raw(usize::from(marker & 0x1f))?,
-            0xc0 => B::nil(),
-            0xc1 => return Err(PayloadError::BadMarker(marker)),
-            0xc2 => B::boolean(false),
-            0xc3 => B::boolean(true),
-            0xc4 | 0xd9 => {
-                let n = self.u8()?;
-                self.raw(usize::from(n))?
-            }
-            0xc5 | 0xda => {
-                let n = self.u16()?;
-                self.raw(usize::from(n))?
-            }
-            0xc6 | 0xdb => {
-                let n = self.len32()?;
-                self.raw(n)?
-            }
-            0xc7 => {
-                let n = self.u8()?;
-                self.ext(usize::from(n))?
-            }
-            0xc8 => {
-                let n = self.u16()?;
-                self.ext(usize::from(n))?
-            }
-            0xc9 => {
-                let n = self.len32()?;
-                self.ext(n)?
-            }
-            0xca => B::float(f64::from(f32::from_bits(self.u32()?))),
-            0xcb => B::float(f64::from_bits(self.u64()?)),
-            0xcc => B::uint(u64::from(self.u8()?)),
-            0xcd => B::uint(u64::from(self.u16()?)),
-            0xce => B::uint(u64::from(self.u32()?)),
-            0xcf => B::uint(self.u64()?),
-            0xd0 => B::int(i64::from(self.u8()? as i8)),
-            0xd1 => B::int(i64::from(self.u16()? as i16)),
-            0xd2 => B::int(i64::from(self.u32()? as i32)),
-            0xd3 => B::int(self.u64()? as i64),
-            0xd4 => self.ext(1)?,
-            0xd5 => self.ext(2)?,
-            0xd6 => self.ext(4)?,
-            0xd7 => self.ext(8)?,
-            0xd8 => self.ext(16)?,
-            0xdc => {
-                let n = self.u16()?;
-                self.seq(usize::from(n), depth)?
-            }
-            0xdd => {
-                let n = self.len32()?;
-                self.seq(n, depth)?
-            }
-            0xde => {
-                let n = self.u16()?;
-                self.map(usize::from(n), depth)?
-            }
-            0xdf => {
-                let n = self.len32()?;
-                self.map(n, depth)?
-            }
-            0xe0..=0xff => B::int(i64::from(marker as i8)),
+/// One msgpack item as [`Reader::token`] reads it: scalars whole, containers by their
+/// header (their items are the tokens that follow).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Token<'a> {
+    Nil,
+    Bool(bool),
+    UInt(u64),
+    Int(i64),
+    Float(f64),
+    /// A str or bin.
+    Raw(&'a [u8]),
+    Ext(i8, &'a [u8]),
+    Array(usize),
+    Map(usize),
+}
+
+/// A reader of the msgpack items of `data`, one [`Token`] at a time (for walkers that write
+/// another format as they read, with no tree in between).
+pub(crate) struct Tokens<'a>(Reader<'a>);
+
+impl<'a> Tokens<'a> {
+    pub(crate) fn new(data: &'a [u8]) -> Tokens<'a> {
+        Tokens(Reader {
+            data,
+            pos: 0,
+            slots_left: 0,
         })
+    }
+
+    pub(crate) fn next(&mut self) -> Result<Token<'a>, PayloadError> {
+        self.0.token()
+    }
+
+    /// Past `n` items of any type (containers with what they hold).
+    pub(crate) fn skip_items(&mut self, n: usize) -> Result<(), PayloadError> {
+        (0..n).try_for_each(|_| self.0.skip())
+    }
+
+    /// Whether every byte was read.
+    pub(crate) fn at_end(&self) -> bool {
+        self.0.remaining() == 0
     }
 }
 
@@ -610,6 +671,48 @@ pub fn map_str<'a>(data: &'a [u8], key: &str) -> Option<&'a str> {
         }
     }
     None
+}
+
+/// The msgpack bytes of the value under `key` in the map `data`, unparsed; `None` when `data`
+/// is not a map, or has no entry or several entries under `key` (a decoded map keeps one of
+/// them: which one depends on the decoder).
+pub fn map_field<'a>(data: &'a [u8], key: &str) -> Option<&'a [u8]> {
+    let [field] = map_fields(data, [key]);
+    field
+}
+
+/// [`map_field`] of several keys, in one walk of `data`.
+pub fn map_fields<'a, const N: usize>(data: &'a [u8], keys: [&str; N]) -> [Option<&'a [u8]>; N] {
+    let mut found = [None; N];
+    let mut twice = [false; N];
+    let mut r = Reader {
+        data,
+        pos: 0,
+        slots_left: 0,
+    };
+    let Some(entries) = r.map_len() else {
+        return [None; N];
+    };
+    for _ in 0..entries {
+        let Ok(key) = r.str_or_skip() else {
+            return [None; N];
+        };
+        let start = r.pos;
+        if r.skip().is_err() {
+            return [None; N];
+        }
+        let Some(key) = key else { continue };
+        if let Some(i) = keys.iter().position(|k| k.as_bytes() == key) {
+            twice[i] |= found[i].is_some();
+            found[i] = Some(&data[start..r.pos]);
+        }
+    }
+    for (f, t) in found.iter_mut().zip(twice) {
+        if t {
+            *f = None;
+        }
+    }
+    found
 }
 
 /// Whether `data` is exactly one well-formed msgpack object, walked without decoding it.

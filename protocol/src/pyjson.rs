@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
+use crate::payload::{PayloadError, Token, Tokens, MAX_DEPTH};
 use crate::pyrepr::float_repr;
 
 /// The arguments of `json.dumps` that shape the text.
@@ -44,6 +45,11 @@ pub fn dumps(value: &Value, style: &JsonStyle) -> String {
     let mut out = String::new();
     write_value(value, style, 0, &mut out);
     out
+}
+
+/// [`dumps`] onto the end of `out`.
+pub fn dumps_into(value: &Value, style: &JsonStyle, out: &mut String) {
+    write_value(value, style, 0, out);
 }
 
 fn write_value(value: &Value, style: &JsonStyle, level: usize, out: &mut String) {
@@ -171,6 +177,108 @@ fn write_str(s: &str, ensure_ascii: bool, out: &mut String) {
     out.push('"');
 }
 
+/// Why msgpack bytes were not written as JSON by [`dumps_packed`]: malformed or too deep, or
+/// a map that JSON would show otherwise (a key that is not UTF-8 text, a key twice); the
+/// caller decodes the bytes instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotWritten;
+
+impl From<PayloadError> for NotWritten {
+    fn from(_: PayloadError) -> Self {
+        NotWritten
+    }
+}
+
+/// Write msgpack bytes as `json.dumps` would write their JSON
+/// ([`crate::payload::loads_json`]) with `style` (`sort_keys` not supported), straight from
+/// the bytes: no tree is built. Exactly one object must fill `data`; on `Err` nothing was
+/// added to `out`.
+pub fn dumps_packed(data: &[u8], style: &JsonStyle, out: &mut String) -> Result<(), NotWritten> {
+    if style.sort_keys {
+        return Err(NotWritten);
+    }
+    let start = out.len();
+    let mut tokens = Tokens::new(data);
+    let written = write_packed(&mut tokens, style, 0, out);
+    if written.is_err() || !tokens.at_end() {
+        out.truncate(start);
+        return Err(NotWritten);
+    }
+    Ok(())
+}
+
+/// Maps up to this size find a repeated key by comparing; larger ones hash.
+const SMALL_MAP: usize = 16;
+
+fn write_packed(
+    tokens: &mut Tokens<'_>,
+    style: &JsonStyle,
+    level: usize,
+    out: &mut String,
+) -> Result<(), NotWritten> {
+    match tokens.next()? {
+        Token::Nil => out.push_str("null"),
+        Token::Bool(b) => out.push_str(if b { "true" } else { "false" }),
+        Token::UInt(u) => {
+            let _ = write!(out, "{u}");
+        }
+        Token::Int(i) => {
+            let _ = write!(out, "{i}");
+        }
+        // JSON has no NaN or infinities: the decoded tree holds null there.
+        Token::Float(f) if !f.is_finite() => out.push_str("null"),
+        Token::Float(f) => out.push_str(&float_repr(f)),
+        Token::Raw(bytes) | Token::Ext(_, bytes) => {
+            write_str(&String::from_utf8_lossy(bytes), style.ensure_ascii, out)
+        }
+        Token::Array(_) | Token::Map(_) if level >= MAX_DEPTH => return Err(NotWritten),
+        Token::Array(0) => out.push_str("[]"),
+        Token::Map(0) => out.push_str("{}"),
+        Token::Array(len) => {
+            out.push('[');
+            for i in 0..len {
+                separator(i == 0, style, level + 1, out);
+                write_packed(tokens, style, level + 1, out)?;
+            }
+            close(style, level, out);
+            out.push(']');
+        }
+        Token::Map(len) => {
+            let mut small: [&[u8]; SMALL_MAP] = [&[]; SMALL_MAP];
+            // foldhash: fast on short keys, seeded per process.
+            let mut large =
+                std::collections::HashSet::with_hasher(foldhash::fast::RandomState::default());
+            out.push('{');
+            for i in 0..len {
+                // Keys that JSON shows as text, each once; anything else is left to the tree.
+                let (Token::Raw(key) | Token::Ext(_, key)) = tokens.next()? else {
+                    return Err(NotWritten);
+                };
+                let Ok(text) = std::str::from_utf8(key) else {
+                    return Err(NotWritten);
+                };
+                let repeated = if len <= SMALL_MAP {
+                    let seen = small[..i].contains(&key);
+                    small[i] = key;
+                    seen
+                } else {
+                    !large.insert(key)
+                };
+                if repeated {
+                    return Err(NotWritten);
+                }
+                separator(i == 0, style, level + 1, out);
+                write_str(text, style.ensure_ascii, out);
+                out.push_str(&style.key_separator);
+                write_packed(tokens, style, level + 1, out)?;
+            }
+            close(style, level, out);
+            out.push('}');
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,5 +359,126 @@ mod tests {
             ),
             "[1.0, 1e+16, 0.0001, -2.5e-07]"
         );
+    }
+
+    /// What the tree path writes: decode to JSON, then dump.
+    fn through_tree(bytes: &[u8], style: &JsonStyle) -> String {
+        dumps(&crate::payload::loads_json(bytes).expect("decodes"), style)
+    }
+
+    fn packed(bytes: &[u8], style: &JsonStyle) -> Result<String, NotWritten> {
+        // Written after other text: only its own part is added (or nothing).
+        let mut out = String::from("x");
+        dumps_packed(bytes, style, &mut out).map(|()| out[1..].to_string())
+    }
+
+    #[test]
+    fn packed_bytes_are_written_as_their_decoded_tree_would_be() {
+        use crate::payload::{dumps_bin, Value as P};
+        let big: Vec<(P, P)> = (0..40)
+            .map(|i| (P::from(format!("k{i}")), P::from(i)))
+            .collect();
+        let value = P::Map(vec![
+            (P::from("s"), P::from("h\u{e9}llo \"q\"\n\u{1}")),
+            (
+                P::from("ints"),
+                P::Array(vec![
+                    P::from(0),
+                    P::from(-1),
+                    P::from(-200),
+                    P::from(u64::MAX),
+                    P::from(i64::MIN),
+                ]),
+            ),
+            (
+                P::from("floats"),
+                P::Array(vec![
+                    P::F64(1.0),
+                    P::F64(1e16),
+                    P::F32(0.5),
+                    P::F64(f64::NAN),
+                    P::F64(f64::INFINITY),
+                ]),
+            ),
+            (
+                P::from("bools"),
+                P::Array(vec![P::Boolean(true), P::Boolean(false), P::Nil]),
+            ),
+            (P::from("bin"), P::Binary(vec![0xff, b'a', 0xfe])),
+            (
+                P::from("ext"),
+                P::Ext(78, b"20261128T11:00:00.000000".to_vec()),
+            ),
+            (
+                P::from("empty"),
+                P::Array(vec![P::Map(vec![]), P::Array(vec![])]),
+            ),
+            (P::Binary(b"bin key".to_vec()), P::Map(big)),
+            (P::from("\u{1f600}"), P::from("astral \u{1f600}")),
+        ]);
+        for bytes in [crate::payload::dumps(&value), dumps_bin(&value)] {
+            for style in [
+                JsonStyle::new(None, false),
+                JsonStyle::new(None, true),
+                JsonStyle::new(Some(2), false),
+                JsonStyle::new(Some(-1), true),
+            ] {
+                assert_eq!(
+                    packed(&bytes, &style),
+                    Ok(through_tree(&bytes, &style)),
+                    "{style:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn maps_json_would_show_otherwise_are_left_to_the_tree() {
+        use crate::payload::{dumps, Value as P};
+        let style = JsonStyle::new(None, false);
+        let map = |pairs: Vec<(P, P)>| dumps(&P::Map(pairs));
+        let repeated: Vec<(P, P)> = (0..40)
+            .map(|i| (P::from(format!("k{}", i % 39)), P::from(i)))
+            .collect();
+        for bytes in [
+            // A key that is not text, one that is not UTF-8, a key twice (small and large).
+            map(vec![(P::from(1), P::Nil)]),
+            map(vec![(P::Binary(vec![0xff]), P::Nil)]),
+            map(vec![(P::from("a"), P::from(1)), (P::from("a"), P::from(2))]),
+            map(repeated),
+            // Malformed: truncated, trailing bytes.
+            vec![0x92, 0x01],
+            vec![0x01, 0x02],
+        ] {
+            assert_eq!(packed(&bytes, &style), Err(NotWritten), "{bytes:?}");
+        }
+        // Too deep for the decoder: too deep here too, even for an empty innermost array.
+        let mut deep = vec![0x91; crate::payload::MAX_DEPTH];
+        deep.push(0x90);
+        assert!(crate::payload::loads_json(&deep).is_err());
+        assert_eq!(packed(&deep, &style), Err(NotWritten));
+        deep.remove(0);
+        assert_eq!(packed(&deep, &style), Ok(through_tree(&deep, &style)));
+        let mut sorted = style.clone();
+        sorted.sort_keys = true;
+        assert_eq!(packed(&[0x80], &sorted), Err(NotWritten));
+    }
+
+    #[test]
+    fn a_field_is_found_only_when_the_map_has_it_once() {
+        use crate::payload::{dumps, map_field, Value as P};
+        let data = dumps(&P::Map(vec![
+            (P::from("return"), P::Array(vec![P::from(1)])),
+            (P::from("success"), P::Boolean(true)),
+        ]));
+        assert_eq!(map_field(&data, "return"), Some(&[0x91, 0x01][..]));
+        assert_eq!(map_field(&data, "success"), Some(&[0xc3][..]));
+        assert_eq!(map_field(&data, "jid"), None);
+        let twice = dumps(&P::Map(vec![
+            (P::from("return"), P::from(1)),
+            (P::from("return"), P::from(2)),
+        ]));
+        assert_eq!(map_field(&twice, "return"), None);
+        assert_eq!(map_field(&[0x91, 0x01], "return"), None);
     }
 }

@@ -6,7 +6,7 @@ use axum::response::Response;
 use serde_json::{json, Value as Json};
 
 use crate::body::Lowstate;
-use crate::clients;
+use crate::clients::{self, Returned};
 use crate::error::ApiError;
 use crate::extract::{lowstate_caller, Lowstates, Negotiated, Peer, Session, Shared};
 use crate::state::Caller;
@@ -20,7 +20,7 @@ pub(super) async fn run_as(
     st: &Shared,
     caller: &Caller,
     chunks: Vec<Lowstate>,
-) -> Result<Vec<Json>, ApiError> {
+) -> Result<Vec<Returned>, ApiError> {
     let mut out = Vec::new();
     for mut low in chunks {
         low.remove("token");
@@ -36,7 +36,7 @@ pub(super) async fn run_with_session(
     Lowstates(chunks): Lowstates,
 ) -> Result<Response, ApiError> {
     let ret = run_as(&st, &session.caller, chunks).await?;
-    Ok(fmt.returned(Json::Array(ret)))
+    Ok(fmt.returned_list(ret))
 }
 
 /// Each chunk is checked as Salt's `NetapiClient.run` checks it: a known client, enabled by
@@ -53,5 +53,5 @@ pub(super) async fn run_with_credentials(
         let caller = lowstate_caller(&st, peer, &low).await?;
         out.extend(clients::run(&st, &caller, low).await?);
     }
-    Ok(fmt.returned(Json::Array(out)))
+    Ok(fmt.returned_list(out))
 }

@@ -7,7 +7,7 @@ use axum::response::Response;
 use serde_json::{json, Map, Value as Json};
 
 use super::lowstate::run_as;
-use crate::clients;
+use crate::clients::{self, Returned};
 use crate::error::ApiError;
 use crate::extract::{returned, Lowstates, Negotiated, Session, Shared};
 
@@ -22,7 +22,7 @@ async fn grains(
     low.insert("tgt".into(), json!(tgt));
     low.insert("fun".into(), json!("grains.items"));
     let ret = clients::run(st, &session.caller, low).await?;
-    Ok(fmt.returned(Json::Array(ret)))
+    Ok(fmt.returned_list(ret))
 }
 
 pub(super) async fn all(
@@ -51,7 +51,11 @@ pub(super) async fn publish(
     for c in &mut chunks {
         c.insert("client".into(), json!("local_async"));
     }
-    let ret = run_as(&st, &session.caller, chunks).await?;
+    let ret: Vec<Json> = run_as(&st, &session.caller, chunks)
+        .await?
+        .into_iter()
+        .map(Returned::into_json)
+        .collect();
     let links: Vec<Json> = ret
         .iter()
         .filter_map(|r| r.get("jid").and_then(Json::as_str))

@@ -145,6 +145,6 @@ async fn call_client(
     for (k, v) in kw {
         low.insert(k.into(), v);
     }
-    let out = clients::run(st, caller, low).await?;
+    let out = clients::run_json(st, caller, low).await?;
     Ok(out.into_iter().next().unwrap_or(Json::Null))
 }
