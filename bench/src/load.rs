@@ -313,6 +313,43 @@ pub(crate) async fn events_under_load(
     })
 }
 
+/// One runner call listing jobs through `POST /`: seconds until the last byte of the answer
+/// arrived (what the server took; the client's parsing is not timed), and how many jobs it
+/// held.
+pub(crate) async fn listed(
+    http: &reqwest::Client,
+    url: &str,
+    tok: &str,
+    body: &Value,
+) -> anyhow::Result<(f64, usize)> {
+    let t = Instant::now();
+    let bytes = http
+        .post(url)
+        .header("X-Auth-Token", tok)
+        .header("Accept", "application/json")
+        .json(body)
+        .send()
+        .await?
+        .error_for_status()?
+        .bytes()
+        .await?;
+    let secs = t.elapsed().as_secs_f64();
+    let v: Value = serde_json::from_slice(&bytes)?;
+    match &v["return"][0] {
+        Value::Object(m) => Ok((secs, m.len())),
+        Value::Array(a) => Ok((secs, a.len())),
+        // Salt answers a runner's exception with its traceback: its last line says it.
+        Value::String(text) => anyhow::bail!(
+            "the answer holds no job list: {}",
+            text.lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("")
+        ),
+        other => anyhow::bail!("the answer holds no job list: {:.300}", other.to_string()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

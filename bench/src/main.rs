@@ -918,52 +918,25 @@ fn job_store(
         }
     }
     let name = format!("runner jobs.list_jobs, {n} stored");
+    let body = json!({"client": "runner", "fun": "jobs.list_jobs"});
+    let fail = |rep: &mut Report, why: &str| rep.fail("W6", &name, "s", Better::Lower, kind, why);
     for _ in 0..cli.runs {
-        let t = Instant::now();
-        let r = rt.block_on(async {
-            let v: serde_json::Value = http
-                .post(&list)
-                .header("X-Auth-Token", &tok)
-                .header("Accept", "application/json")
-                .json(&json!({"client": "runner", "fun": "jobs.list_jobs"}))
-                .send()
-                .await?
-                .error_for_status()?
-                .json()
-                .await?;
-            anyhow::Ok(v)
-        });
-        let secs = t.elapsed().as_secs_f64();
-        match r {
-            Ok(v) => {
-                let listed = v["return"][0].as_object().map_or(0, |m| m.len());
-                if listed >= n {
-                    rep.add("W6", &name, "s", Better::Lower, kind, secs);
-                } else {
-                    rep.fail(
-                        "W6",
-                        &name,
-                        "s",
-                        Better::Lower,
-                        kind,
-                        &format!("listed {listed} of {n} jobs"),
-                    );
-                }
+        let secs = match rt.block_on(load::listed(&http, &list, &tok, &body)) {
+            Ok((secs, listed)) if listed >= n => {
+                rep.add("W6", &name, "s", Better::Lower, kind, secs);
+                secs
+            }
+            Ok((secs, listed)) => {
+                fail(rep, &format!("listed {listed} of {n} jobs"));
+                secs
             }
             Err(e) => {
                 failed(rep, "W6", &name, "s", Better::Lower, kind, &e);
                 break;
             }
-        }
+        };
         if secs > cli.swarm_limit as f64 {
-            rep.fail(
-                "W6",
-                &name,
-                "s",
-                Better::Lower,
-                kind,
-                "one call took over the time limit: fewer runs",
-            );
+            fail(rep, "one call took over the time limit: fewer runs");
             break;
         }
     }

@@ -110,7 +110,7 @@ fn measure_on(
     ];
     for (name, body, want) in lists {
         for _ in 0..opts.runs {
-            match rt.block_on(listed(&http, &st.url("/"), &tok, &body)) {
+            match rt.block_on(crate::load::listed(&http, &st.url("/"), &tok, &body)) {
                 Ok((secs, got)) if got >= want => {
                     rep.add("W13", &name, "s", Better::Lower, kind, secs)
                 }
@@ -183,41 +183,6 @@ fn fill(pg: &Postgres, count: usize) -> anyhow::Result<Vec<String>> {
         jids.len()
     );
     Ok(jids)
-}
-
-/// One runner call listing jobs through `POST /`: seconds until the whole answer was read
-/// and parsed, and how many jobs it held.
-async fn listed(
-    http: &reqwest::Client,
-    url: &str,
-    tok: &str,
-    body: &Value,
-) -> anyhow::Result<(f64, usize)> {
-    let t = Instant::now();
-    let v: Value = http
-        .post(url)
-        .header("X-Auth-Token", tok)
-        .header("Accept", "application/json")
-        .json(body)
-        .send()
-        .await?
-        .error_for_status()?
-        .json()
-        .await?;
-    let secs = t.elapsed().as_secs_f64();
-    match &v["return"][0] {
-        Value::Object(m) => Ok((secs, m.len())),
-        Value::Array(a) => Ok((secs, a.len())),
-        // Salt answers a runner's exception with its traceback: its last line says it.
-        Value::String(text) => anyhow::bail!(
-            "the answer holds no job list: {}",
-            text.lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("")
-        ),
-        other => anyhow::bail!("the answer holds no job list: {:.300}", other.to_string()),
-    }
 }
 
 /// Sign `minions` swarm minions in, send them one test.ping with `local_async`, and time

@@ -82,7 +82,7 @@ pub(crate) const SECTIONS: &[(&str, &str, &str)] = &[
          return) using each implementation's own storage code (Brine: `brine_master::jobstore::SqliteStore` \
          into `cachedir/jobs.sqlite`; Salt: `salt.returners.local_cache` from the venv), then the stack \
          is started. `GET /jobs/<jid>` of one stored job: p50 over a few requests per run; \
-         `runner jobs.list_jobs` through `POST /`: one call per run (answer checked to hold all N jobs).",
+         `runner jobs.list_jobs` through `POST /`: one call per run, timed until the last byte of the answer arrived (the client's parsing is not timed; the answer is then checked to hold all N jobs).",
     ),
     (
         "W7",
@@ -160,8 +160,9 @@ pub(crate) const SECTIONS: &[(&str, &str, &str)] = &[
          with N finished test.ping jobs of m1 by SQL (the rows Salt's returner writes), then: \
          `GET /jobs/<jid>` of one job, p50 over a few requests per run; `runner \
          jobs.list_jobs_filter` with `count=100` (the paged list: the newest 100) and `runner \
-         jobs.list_jobs` (every job) through `POST /`, one call per run, timed until the answer \
-         is read and parsed and checked to hold the jobs asked for. Then ingest: M `brine-swarm` \
+         jobs.list_jobs` (every job) through `POST /`, one call per run, timed until the last byte \
+         of the answer arrived (the client's parsing is not timed), then checked to hold the jobs \
+         asked for. Then ingest: M `brine-swarm` \
          minions sign in, one `local_async` test.ping goes to all of them, and the time from the \
          request until `salt_returns` holds a row from each (counted every 20 ms) gives the \
          returns stored per second.",
