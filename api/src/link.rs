@@ -117,7 +117,7 @@ impl BusEvent {
     }
 }
 
-/// One field of an event's data, still packed (see [`BusEvent::packed_field`]).
+/// One field of an event's data, still packed (see [`BusEvent::packed_fields`]).
 #[derive(Debug)]
 pub struct PackedField {
     event: Arc<BusEvent>,

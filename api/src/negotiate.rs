@@ -125,18 +125,16 @@ fn media_ranges(header: &str) -> Result<Vec<MediaRange<'_>>, ApiError> {
 /// cannot be serialised becomes Salt's 500 "Could not serialize the return data from Salt.".
 pub fn respond(format: Format, status: StatusCode, body: &Value) -> Response {
     match serialize(format, body) {
-        Ok(bytes) => (
-            status,
-            [(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static(format.content_type()),
-            )],
-            bytes,
-        )
-            .into_response(),
+        Ok(bytes) => typed(format, status, bytes),
         // Unreachable for a serde_json::Value written to memory; answer as Salt would anyway.
         Err(error) => (error.status, error.message).into_response(),
     }
+}
+
+/// `status` with `body`, already in `format`, and that format's exact Content-Type.
+fn typed(format: Format, status: StatusCode, body: impl IntoResponse) -> Response {
+    let content_type = HeaderValue::from_static(format.content_type());
+    (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
 /// `{"return": [...]}` in `format`: in JSON, each element written as it is held (a packed
@@ -150,7 +148,7 @@ pub fn respond_returned(format: Format, status: StatusCode, rets: Vec<Returned>)
             &crate::extract::returned(Value::Array(list)),
         );
     }
-    let style = brine_protocol::pyjson::JsonStyle::new(None, false);
+    let style = python_style();
     // JSON text of packed data is a little longer than its msgpack: room for it at once.
     let packed: usize = rets
         .iter()
@@ -175,15 +173,7 @@ pub fn respond_returned(format: Format, status: StatusCode, rets: Vec<Returned>)
         }
     }
     out.push_str("]}");
-    (
-        status,
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static(format.content_type()),
-        )],
-        out,
-    )
-        .into_response()
+    typed(format, status, out)
 }
 
 /// Re-render an [`ApiError`] response (one made by `ApiError::into_response`) in `format`; any
@@ -211,8 +201,12 @@ pub fn serialize(format: Format, body: &Value) -> Result<Vec<u8>, ApiError> {
 
 /// JSON as Python's `json.dumps(obj, ensure_ascii=False)` writes it.
 pub fn to_python_json(body: &Value) -> io::Result<Vec<u8>> {
-    let style = brine_protocol::pyjson::JsonStyle::new(None, false);
-    Ok(brine_protocol::pyjson::dumps(body, &style).into_bytes())
+    Ok(brine_protocol::pyjson::dumps(body, &python_style()).into_bytes())
+}
+
+/// `json.dumps(obj, ensure_ascii=False)`'s style.
+fn python_style() -> brine_protocol::pyjson::JsonStyle {
+    brine_protocol::pyjson::JsonStyle::new(None, false)
 }
 
 #[cfg(test)]

@@ -68,23 +68,51 @@ pub const EXIT_FINGER: i32 = 42;
 /// Salt exits with 42 when the master's address cannot be resolved, too.
 pub const EXIT_UNRESOLVABLE: i32 = 42;
 
+/// Why a minion of a master could not be made.
+#[derive(Debug)]
+pub enum NotStarted {
+    /// The master's name did not resolve (`retry_dns_count` tries).
+    Unresolvable(resolve::Unresolvable),
+    /// Its keys, cache or outbox could not be set up.
+    Setup(anyhow::Error),
+}
+
+impl NotStarted {
+    /// The process's exit code.
+    pub fn code(&self) -> i32 {
+        match self {
+            NotStarted::Unresolvable(_) => EXIT_UNRESOLVABLE,
+            NotStarted::Setup(_) => 1,
+        }
+    }
+}
+
+impl std::fmt::Display for NotStarted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotStarted::Unresolvable(e) => e.fmt(f),
+            NotStarted::Setup(e) => e.fmt(f),
+        }
+    }
+}
+
 impl Minion {
     /// The minion of the first master of the list (a single master, or `salt-call`), once
-    /// its name resolves (`retry_dns`); `Err` with the exit code and a one-line reason.
+    /// its name resolves (`retry_dns`).
     pub async fn of_first_master(
         cfg: MinionConfig,
         ctx: &zmq::Context,
         config_dir: &Path,
-    ) -> Result<Minion, (i32, String)> {
+    ) -> Result<Minion, NotStarted> {
         let named = cfg.masters.first().cloned().unwrap_or(MasterAddr {
             host: "salt".into(),
             port: cfg.master_port,
         });
         let master = resolve::master_addr(&cfg, &named, Patience::Configured)
             .await
-            .map_err(|e| (EXIT_UNRESOLVABLE, e.to_string()))?;
+            .map_err(NotStarted::Unresolvable)?;
         let outbox = cfg.cachedir.join("outbox");
-        Self::for_master(cfg, ctx, config_dir, master, &outbox).map_err(|e| (1, e.to_string()))
+        Self::for_master(cfg, ctx, config_dir, master, &outbox).map_err(NotStarted::Setup)
     }
 
     /// The minion's service of `master`, keeping the returns that master has not taken in
@@ -1045,13 +1073,14 @@ pub fn main_with(config_dir: &Path, log_level: Option<&str>) -> i32 {
         (MasterType::Str, _) => rt.block_on(async {
             match Minion::of_first_master(cfg, &ctx, config_dir).await {
                 Ok(m) => run(Arc::new(m), ctx).await,
-                Err((EXIT_UNRESOLVABLE, why)) => {
-                    tracing::error!("{why}");
-                    EXIT_UNRESOLVABLE
+                // Logged, as when a master of a list does not resolve.
+                Err(e @ NotStarted::Unresolvable(_)) => {
+                    tracing::error!("{e}");
+                    e.code()
                 }
-                Err((code, why)) => {
-                    eprintln!("salt-minion: {why}");
-                    code
+                Err(e) => {
+                    eprintln!("salt-minion: {e}");
+                    e.code()
                 }
             }
         }),

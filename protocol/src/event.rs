@@ -254,32 +254,18 @@ impl Scanner {
 
 /// Takes the `body` out of a complete frame map (`{"head": ..., "body": <bin>}`).
 fn body_of(frame: &[u8]) -> Result<Vec<u8>, EventError> {
-    let malformed = |e: crate::payload::PayloadError| EventError::Malformed(e.to_string());
-    crate::payload::check(frame).map_err(malformed)?;
-    // Walked item by item: the body (a bin of up to the frame limit) is copied once, and
-    // nothing else is built.
-    let mut items = crate::payload::Tokens::new(frame);
-    let Token::Map(entries) = items.next().map_err(malformed)? else {
+    crate::payload::check(frame).map_err(|e| EventError::Malformed(e.to_string()))?;
+    if !matches!(frame.first(), Some(0x80..=0x8f | 0xde | 0xdf)) {
         return Err(EventError::Malformed("frame is not a map".into()));
-    };
-    for _ in 0..entries {
-        let key = items.next().map_err(malformed)?;
-        if key == Token::Raw(b"body") {
-            return match items.next().map_err(malformed)? {
-                // Releases that packed without use_bin_type sent the body as a raw str.
-                Token::Raw(body) => Ok(body.to_vec()),
-                _ => Err(EventError::MissingBody),
-            };
-        }
-        // What a container key holds, then the value.
-        let held = match key {
-            Token::Array(n) => n,
-            Token::Map(n) => 2 * n,
-            _ => 0,
-        };
-        items.skip_items(held + 1).map_err(malformed)?;
     }
-    Err(EventError::MissingBody)
+    // Found without decoding the frame: the body (a bin of up to the frame limit) is copied
+    // once, and nothing else is built.
+    let body = crate::payload::map_field(frame, "body").ok_or(EventError::MissingBody)?;
+    match crate::payload::Tokens::new(body).next() {
+        // Releases that packed without use_bin_type sent the body as a raw str.
+        Ok(Token::Raw(body)) => Ok(body.to_vec()),
+        _ => Err(EventError::MissingBody),
+    }
 }
 
 /// Shared buffering: bytes not yet returned, consumed from the front.

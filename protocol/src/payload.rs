@@ -608,11 +608,6 @@ impl<'a> Tokens<'a> {
         self.0.token()
     }
 
-    /// Past `n` items of any type (containers with what they hold).
-    pub(crate) fn skip_items(&mut self, n: usize) -> Result<(), PayloadError> {
-        (0..n).try_for_each(|_| self.0.skip())
-    }
-
     /// Whether every byte was read.
     pub(crate) fn at_end(&self) -> bool {
         self.0.remaining() == 0

@@ -245,9 +245,10 @@ fn write_packed(
         }
         Token::Map(len) => {
             let mut small: [&[u8]; SMALL_MAP] = [&[]; SMALL_MAP];
-            // foldhash: fast on short keys, seeded per process.
-            let mut large =
-                std::collections::HashSet::with_hasher(foldhash::fast::RandomState::default());
+            // foldhash: fast on short keys, seeded per process; made for large maps only.
+            let mut large = (len > SMALL_MAP).then(|| {
+                std::collections::HashSet::with_hasher(foldhash::fast::RandomState::default())
+            });
             out.push('{');
             for i in 0..len {
                 // Keys that JSON shows as text, each once; anything else is left to the tree.
@@ -257,12 +258,13 @@ fn write_packed(
                 let Ok(text) = std::str::from_utf8(key) else {
                     return Err(NotWritten);
                 };
-                let repeated = if len <= SMALL_MAP {
-                    let seen = small[..i].contains(&key);
-                    small[i] = key;
-                    seen
-                } else {
-                    !large.insert(key)
+                let repeated = match large.as_mut() {
+                    Some(seen) => !seen.insert(key),
+                    None => {
+                        let seen = small[..i].contains(&key);
+                        small[i] = key;
+                        seen
+                    }
                 };
                 if repeated {
                     return Err(NotWritten);

@@ -164,9 +164,9 @@ fn main() {
         let zmq = zmq::Context::new();
         let minion = match rt.block_on(Minion::of_first_master(cfg, &zmq, &cli.config_dir)) {
             Ok(m) => m,
-            Err((code, why)) => {
-                eprintln!("salt-call: {why}");
-                std::process::exit(code);
+            Err(e) => {
+                eprintln!("salt-call: {e}");
+                std::process::exit(e.code());
             }
         };
         let called = rt.block_on(caller::call(

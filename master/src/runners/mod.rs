@@ -232,37 +232,30 @@ impl Master {
         data.push(("success", Value::from(success)));
         let data = map(data);
         let tag = format!("salt/run/{jid}/ret");
-        if !self.cfg.job_cache {
-            let ev = self.bus.fire(&tag, data);
-            // The bus's writers, woken by the event, go first: a copy of a return of many
-            // megabytes would hold them up on this worker.
-            tokio::task::yield_now().await;
-            let ret = ev.and_then(|ev| get(&ev.data, "return").cloned());
-            return (ret.unwrap_or(Value::Nil), success);
-        }
-        // The event goes first (salt-api waits for it); the stored return is a copy of the
-        // event's data, made afterwards (a runner's return can be tens of megabytes) off the
-        // runtime's workers: the bus's writers, woken by the event, run meanwhile.
+        // The event goes first (salt-api waits for it). What follows (the store's copy, the
+        // caller's copy of a return that can be tens of megabytes) runs off the runtime's
+        // workers: the bus's writers, woken by the event, run meanwhile.
         let Some(ev) = self.bus.fire(&tag, data) else {
             let why = format!("the return of runner {fun} is too large for the event bus");
             return (Value::from(why), false);
         };
-        let load = map(vec![
-            ("id", Value::from(self.cfg.id.clone())),
-            ("tgt", Value::from(self.cfg.id.clone())),
-            ("jid", Value::from(jid)),
-            ("fun", Value::from(format!("runner.{fun}"))),
-            ("arg", Value::Array(fun_args)),
-            ("tgt_type", Value::from("list")),
-            ("user", Value::from(user)),
-        ]);
-        let (store, id, jid, fun) = (
-            self.store.clone(),
-            self.cfg.id.clone(),
-            jid.to_string(),
-            format!("runner.{fun}"),
-        );
-        let stored = tokio::task::spawn_blocking(move || {
+        let store = self.cfg.job_cache.then(|| {
+            let load = map(vec![
+                ("id", Value::from(self.cfg.id.clone())),
+                ("tgt", Value::from(self.cfg.id.clone())),
+                ("jid", Value::from(jid)),
+                ("fun", Value::from(format!("runner.{fun}"))),
+                ("arg", Value::Array(fun_args)),
+                ("tgt_type", Value::from("list")),
+                ("user", Value::from(user)),
+            ]);
+            (self.store.clone(), self.cfg.id.clone(), load)
+        });
+        let (jid, fun) = (jid.to_string(), format!("runner.{fun}"));
+        let ret = tokio::task::spawn_blocking(move || {
+            let Some((store, id, load)) = store else {
+                return get(&ev.data, "return").cloned();
+            };
             let _ = store.save_load(&jid, &load, &[]);
             let mut stored = map(vec![
                 ("id", Value::from(id)),
@@ -275,7 +268,7 @@ impl Master {
             remove(&mut stored, "return").and_then(|mut data| remove(&mut data, "return"))
         })
         .await;
-        (stored.ok().flatten().unwrap_or(Value::Nil), success)
+        (ret.ok().flatten().unwrap_or(Value::Nil), success)
     }
 
     /// Publish a job from inside the master and gather its returns with the one local
