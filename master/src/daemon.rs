@@ -96,6 +96,7 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
         &feed,
         &pub_ep,
         &cfg.pub_hwm.to_string(),
+        &cfg.zmq_backlog.to_string(),
         if cfg.ipv6 { "ipv6" } else { "ipv4" },
     ]
     .map(String::from);
@@ -133,6 +134,7 @@ async fn serve(cfg: MasterConfig) -> anyhow::Result<()> {
             max_message_size: (master.cfg.max_request_size as i64).saturating_mul(2),
             queue_len: 100_000,
             sign_in_queue_len: 10_000,
+            backlog: master.cfg.zmq_backlog,
             ipv6: master.cfg.ipv6,
         },
         Arc::new(move |body: &[u8]| m.handle(body)),
@@ -381,15 +383,20 @@ pub const PUBLISHER_FLAG: &str = "--brine-publisher-process";
 /// `salt-master --brine-publisher-process FEED BIND HWM ipv4|ipv6`: the master's publish
 /// socket, started by the master itself. Returns the exit code.
 pub fn publisher_main(args: &[String]) -> i32 {
-    let [feed, bind, hwm, family] = args else {
-        eprintln!("salt-master: {PUBLISHER_FLAG} FEED BIND HWM ipv4|ipv6");
+    let [feed, bind, hwm, backlog, family] = args else {
+        eprintln!("salt-master: {PUBLISHER_FLAG} FEED BIND HWM BACKLOG ipv4|ipv6");
         return 2;
     };
-    let Ok(hwm) = hwm.parse::<i32>() else {
-        eprintln!("salt-master: publisher: bad high-water mark {hwm:?}");
+    let (Ok(hwm), Ok(backlog)) = (hwm.parse::<i32>(), backlog.parse::<i32>()) else {
+        eprintln!("salt-master: publisher: bad high-water mark or backlog {hwm:?} {backlog:?}");
         return 2;
     };
-    match brine_transport::zmq_channel::run_publisher_child(feed, bind, hwm, family == "ipv6") {
+    let opts = brine_transport::zmq_channel::PubOptions {
+        hwm,
+        backlog,
+        ipv6: family == "ipv6",
+    };
+    match brine_transport::zmq_channel::run_publisher_child(feed, bind, opts) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("salt-master: publisher: {e}");

@@ -1178,6 +1178,9 @@ pub struct MasterConfig {
     /// `mine_get`: `{minion-id regex: [function regex, ...]}`; `None` when not set (all allowed).
     pub mine_get: Option<Value>,
     pub pub_hwm: i32,
+    /// `zmq_backlog`: connections to each port the kernel holds until the master accepts
+    /// them (Salt's default 1000; the kernel caps it at `net.core.somaxconn`).
+    pub zmq_backlog: i32,
     pub job_cache: bool,
     pub minion_data_cache: bool,
     pub token_expire: u64,
@@ -1423,6 +1426,12 @@ impl MasterConfig {
                 let hwm = r.int("pub_hwm", 1000)?;
                 i32::try_from(hwm)
                     .map_err(|_| r.type_error("pub_hwm", "a 32-bit integer", &Value::from(hwm)))?
+            },
+            zmq_backlog: {
+                let n = r.int("zmq_backlog", 1000)?;
+                i32::try_from(n).ok().filter(|n| *n > 0).ok_or_else(|| {
+                    r.type_error("zmq_backlog", "a positive 32-bit integer", &Value::from(n))
+                })?
             },
             job_cache: r.bool("job_cache", true)?,
             minion_data_cache: r.bool("minion_data_cache", true)?,
@@ -2159,8 +2168,13 @@ mod tests {
             (86400, 3, 2048)
         );
         assert_eq!(
-            (cfg.pub_hwm, cfg.loop_interval, cfg.token_expire),
-            (1000, 60, 43200)
+            (
+                cfg.pub_hwm,
+                cfg.zmq_backlog,
+                cfg.loop_interval,
+                cfg.token_expire
+            ),
+            (1000, 1000, 60, 43200)
         );
         assert_eq!(cfg.log_level, "warning");
         assert_eq!(cfg.user, "root");
@@ -2477,6 +2491,21 @@ mod tests {
             .expect_err("too big")
             .to_string()
             .contains("'ret_port'"));
+        for bad in ["0", "-5", "4294967296"] {
+            write(
+                dir.path(),
+                "master.d/x.conf",
+                &format!("zmq_backlog: {bad}\n"),
+            );
+            let err = MasterConfig::load(dir.path()).expect_err("no backlog");
+            assert!(
+                err.to_string()
+                    .contains("key 'zmq_backlog': expected a positive 32-bit integer"),
+                "{err}"
+            );
+        }
+        write(dir.path(), "master.d/x.conf", "zmq_backlog: 4096\n");
+        assert_eq!(MasterConfig::load(dir.path()).unwrap().zmq_backlog, 4096);
         write(dir.path(), "master.d/x.conf", "ret_port: 4506.5\n");
         assert!(
             MasterConfig::load(dir.path()).is_err(),

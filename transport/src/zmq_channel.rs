@@ -89,6 +89,18 @@ pub struct ServerOptions {
     /// of them is dropped there and never delays the requests of minions already signed in.
     /// At most all workers but one handle sign-ins at once.
     pub sign_in_queue_len: usize,
+    /// Connections the kernel holds for the socket until it accepts them (`zmq_backlog`).
+    pub backlog: i32,
+    pub ipv6: bool,
+}
+
+/// The master's publish socket's settings.
+#[derive(Debug, Clone, Copy)]
+pub struct PubOptions {
+    /// Messages queued per subscriber (`pub_hwm`).
+    pub hwm: i32,
+    /// Connections the kernel holds until they are accepted (`zmq_backlog`).
+    pub backlog: i32,
     pub ipv6: bool,
 }
 
@@ -168,7 +180,7 @@ impl RequestServer {
         router
             .set_maxmsgsize(opts.max_message_size)
             .map_err(zerr(ep))?;
-        router.set_backlog(1000).map_err(zerr(ep))?;
+        router.set_backlog(opts.backlog).map_err(zerr(ep))?;
         router.set_tcp_keepalive(1).map_err(zerr(ep))?;
         router.set_tcp_keepalive_idle(60).map_err(zerr(ep))?;
         router.set_tcp_keepalive_intvl(15).map_err(zerr(ep))?;
@@ -591,13 +603,13 @@ impl PublisherChild {
 fn pub_socket(
     ctx: &zmq::Context,
     bind: &str,
-    hwm: i32,
-    ipv6: bool,
+    opts: PubOptions,
 ) -> Result<zmq::Socket, TransportError> {
+    let PubOptions { hwm, backlog, ipv6 } = opts;
     let s = ctx.socket(zmq::PUB).map_err(zerr(bind))?;
     s.set_sndhwm(hwm).map_err(zerr(bind))?;
     s.set_rcvhwm(hwm).map_err(zerr(bind))?;
-    s.set_backlog(1000).map_err(zerr(bind))?;
+    s.set_backlog(backlog).map_err(zerr(bind))?;
     s.set_linger(1000).map_err(zerr(bind))?;
     s.set_tcp_keepalive(1).map_err(zerr(bind))?;
     // Subscription messages are tiny; anything large on a PUB socket is hostile.
@@ -627,13 +639,8 @@ fn feed_thread(s: zmq::Socket) -> (Sender<Vec<Vec<u8>>>, JoinHandle<()>) {
 
 impl Publisher {
     /// The PUB socket in this process.
-    pub fn start(
-        ctx: &zmq::Context,
-        bind: &str,
-        hwm: i32,
-        ipv6: bool,
-    ) -> Result<Self, TransportError> {
-        let (tx, thread) = feed_thread(pub_socket(ctx, bind, hwm, ipv6)?);
+    pub fn start(ctx: &zmq::Context, bind: &str, opts: PubOptions) -> Result<Self, TransportError> {
+        let (tx, thread) = feed_thread(pub_socket(ctx, bind, opts)?);
         Ok(Publisher {
             tx: Some(tx),
             thread: Some(thread),
@@ -756,12 +763,7 @@ static CHILD_STOP: AtomicBool = AtomicBool::new(false);
 /// The body of the publisher process (see [`Publisher::start_child`]): bind the PUB socket
 /// and the `feed` PULL socket, print `ready`, and forward every message until SIGTERM, or
 /// until the parent process is gone.
-pub fn run_publisher_child(
-    feed: &str,
-    bind: &str,
-    hwm: i32,
-    ipv6: bool,
-) -> Result<(), TransportError> {
+pub fn run_publisher_child(feed: &str, bind: &str, opts: PubOptions) -> Result<(), TransportError> {
     extern "C" fn on_term(_: libc::c_int) {
         CHILD_STOP.store(true, Ordering::SeqCst);
     }
@@ -777,7 +779,7 @@ pub fn run_publisher_child(
         return Ok(());
     }
     let ctx = zmq::Context::new();
-    let publisher = pub_socket(&ctx, bind, hwm, ipv6)?;
+    let publisher = pub_socket(&ctx, bind, opts)?;
     if let Some(path) = feed.strip_prefix("ipc://") {
         let _ = std::fs::remove_file(path);
     }
@@ -915,6 +917,7 @@ mod tests {
             max_message_size: 1024,
             queue_len: 16,
             sign_in_queue_len: 16,
+            backlog: 100,
             ipv6: false,
         };
         RequestServer::start(ctx, opts, handler).unwrap()
@@ -992,7 +995,16 @@ mod tests {
         let ctx = zmq::Context::new();
         let port = free_port();
         let ep = format!("tcp://127.0.0.1:{port}");
-        let publisher = Publisher::start(&ctx, &ep, 1000, false).unwrap();
+        let publisher = Publisher::start(
+            &ctx,
+            &ep,
+            PubOptions {
+                hwm: 1000,
+                backlog: 100,
+                ipv6: false,
+            },
+        )
+        .unwrap();
         let (tx, rx) = crossbeam_channel::unbounded();
         let _sub = Subscriber::start(&ctx, &ep, &[b"".to_vec()], None, 100, 1000, move |f| {
             let _ = tx.send(f);

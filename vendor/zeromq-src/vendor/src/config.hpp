@@ -39,7 +39,7 @@ enum
     //  Number of new messages in message pipe needed to trigger new memory
     //  allocation. Setting this parameter to 256 decreases the impact of
     //  memory allocation by approximately 99.6%
-    message_pipe_granularity = 32,
+    message_pipe_granularity = 4,
 
     //  Commands in pipe per allocation event.
     command_pipe_granularity = 16,

@@ -60,10 +60,9 @@ template <typename T> class encoder_base_t : public i_encoder
         _next (NULL),
         _new_msg_flag (false),
         _buf_size (bufsize_),
-        _buf (static_cast<unsigned char *> (malloc (bufsize_))),
+        _buf (NULL),
         _in_progress (NULL)
     {
-        alloc_assert (_buf);
     }
 
     ~encoder_base_t () ZMQ_OVERRIDE { free (_buf); }
@@ -73,11 +72,18 @@ template <typename T> class encoder_base_t : public i_encoder
     //  points to NULL) decoder object will provide buffer of its own.
     size_t encode (unsigned char **data_, size_t size_) ZMQ_FINAL
     {
-        unsigned char *buffer = !*data_ ? _buf : *data_;
-        const size_t buffersize = !*data_ ? _buf_size : size_;
-
         if (in_progress () == NULL)
             return 0;
+
+        //  Brine: the buffer is allocated when there is something to encode
+        //  and given back by release_buffer once the engine has sent it all,
+        //  so that an idle connection holds none.
+        if (!*data_ && !_buf) {
+            _buf = static_cast<unsigned char *> (malloc (_buf_size));
+            alloc_assert (_buf);
+        }
+        unsigned char *buffer = !*data_ ? _buf : *data_;
+        const size_t buffersize = !*data_ ? _buf_size : size_;
 
         size_t pos = 0;
         while (pos < buffersize) {
@@ -126,6 +132,12 @@ template <typename T> class encoder_base_t : public i_encoder
         return pos;
     }
 
+    void release_buffer () ZMQ_FINAL
+    {
+        free (_buf);
+        _buf = NULL;
+    }
+
     void load_msg (msg_t *msg_) ZMQ_FINAL
     {
         zmq_assert (in_progress () == NULL);
@@ -167,7 +179,7 @@ template <typename T> class encoder_base_t : public i_encoder
 
     //  The buffer for encoded data.
     const size_t _buf_size;
-    unsigned char *const _buf;
+    unsigned char *_buf;
 
     msg_t *_in_progress;
 

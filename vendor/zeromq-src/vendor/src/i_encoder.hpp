@@ -52,6 +52,10 @@ struct i_encoder
 
     //  Load a new message into encoder.
     virtual void load_msg (msg_t *msg_) = 0;
+
+    //  Brine: free the encoder's own buffer; called when everything encoded
+    //  was sent, the next encode allocates it again.
+    virtual void release_buffer () = 0;
 };
 }
 

@@ -245,7 +245,7 @@ zmq::options_t::options_t () :
     zap_enforce_domain (false),
     loopback_fastpath (false),
     multicast_loop (true),
-    in_batch_size (2048),
+    in_batch_size (256),
     out_batch_size (2048),
     zero_copy (true),
     router_notify (0),

@@ -366,6 +366,8 @@ void zmq::stream_engine_base_t::out_event ()
         if (_outsize == 0) {
             _output_stopped = true;
             reset_pollout ();
+            //  Brine: an idle connection keeps no write buffer.
+            _encoder->release_buffer ();
             return;
         }
     }

@@ -68,30 +68,38 @@ zmq::tcp_listener_t::tcp_listener_t (io_thread_t *io_thread_,
 
 void zmq::tcp_listener_t::in_event ()
 {
-    const fd_t fd = accept ();
+    //  Brine: take the connections waiting in the accept queue in batches, not one per
+    //  wake-up of the I/O thread; under a storm of connections (thousands of minions
+    //  starting at once) the thread also serves every connection it already holds, and
+    //  one accept per pass let the kernel's queue overflow.
+    for (int taken = 0; taken != accept_batch; ++taken) {
+        const fd_t fd = accept ();
 
-    //  If connection was reset by the peer in the meantime, just ignore it.
-    //  TODO: Handle specific errors like ENFILE/EMFILE etc.
-    if (fd == retired_fd) {
-        _socket->event_accept_failed (
-          make_unconnected_bind_endpoint_pair (_endpoint), zmq_errno ());
-        return;
+        //  If connection was reset by the peer in the meantime, just ignore it.
+        //  TODO: Handle specific errors like ENFILE/EMFILE etc.
+        //  After the first, an empty queue is the end of the batch, not a failure.
+        if (fd == retired_fd) {
+            if (taken == 0)
+                _socket->event_accept_failed (
+                  make_unconnected_bind_endpoint_pair (_endpoint), zmq_errno ());
+            return;
+        }
+
+        int rc = tune_tcp_socket (fd);
+        rc = rc
+             | tune_tcp_keepalives (
+               fd, options.tcp_keepalive, options.tcp_keepalive_cnt,
+               options.tcp_keepalive_idle, options.tcp_keepalive_intvl);
+        rc = rc | tune_tcp_maxrt (fd, options.tcp_maxrt);
+        if (rc != 0) {
+            _socket->event_accept_failed (
+              make_unconnected_bind_endpoint_pair (_endpoint), zmq_errno ());
+            return;
+        }
+
+        //  Create the engine object for this connection.
+        create_engine (fd);
     }
-
-    int rc = tune_tcp_socket (fd);
-    rc = rc
-         | tune_tcp_keepalives (
-           fd, options.tcp_keepalive, options.tcp_keepalive_cnt,
-           options.tcp_keepalive_idle, options.tcp_keepalive_intvl);
-    rc = rc | tune_tcp_maxrt (fd, options.tcp_maxrt);
-    if (rc != 0) {
-        _socket->event_accept_failed (
-          make_unconnected_bind_endpoint_pair (_endpoint), zmq_errno ());
-        return;
-    }
-
-    //  Create the engine object for this connection.
-    create_engine (fd);
 }
 
 std::string
@@ -110,6 +118,9 @@ int zmq::tcp_listener_t::create_socket (const char *addr_)
 
     //  TODO why is this only done for the listener?
     make_socket_noninheritable (_s);
+
+    //  Brine: in_event accepts until the queue is empty, so accept must not block.
+    unblock_socket (_s);
 
     //  Allow reusing of the address.
     int flag = 1;

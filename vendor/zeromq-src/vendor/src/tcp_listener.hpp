@@ -50,6 +50,12 @@ class tcp_listener_t ZMQ_FINAL : public stream_listener_base_t
     std::string get_socket_name (fd_t fd_, socket_end_t socket_end_) const;
 
   private:
+    //  Brine: connections accepted at most per wake-up of the I/O thread.
+    enum
+    {
+        accept_batch = 64
+    };
+
     //  Handlers for I/O events.
     void in_event ();
 
