@@ -2,13 +2,17 @@
 //! `_pillar`), kept in memory and in `cachedir/minions/<id>/data.p` (Salt's layout), so that
 //! grain targeting works from the master; and each minion's mine (`_mine` requests), in
 //! `cachedir/minions/<id>/mine.p`.
+//!
+//! An entry is kept in memory as the msgpack of `data.p` (a few KiB for a real minion's
+//! grains, several times that as a tree) and decoded when read. A minion that reports the same
+//! grains and pillar again, as every minion does at each start, leaves its file as it was.
 
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
-use brine_protocol::payload::{dumps_bin, get, loads, map, Value};
+use brine_protocol::payload::{dumps_bin, loads, map, map_field, Value};
 
 #[derive(Clone, Default)]
 pub struct MinionData {
@@ -19,7 +23,8 @@ pub struct MinionData {
 pub struct DataCache {
     dir: PathBuf,
     enabled: bool,
-    entries: RwLock<HashMap<String, MinionData>>,
+    /// Each minion's `data.p`: a msgpack map of `grains` and `pillar`.
+    entries: RwLock<HashMap<String, Arc<[u8]>>>,
     /// Each minion's mine: a map of function (or alias) to its last result.
     mines: RwLock<HashMap<String, Value>>,
 }
@@ -41,16 +46,9 @@ impl DataCache {
                     {
                         mines.insert(id.clone(), mine);
                     }
+                    // Checked when read: a file that does not decode reads as no data.
                     if let Ok(bytes) = fs::read(e.path().join("data.p")) {
-                        if let Ok(v) = loads(&bytes) {
-                            entries.insert(
-                                id,
-                                MinionData {
-                                    grains: get(&v, "grains").cloned(),
-                                    pillar: get(&v, "pillar").cloned(),
-                                },
-                            );
-                        }
+                        entries.insert(id, Arc::from(bytes));
                     }
                 }
             }
@@ -76,33 +74,49 @@ impl DataCache {
         }
     }
 
+    /// Record what `id` reported; its file is written only when that changed.
     pub fn update(&self, id: &str, grains: Value, pillar: Value) {
         if !self.enabled {
             return;
         }
-        let bytes = dumps_bin(&map(vec![
-            ("grains", grains.clone()),
-            ("pillar", pillar.clone()),
-        ]));
+        let bytes = dumps_bin(&map(vec![("grains", grains), ("pillar", pillar)]));
+        if self.packed(id).is_some_and(|old| *old == *bytes) {
+            return;
+        }
         self.write(id, "data.p", &bytes);
         self.entries
             .write()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(
-                id.to_string(),
-                MinionData {
-                    grains: Some(grains),
-                    pillar: Some(pillar),
-                },
-            );
+            .insert(id.to_string(), Arc::from(bytes));
     }
 
-    pub fn get(&self, id: &str) -> Option<MinionData> {
+    fn packed(&self, id: &str) -> Option<Arc<[u8]>> {
         self.entries
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .get(id)
             .cloned()
+    }
+
+    /// The grains and pillar `id` last reported (None when it never did, or its file does
+    /// not decode).
+    pub fn get(&self, id: &str) -> Option<MinionData> {
+        let bytes = self.packed(id)?;
+        let [grains, pillar] = brine_protocol::payload::map_fields(&bytes, ["grains", "pillar"]);
+        if grains.is_none() && pillar.is_none() {
+            return None;
+        }
+        let field = |f: Option<&[u8]>| f.and_then(|b| loads(b).ok());
+        Some(MinionData {
+            grains: field(grains),
+            pillar: field(pillar),
+        })
+    }
+
+    /// The grains `id` last reported, decoded alone.
+    pub fn grains(&self, id: &str) -> Option<Value> {
+        let bytes = self.packed(id)?;
+        loads(map_field(&bytes, "grains")?).ok()
     }
 
     /// A minion's mine (`None` when it stored nothing).
@@ -177,5 +191,49 @@ impl DataCache {
             .unwrap_or_else(|e| e.into_inner())
             .remove(id);
         let _ = fs::remove_dir_all(self.dir.join(id));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    fn grains(os: &str) -> Value {
+        map(vec![("os", Value::from(os)), ("id", Value::from("m1"))])
+    }
+
+    #[test]
+    fn entries_are_kept_packed_read_back_and_rewritten_only_when_they_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = DataCache::open(dir.path(), true);
+        assert!(cache.get("m1").is_none());
+        let pillar = map(vec![("role", Value::from("web"))]);
+        cache.update("m1", grains("Debian"), pillar.clone());
+        let file = dir.path().join("minions/m1/data.p");
+        let inode = fs::metadata(&file).unwrap().ino();
+
+        // The same report again leaves the file alone (a rename would give a new inode).
+        cache.update("m1", grains("Debian"), pillar.clone());
+        assert_eq!(fs::metadata(&file).unwrap().ino(), inode);
+        let got = cache.get("m1").unwrap();
+        assert_eq!(got.grains, Some(grains("Debian")));
+        assert_eq!(got.pillar, Some(pillar.clone()));
+        assert_eq!(cache.grains("m1"), Some(grains("Debian")));
+
+        // A change is written, and what a new master process reads is the newest.
+        cache.update("m1", grains("Ubuntu"), pillar.clone());
+        assert_ne!(fs::metadata(&file).unwrap().ino(), inode);
+        let again = DataCache::open(dir.path(), true);
+        assert_eq!(again.grains("m1"), Some(grains("Ubuntu")));
+        assert_eq!(again.get("m1").unwrap().pillar, Some(pillar));
+
+        // A file that does not decode reads as no data; the next report replaces it.
+        fs::write(&file, b"\xc1garbage").unwrap();
+        let broken = DataCache::open(dir.path(), true);
+        assert!(broken.get("m1").is_none());
+        assert!(broken.grains("m1").is_none());
+        broken.update("m1", grains("Debian"), Value::Map(vec![]));
+        assert_eq!(broken.grains("m1"), Some(grains("Debian")));
     }
 }

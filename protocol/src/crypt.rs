@@ -263,6 +263,17 @@ impl PrivateKey {
         self.fast.get_or_init(|| ossl::Key::new(&self.key)).as_ref()
     }
 
+    /// Make the OpenSSL copy of the key and its per-key tables (Montgomery contexts, the
+    /// blinding factor) now, with one signature, instead of at the first private-key
+    /// operation; for a process that loads many keys ahead of using them (the swarm). A
+    /// no-op without OpenSSL.
+    pub fn prepare(&self) {
+        #[cfg(feature = "openssl")]
+        if let Some(fast) = self.fast() {
+            let _ = fast.sign(b"", SigAlgo::Pkcs1v15Sha1);
+        }
+    }
+
     /// PKCS#1 PEM with LF line endings and a trailing newline, as Salt writes master.pem.
     pub fn to_pem(&self) -> String {
         self.key
@@ -471,6 +482,29 @@ mod ossl {
         Rsa::from_public_components(n, e).ok()
     }
 
+    /// The private key in OpenSSL from the numbers the `rsa` crate precomputed when it
+    /// loaded it (its PKCS#1 encoding would compute the CRT coefficient once more); None for
+    /// a key of more than two primes or without them.
+    pub(super) fn from_parts(key: &RsaPrivateKey) -> Option<Rsa<Private>> {
+        use rsa::traits::PrivateKeyParts;
+        let [p, q] = key.primes() else {
+            return None;
+        };
+        let num = |v: &rsa::BigUint| BigNum::from_slice(&v.to_bytes_be()).ok();
+        let qinv = key.qinv()?.to_biguint()?;
+        Rsa::from_private_components(
+            num(key.n())?,
+            num(key.e())?,
+            num(key.d())?,
+            num(p)?,
+            num(q)?,
+            num(key.dp()?)?,
+            num(key.dq()?)?,
+            num(&qinv)?,
+        )
+        .ok()
+    }
+
     /// The DigestInfo a PKCS#1 v1.5 signature of `data` carries.
     fn digest_info(data: &[u8], algo: SigAlgo) -> Vec<u8> {
         use sha1::Sha1;
@@ -521,11 +555,21 @@ mod ossl {
     /// RSAES-OAEP encryption with a public key; None when OpenSSL refuses the key or the
     /// data (the caller then uses the `rsa` crate, which gives the error its words).
     pub(super) fn encrypt(key: &RsaPublicKey, data: &[u8], algo: EncAlgo) -> Option<Vec<u8>> {
+        let rsa = public(key)?;
         let md = match algo {
-            EncAlgo::OaepSha1 => MessageDigest::sha1(),
+            // OpenSSL's own OAEP padding is SHA-1 with MGF1-SHA-1 and an empty label: the
+            // key's operation without an EVP context, fetched algorithms or a key export.
+            EncAlgo::OaepSha1 => {
+                let mut out = vec![0u8; rsa.size() as usize];
+                let len = rsa
+                    .public_encrypt(data, &mut out, Padding::PKCS1_OAEP)
+                    .ok()?;
+                out.truncate(len);
+                return Some(out);
+            }
             EncAlgo::OaepSha224 => MessageDigest::sha224(),
         };
-        let pkey = PKey::from_rsa(public(key)?).ok()?;
+        let pkey = PKey::from_rsa(rsa).ok()?;
         let mut enc = Encrypter::new(&pkey).ok()?;
         enc.set_rsa_padding(Padding::PKCS1_OAEP).ok()?;
         enc.set_rsa_oaep_md(md).ok()?;
@@ -546,8 +590,13 @@ mod ossl {
         /// The same key in OpenSSL, or None when OpenSSL will not take it (the callers
         /// then use the `rsa` crate).
         pub(super) fn new(key: &RsaPrivateKey) -> Option<Self> {
-            let der = key.to_pkcs1_der().ok()?;
-            let rsa = Rsa::private_key_from_der(der.as_bytes()).ok()?;
+            let rsa = match from_parts(key) {
+                Some(rsa) => rsa,
+                None => {
+                    let der = key.to_pkcs1_der().ok()?;
+                    Rsa::private_key_from_der(der.as_bytes()).ok()?
+                }
+            };
             let pkey = PKey::from_rsa(rsa.clone()).ok()?;
             Some(Self { rsa, pkey })
         }
@@ -567,7 +616,16 @@ mod ossl {
 
         pub(super) fn decrypt(&self, data: &[u8], algo: EncAlgo) -> Result<Vec<u8>, CryptError> {
             let md = match algo {
-                EncAlgo::OaepSha1 => MessageDigest::sha1(),
+                // As in `encrypt`: OpenSSL's OAEP padding is the SHA-1 variant.
+                EncAlgo::OaepSha1 => {
+                    let mut out = vec![0u8; self.rsa.size() as usize];
+                    let n = self
+                        .rsa
+                        .private_decrypt(data, &mut out, Padding::PKCS1_OAEP)
+                        .map_err(|_| CryptError::Decrypt)?;
+                    out.truncate(n);
+                    return Ok(out);
+                }
                 EncAlgo::OaepSha224 => MessageDigest::sha224(),
             };
             let run = || -> Result<Vec<u8>, openssl::error::ErrorStack> {
@@ -1091,6 +1149,13 @@ mod tests {
     fn openssl_and_rsa_crate_agree() {
         let key = PrivateKey::generate(1024).unwrap();
         assert!(key.fast().is_some(), "OpenSSL must take a generated key");
+        // OpenSSL's copy is made from the rsa crate's numbers: the same key, byte for byte.
+        let loaded = PrivateKey::from_pem(&key.to_pem()).unwrap();
+        let parts = ossl::from_parts(&loaded.key).expect("a two-prime key with its CRT values");
+        assert_eq!(
+            parts.private_key_to_der().unwrap(),
+            loaded.key.to_pkcs1_der().unwrap().as_bytes()
+        );
         let public = key.public();
         for msg in [&b""[..], b"a publish load", &[0u8; 3000][..]] {
             for algo in [SigAlgo::Pkcs1v15Sha1, SigAlgo::Pkcs1v15Sha224] {

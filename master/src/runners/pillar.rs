@@ -22,7 +22,7 @@ pub const FUNCTIONS: &[Runner] = &[
 
 /// The cached grains of `id`, if the master has them.
 fn cached_grains(c: &Call, id: &str) -> Option<Value> {
-    c.master.cache.get(id).and_then(|d| d.grains)
+    c.master.cache.grains(id)
 }
 
 fn show_pillar(c: &Call) -> Value {

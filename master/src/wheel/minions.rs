@@ -22,7 +22,7 @@ impl Master {
         }
         let mut out = Vec::new();
         for id in self.keys.accepted() {
-            let Some(grains) = self.cache.get(&id).and_then(|d| d.grains) else {
+            let Some(grains) = self.cache.grains(&id) else {
                 continue;
             };
             let mut ips: Vec<String> = Vec::new();
