@@ -276,7 +276,8 @@ fn salt_and_brine_read_each_others_jobs_in_postgres() {
     assert_eq!(shown["web1"]["kwargs"]["k"], json!("v"), "{shown}");
 
     // Salt's returner stores a job as Salt's master does; Brine's salt-run reads it.
-    let salt_jid = "20261127131415161718";
+    // A jid of now: the master removes jobs older than keep_jobs_seconds (24 hours).
+    let salt_jid = &brine_protocol::jid::gen_jid();
     let script = r#"
 import sys
 import salt.config
@@ -304,7 +305,8 @@ returners["pgjsonb.returner"]({"id": "realweb", "jid": jid, "fun": "test.arg",
     assert_eq!(
         shown["realweb"]["args"],
         json!(["from", "salt"]),
-        "{shown}\n{}",
+        "{shown}\nstdout: {}\nstderr: {}",
+        stdout(&out),
         stderr(&out)
     );
     let out = st.tool("salt-run", &["jobs.list_job", salt_jid, "--out", "json"]);
