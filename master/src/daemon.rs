@@ -380,7 +380,7 @@ fn check_dropfile(master: &Master) {
 /// First argument that makes `salt-master` the publisher process (see [`publisher_main`]).
 pub const PUBLISHER_FLAG: &str = "--brine-publisher-process";
 
-/// `salt-master --brine-publisher-process FEED BIND HWM ipv4|ipv6`: the master's publish
+/// `salt-master --brine-publisher-process FEED BIND HWM BACKLOG ipv4|ipv6`: the master's publish
 /// socket, started by the master itself. Returns the exit code.
 pub fn publisher_main(args: &[String]) -> i32 {
     let [feed, bind, hwm, backlog, family] = args else {

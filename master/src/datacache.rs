@@ -12,7 +12,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use brine_protocol::payload::{dumps_bin, loads, map, map_field, Value};
+use brine_protocol::payload::{dumps_bin, loads, map, map_field, map_fields, Value};
 
 #[derive(Clone, Default)]
 pub struct MinionData {
@@ -102,7 +102,7 @@ impl DataCache {
     /// not decode).
     pub fn get(&self, id: &str) -> Option<MinionData> {
         let bytes = self.packed(id)?;
-        let [grains, pillar] = brine_protocol::payload::map_fields(&bytes, ["grains", "pillar"]);
+        let [grains, pillar] = map_fields(&bytes, ["grains", "pillar"]);
         if grains.is_none() && pillar.is_none() {
             return None;
         }

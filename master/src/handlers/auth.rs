@@ -114,16 +114,16 @@ impl Master {
                 false
             }
         };
-        // Set when the accepted key was read below and is the one presented.
-        let mut accepted_as_presented = false;
+        // Read once: the checks below and the acceptance at the end both use it.
+        let accepted = ks.read(KeyState::Accepted, id);
         if !self.cfg.open_mode {
             if ks.exists(KeyState::Rejected, id) {
                 tracing::info!("sign-in of {id}: key rejected");
                 self.auth_event(Value::from(false), "reject", id, pub_text);
                 return answer(Value::from(false));
             }
-            if let Some(acc) = ks.read(KeyState::Accepted, id) {
-                if !KeyStore::same_key(&acc, pub_text) {
+            if let Some(acc) = &accepted {
+                if !KeyStore::same_key(acc, pub_text) {
                     tracing::warn!(
                         "sign-in of {id}: its key changed; the new key is recorded as denied"
                     );
@@ -131,7 +131,6 @@ impl Master {
                     self.auth_event(Value::from(false), "denied", id, pub_text);
                     return answer(Value::from(false));
                 }
-                accepted_as_presented = true;
             } else if let Some(pre) = ks.read(KeyState::Pending, id) {
                 if self.autoreject(id) {
                     let _ = ks.transition(id, KeyState::Pending, KeyState::Rejected);
@@ -174,15 +173,12 @@ impl Master {
         }
         // Accept. A key that cannot be stored is not accepted: the minion's requests would be
         // refused afterwards.
-        if !accepted_as_presented {
-            let stored = ks.read(KeyState::Accepted, id);
-            if stored.as_deref().map(|s| KeyStore::same_key(s, pub_text)) != Some(true) {
-                if stored.is_some() && !self.cfg.open_mode {
-                    return answer(Value::from(false));
-                }
-                if !write(KeyState::Accepted) {
-                    return answer(Value::from(false));
-                }
+        if accepted.as_deref().map(|s| KeyStore::same_key(s, pub_text)) != Some(true) {
+            if accepted.is_some() && !self.cfg.open_mode {
+                return answer(Value::from(false));
+            }
+            if !write(KeyState::Accepted) {
+                return answer(Value::from(false));
             }
         }
         let minion_pub = match PublicKey::from_pem(pub_text) {
