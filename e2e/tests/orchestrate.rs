@@ -463,6 +463,29 @@ fn event_story(events: &[(String, Value)]) -> Value {
     Value::Array(story)
 }
 
+/// Two stories side by side, one event per line: `=` where both masters fired the same
+/// event, `B`/`S` where Brine's and Salt's differ (short enough to be read whole in a log).
+fn story_diff(brine: &Value, salt: &Value) -> String {
+    let empty = Vec::new();
+    let (b, s) = (
+        brine.as_array().unwrap_or(&empty),
+        salt.as_array().unwrap_or(&empty),
+    );
+    let mut out = String::new();
+    for i in 0..b.len().max(s.len()) {
+        match (b.get(i), s.get(i)) {
+            (Some(x), Some(y)) if x == y => out += &format!("= {i:2} {x}\n"),
+            (x, y) => {
+                for (side, e) in [("B", x), ("S", y)] {
+                    let e = e.map_or("(none)".to_string(), Value::to_string);
+                    out += &format!("{side} {i:2} {e}\n");
+                }
+            }
+        }
+    }
+    out
+}
+
 fn master_conf() -> String {
     format!("id: {MASTER_ID}\ntimeout: 10\n")
 }
@@ -570,11 +593,7 @@ fn orchestrations_run_as_salt_master_runs_them() {
     }
     for (i, (b, r)) in brine_events.iter().zip(&real_events).enumerate() {
         if b != r {
-            diffs.push(format!(
-                "events of run {i}:\nBrine: {}\nSalt:  {}",
-                serde_json::to_string_pretty(b).unwrap(),
-                serde_json::to_string_pretty(r).unwrap()
-            ));
+            diffs.push(format!("events of run {i}:\n{}", story_diff(b, r)));
         }
     }
     assert!(diffs.is_empty(), "{}", diffs.join("\n\n"));
