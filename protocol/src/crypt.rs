@@ -274,6 +274,28 @@ impl PrivateKey {
         }
     }
 
+    /// [`PrivateKey::prepare`] for a key that only simulates a minion (the swarm's): its
+    /// OpenSSL copy is made without RSA blinding, the defence of a private key against timing
+    /// measurements, which a test key has no need of. OpenSSL ties a key's blinding to the
+    /// thread that made it: a key prepared on one thread and used on others made a second
+    /// one at its first use there (an RSA operation with the public exponent and a modular
+    /// inverse, per key). A key whose OpenSSL copy exists already keeps its blinding.
+    pub fn prepare_unblinded(&self) {
+        #[cfg(feature = "openssl")]
+        {
+            if !OPENSSL.load(std::sync::atomic::Ordering::Relaxed) {
+                return;
+            }
+            // Turned off as the copy is made, before any other thread can reach it.
+            let fast = self
+                .fast
+                .get_or_init(|| ossl::Key::new(&self.key).map(ossl::Key::unblinded));
+            if let Some(fast) = fast {
+                let _ = fast.sign(b"", SigAlgo::Pkcs1v15Sha1);
+            }
+        }
+    }
+
     /// PKCS#1 PEM with LF line endings and a trailing newline, as Salt writes master.pem.
     pub fn to_pem(&self) -> String {
         self.key
@@ -599,6 +621,22 @@ mod ossl {
             };
             let pkey = PKey::from_rsa(rsa.clone()).ok()?;
             Some(Self { rsa, pkey })
+        }
+
+        /// The key without RSA blinding (see `PrivateKey::prepare_unblinded`); called on a
+        /// key no other thread holds yet.
+        #[allow(unsafe_code)]
+        pub(super) fn unblinded(self) -> Self {
+            use foreign_types::ForeignType;
+            extern "C" {
+                // libcrypto: frees the key's blinding and sets RSA_FLAG_NO_BLINDING.
+                fn RSA_blinding_off(rsa: *mut std::ffi::c_void);
+            }
+            // SAFETY: the pointer is the live RSA object `self.rsa` owns (its `pkey` holds a
+            // reference to the same object); no operation runs on it meanwhile, since this
+            // key has not been shared yet.
+            unsafe { RSA_blinding_off(self.rsa.as_ptr().cast()) };
+            self
         }
 
         /// PKCS#1 v1.5 signature: the DigestInfo of the digest, type-1 padded, through the
@@ -1145,6 +1183,41 @@ mod tests {
 
     /// Both backends of the private-key operations give the same bytes.
     #[cfg(feature = "openssl")]
+    /// A key prepared without blinding gives the same signatures and decryptions, from any
+    /// thread; a key whose OpenSSL copy exists already is left as it is.
+    #[test]
+    fn unblinded_keys_work_alike() {
+        let key = PrivateKey::generate(1024).unwrap();
+        let plain = PrivateKey::from_pem(&key.to_pem()).unwrap();
+        let sim = PrivateKey::from_pem(&key.to_pem()).unwrap();
+        sim.prepare_unblinded();
+        let public = key.public();
+        std::thread::scope(|s| {
+            for t in 0..3u8 {
+                let (plain, sim, public) = (&plain, &sim, &public);
+                s.spawn(move || {
+                    let msg = [t; 40];
+                    for algo in [SigAlgo::Pkcs1v15Sha1, SigAlgo::Pkcs1v15Sha224] {
+                        assert_eq!(sim.sign(&msg, algo), plain.sign(&msg, algo));
+                    }
+                    for algo in [EncAlgo::OaepSha1, EncAlgo::OaepSha224] {
+                        let ct = public.encrypt(&msg, algo).unwrap();
+                        assert_eq!(sim.decrypt(&ct, algo).unwrap(), msg);
+                        let mut bad = ct.clone();
+                        bad[3] ^= 1;
+                        assert!(sim.decrypt(&bad, algo).is_err());
+                    }
+                });
+            }
+        });
+        plain.prepare();
+        plain.prepare_unblinded();
+        assert_eq!(
+            plain.sign(b"x", SigAlgo::Pkcs1v15Sha1),
+            sim.sign(b"x", SigAlgo::Pkcs1v15Sha1)
+        );
+    }
+
     #[test]
     fn openssl_and_rsa_crate_agree() {
         let key = PrivateKey::generate(1024).unwrap();

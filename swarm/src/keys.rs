@@ -92,7 +92,7 @@ pub fn load_one(dir: &Path, bits: usize, index: usize) -> Result<MinionKey, Cryp
     };
     // Each simulated minion's key tables are made here, before the swarm starts, as a real
     // minion's are on its own machine: the sign-ins then cost their RSA operations only.
-    key.prepare();
+    key.prepare_unblinded();
     Ok(MinionKey {
         pub_clean: clean_key(&public.to_pem()),
         key,

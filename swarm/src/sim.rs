@@ -616,8 +616,10 @@ impl Sim {
             let Ok(creds) = self.sign_in().await else {
                 return;
             };
+            let total = self.shared.settings.count as u64;
             if !started {
                 Stats::inc(&stats.signed_in);
+                stats.mark(total, self.shared.started);
             }
             let Some(mut sub) = self.subscribe(&creds).await else {
                 return;
@@ -629,6 +631,7 @@ impl Sim {
                 }
                 started = true;
                 Stats::inc(&stats.ready);
+                stats.mark(total, self.shared.started);
             }
             loop {
                 let msg = tokio::select! {
