@@ -120,6 +120,9 @@ pub struct Missing {
 /// lost job check themselves publish to ask minions about jobs.
 const NOT_CHECKED: &str = "('saltutil.find_job', 'saltutil.running')";
 
+/// What [`JobStore::map_jobs`] makes of each job: a map entry, or None to leave it out.
+pub type JobMap<'a> = dyn Fn(JobHead) -> Option<(Value, Value)> + Sync + 'a;
+
 pub trait JobStore: Send + Sync {
     /// Save a job's load and the minions expected to answer. Saving the same jid again keeps
     /// the first load.
@@ -142,15 +145,20 @@ pub trait JobStore: Send + Sync {
     fn get_returns(&self, jid: &str) -> Result<Vec<StoredReturn>>;
     /// Jobs, newest first, at most `limit` (0 = all), leaving out those of function `skip`.
     fn list_jobs(&self, limit: usize, skip: Option<&str>) -> Result<Vec<JobHead>>;
-    /// How many jobs there are (0 where the store cannot tell cheaply): room is made for
-    /// them before [`JobStore::each_job`].
+    /// How many jobs there are (0 where the store cannot tell cheaply).
     fn job_count(&self) -> Result<usize> {
         Ok(0)
     }
-    /// Every job, oldest first, handed to `each` as it is read.
-    fn each_job(&self, each: &mut dyn FnMut(JobHead)) -> Result<()> {
-        self.list_jobs(0, None)?.into_iter().rev().for_each(each);
-        Ok(())
+    /// Every job, oldest first, turned into an entry of a map by `f` as it is read (the
+    /// store's rows are not held all at once); the jobs `f` leaves out are not listed. A
+    /// store may read its jobs in parts on several threads at once, `f` running on each.
+    fn map_jobs(&self, f: &JobMap) -> Result<Vec<(Value, Value)>> {
+        Ok(self
+            .list_jobs(0, None)?
+            .into_iter()
+            .rev()
+            .filter_map(f)
+            .collect())
     }
     /// Remove jobs whose jid is older than `cutoff_jid` (jids sort by time). Returns how many.
     fn clean_before(&self, cutoff_jid: &str) -> Result<usize>;
@@ -174,6 +182,8 @@ pub struct SqliteStore {
     /// The WAL file synced after a commit holding returns; `None`: returns are not synced (an
     /// in-memory or read-only store, or `brine_job_store_sync: normal`).
     wal: Option<Wal>,
+    /// The database file (None in memory): more connections read it at once.
+    path: Option<PathBuf>,
 }
 
 /// The database's WAL file, opened at the first sync (SQLite creates it).
@@ -338,6 +348,7 @@ impl SqliteStore {
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.execute_batch(SCHEMA)?;
         let mut store = SqliteStore::over(conn);
+        store.path = Some(path.to_path_buf());
         let mut wal = path.as_os_str().to_owned();
         wal.push("-wal");
         store.wal = Some(Wal {
@@ -352,6 +363,7 @@ impl SqliteStore {
             conn: Mutex::new(conn),
             queue: Mutex::default(),
             wal: None,
+            path: None,
         }
     }
 
@@ -421,6 +433,69 @@ impl SqliteStore {
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// [`JobStore::map_jobs`] in `parts` parts of about `total / parts` jobs, each read on its
+    /// own thread with its own read-only connection (WAL readers wait neither for each other
+    /// nor for the writer), then put together in order; a store in memory reads in one part.
+    fn map_jobs_in(&self, parts: usize, total: usize, f: &JobMap) -> Result<Vec<(Value, Value)>> {
+        let path = self.path.as_deref().filter(|_| parts > 1);
+        let Some(path) = path else {
+            return map_range(&self.conn(), None, None, total, f);
+        };
+        // Each part starts at the jid found at its share of the count and ends where the
+        // next one starts (jids are unique); the last one ends at the newest job. A share past
+        // the end (jobs removed meanwhile) starts no part.
+        let mut starts = {
+            let conn = self.conn();
+            let mut st =
+                conn.prepare_cached("SELECT jid FROM jids ORDER BY jid LIMIT 1 OFFSET ?1")?;
+            (1..parts)
+                .map(|k| {
+                    st.query_row(params![(total * k / parts) as i64], |r| r.get(0))
+                        .optional()
+                })
+                .collect::<rusqlite::Result<Vec<Option<String>>>>()?
+                .into_iter()
+                .flatten()
+                .collect::<Vec<String>>()
+        };
+        starts.dedup();
+        let from = std::iter::once(None).chain(starts.iter().map(|s| Some(s.as_str())));
+        let to = starts
+            .iter()
+            .map(|s| Some(s.as_str()))
+            .chain(std::iter::once(None));
+        let bounds: Vec<(Option<&str>, Option<&str>)> = from.zip(to).collect();
+        let share = total / parts + 1;
+        let read = |(from, to): (Option<&str>, Option<&str>)| -> Result<Vec<(Value, Value)>> {
+            let conn = Connection::open_with_flags(
+                path,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )?;
+            conn.busy_timeout(std::time::Duration::from_secs(5))?;
+            map_range(&conn, from, to, share, f)
+        };
+        let outs = std::thread::scope(|scope| {
+            let handles: Vec<_> = bounds
+                .iter()
+                .map(|&b| scope.spawn(move || read(b)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(StoreError::Shared(
+                            "reading a part of the job list failed".into(),
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<_>>>()
+        })?;
+        let mut all = Vec::with_capacity(outs.iter().map(Vec::len).sum());
+        outs.into_iter().for_each(|part| all.extend(part));
+        Ok(all)
+    }
 }
 
 /// The row of one return.
@@ -447,6 +522,30 @@ fn return_write(ret: &Value) -> Result<Write> {
         id: id.to_string(),
         success,
     })
+}
+
+/// Jobs from which [`SqliteStore::map_jobs`] reads in parts on several threads.
+const PARALLEL_LIST: usize = 20_000;
+
+/// The jobs with jids from `from` (included) to `to` (excluded), oldest first, through `f`.
+fn map_range(
+    conn: &Connection,
+    from: Option<&str>,
+    to: Option<&str>,
+    room: usize,
+    f: &JobMap,
+) -> Result<Vec<(Value, Value)>> {
+    let mut st = conn.prepare_cached(
+        "SELECT jid, load FROM jids WHERE (?1 IS NULL OR jid >= ?1) AND (?2 IS NULL OR jid < ?2)
+         ORDER BY jid",
+    )?;
+    let mut rows = st.query(params![from, to])?;
+    let mut out = Vec::with_capacity(room);
+    while let Some(row) = rows.next()? {
+        let text = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
+        out.extend(f(JobHead::from_text(row.get(0)?, text)?));
+    }
+    Ok(out)
 }
 
 fn json_text(v: &Value) -> Result<String> {
@@ -699,15 +798,16 @@ impl JobStore for SqliteStore {
         Ok(usize::try_from(n).unwrap_or(0))
     }
 
-    fn each_job(&self, each: &mut dyn FnMut(JobHead)) -> Result<()> {
-        let conn = self.conn();
-        let mut st = conn.prepare_cached("SELECT jid, load FROM jids ORDER BY jid")?;
-        let mut rows = st.query([])?;
-        while let Some(row) = rows.next()? {
-            let text = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
-            each(JobHead::from_text(row.get(0)?, text)?);
-        }
-        Ok(())
+    /// A store on a file with many jobs reads them in one part per core (see
+    /// [`SqliteStore::map_jobs_in`]): parsing the loads and `f` cost more than SQLite's reading.
+    fn map_jobs(&self, f: &JobMap) -> Result<Vec<(Value, Value)>> {
+        let total = self.job_count()?;
+        let parts = if total >= PARALLEL_LIST {
+            std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+        } else {
+            1
+        };
+        self.map_jobs_in(parts, total, f)
     }
 
     fn clean_before(&self, cutoff_jid: &str) -> Result<usize> {
@@ -753,6 +853,54 @@ impl JobStore for SqliteStore {
 mod tests {
     use super::*;
     use brine_protocol::payload::map;
+
+    /// The jobs read in parts on several threads are the jobs read in one, in the same order,
+    /// with those the map leaves out left out; a part that would start past the end is none.
+    #[test]
+    fn jobs_read_in_parts_are_the_jobs_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("jobs.sqlite")).unwrap();
+        let jids: Vec<String> = (0..37).map(|i| format!("202611271000000{i:05}")).collect();
+        // Saved out of order: the list is in jid order all the same.
+        for jid in jids.iter().rev() {
+            let fun = if jid.ends_with('3') {
+                "test.skip"
+            } else {
+                "test.ping"
+            };
+            let load = map(vec![("fun", Value::from(fun)), ("tgt", Value::from("m1"))]);
+            store.save_load(jid, &load, &["m1".into()]).unwrap();
+        }
+        let f = |head: JobHead| {
+            let fun = head.fun.0.clone()?;
+            (fun != Value::from("test.skip")).then(|| (Value::from(head.jid.as_str()), fun))
+        };
+        let whole = store.map_jobs_in(1, 37, &f).unwrap();
+        let kept: Vec<&String> = jids.iter().filter(|j| !j.ends_with('3')).collect();
+        assert_eq!(whole.len(), kept.len());
+        for (entry, jid) in whole.iter().zip(&kept) {
+            assert_eq!(entry.0, Value::from(jid.as_str()));
+        }
+        for (parts, total) in [(2, 37), (3, 37), (8, 37), (37, 37), (4, 1000), (3, 2)] {
+            assert_eq!(
+                store.map_jobs_in(parts, total, &f).unwrap(),
+                whole,
+                "{parts} parts"
+            );
+        }
+        assert_eq!(store.map_jobs(&f).unwrap(), whole);
+        let memory = SqliteStore::in_memory().unwrap();
+        memory
+            .save_load(&jids[0], &Value::from("load"), &[])
+            .unwrap();
+        assert_eq!(
+            memory
+                .map_jobs_in(4, 1, &|h: JobHead| Some((Value::from(h.jid), Value::Nil)))
+                .unwrap()
+                .len(),
+            1
+        );
+    }
 
     /// A map written around the text of its `return` made beforehand is the map written whole.
     #[test]

@@ -84,9 +84,8 @@ fn list_jobs(c: &Call) -> Result<Value, String> {
             .iter()
             .any(|g| texts.iter().any(|t| brine_protocol::target::fnmatch(g, t)))
     };
-    let mut out = Vec::with_capacity(c.master.store.job_count().unwrap_or(0));
     // Each job summed up as it is read: the store's rows are not held all at once.
-    let mut each = |head: JobHead| {
+    let each = |head: JobHead| {
         let fun = || vec![head.fun.0.as_ref().map(value_text).unwrap_or_default()];
         let targets = || match &head.tgt.0 {
             Some(Value::Array(items)) => items.iter().map(value_text).collect(),
@@ -96,14 +95,11 @@ fn list_jobs(c: &Call) -> Result<Value, String> {
         if search_fun.as_deref().is_some_and(|g| !any(g, &fun()))
             || search_tgt.as_deref().is_some_and(|g| !any(g, &targets()))
         {
-            return;
+            return None;
         }
-        out.push((Value::from(head.jid.as_str()), Value::Map(head_summary(head, false))));
+        Some((Value::from(head.jid.as_str()), Value::Map(head_summary(head, false))))
     };
-    c.master
-        .store
-        .each_job(&mut each)
-        .map_err(|e| e.to_string())?;
+    let out = c.master.store.map_jobs(&each).map_err(|e| e.to_string())?;
     Ok(Value::Map(out))
 }
 

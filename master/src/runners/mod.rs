@@ -130,7 +130,9 @@ pub fn head_summary(head: JobHead, with_jid: bool) -> Vec<(Value, Value)> {
         let kwargs = head.kwargs.0.as_ref()?;
         get(kwargs, "metadata").cloned()
     });
-    let mut v = vec![
+    // Room for all seven entries at once (a list of many jobs makes many of these).
+    let mut v = Vec::with_capacity(7);
+    v.extend([
         (
             Value::from("Function"),
             or(head.fun, Value::from("unknown-function")),
@@ -145,7 +147,7 @@ pub fn head_summary(head: JobHead, with_jid: bool) -> Vec<(Value, Value)> {
             or(head.tgt_type, Value::from("list")),
         ),
         (Value::from("User"), or(head.user, Value::from("root"))),
-    ];
+    ]);
     if let Some(md) = metadata {
         v.push((Value::from("Metadata"), md));
     }
