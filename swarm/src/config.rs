@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use brine_protocol::crypt::{EncAlgo, SigAlgo};
+use brine_protocol::crypt::{EncAlgo, PublicKey, SigAlgo};
 use brine_protocol::payload::Value;
 
 /// N simulated Salt minions in one process, speaking the real protocol to a master.
@@ -75,6 +75,12 @@ pub struct Settings {
     /// Seconds between progress lines on stderr (0: none).
     #[arg(long, env = "BRINE_SWARM_PROGRESS_SECS", default_value_t = 5)]
     pub progress_secs: u64,
+    /// The master's public key (PEM) as a minion that met its master before caches it
+    /// (`minion_master.pub`): then every sign-in, the first one too, carries a token the master
+    /// decrypts with its private key. Without it the first sign-in carries none, as a new
+    /// minion's does.
+    #[arg(long, env = "BRINE_SWARM_MASTER_PUB")]
+    pub master_pub: Option<PathBuf>,
     /// Runtime threads, also the RSA key generation threads (0: one per core).
     #[arg(long, env = "BRINE_SWARM_THREADS", default_value_t = 0)]
     pub threads: usize,
@@ -97,6 +103,8 @@ pub enum SettingsError {
     Count,
     #[error("--key-bits 1024 cannot carry a 76-byte key with OAEP-SHA224; use OAEP-SHA1")]
     SmallKeyOaep,
+    #[error("--master-pub {0}: {1}")]
+    MasterPub(PathBuf, String),
 }
 
 /// What the settings resolve to.
@@ -107,6 +115,8 @@ pub struct Checked {
     /// The extra grains as (key, value) pairs.
     pub grains: Vec<(Value, Value)>,
     pub threads: usize,
+    /// The master's key from `--master-pub`.
+    pub master_pub: Option<PublicKey>,
 }
 
 impl Settings {
@@ -140,11 +150,20 @@ impl Settings {
         } else {
             self.threads
         };
+        let master_pub = match &self.master_pub {
+            None => None,
+            Some(path) => {
+                let fail = |e: String| SettingsError::MasterPub(path.clone(), e);
+                let pem = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+                Some(PublicKey::from_pem(&pem).map_err(|e| fail(e.to_string()))?)
+            }
+        };
         Ok(Checked {
             enc_algo,
             sig_algo,
             grains,
             threads,
+            master_pub,
         })
     }
 
@@ -194,5 +213,25 @@ mod tests {
             parse(&["--sig-algo", "md5"]).check(),
             Err(SettingsError::SigAlgo(_))
         ));
+
+        let dir = tempfile::tempdir().unwrap();
+        let pem = brine_protocol::crypt::PrivateKey::generate(1024)
+            .unwrap()
+            .public()
+            .to_pem();
+        let good = dir.path().join("minion_master.pub");
+        std::fs::write(&good, pem).unwrap();
+        let c = parse(&["--master-pub", good.to_str().unwrap()])
+            .check()
+            .unwrap();
+        assert!(c.master_pub.is_some());
+        let bad = dir.path().join("bad.pub");
+        std::fs::write(&bad, "not a key").unwrap();
+        for path in [bad, dir.path().join("missing.pub")] {
+            assert!(matches!(
+                parse(&["--master-pub", path.to_str().unwrap()]).check(),
+                Err(SettingsError::MasterPub(..))
+            ));
+        }
     }
 }

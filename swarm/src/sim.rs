@@ -71,6 +71,8 @@ pub struct Shared {
     pub crypto: Semaphore,
     pub shutdown: watch::Receiver<bool>,
     pub started: Instant,
+    /// The master key a minion knows before its first sign-in (`--master-pub`).
+    known_master_pub: Option<PublicKey>,
     /// The master key as last seen (`clean_key` text, parsed), so that 10,000 sign-ins parse it once.
     master_key: Mutex<Option<(String, PublicKey)>>,
 }
@@ -84,6 +86,7 @@ impl Shared {
         sig_algo: SigAlgo,
         extra_grains: Vec<(Value, Value)>,
         crypto_permits: usize,
+        known_master_pub: Option<PublicKey>,
         shutdown: watch::Receiver<bool>,
     ) -> Shared {
         Shared {
@@ -96,6 +99,7 @@ impl Shared {
             crypto: Semaphore::new(crypto_permits.max(1)),
             shutdown,
             started: Instant::now(),
+            known_master_pub,
             master_key: Mutex::new(None),
         }
     }
@@ -214,12 +218,16 @@ impl Sim {
                 None => grains.push((k.clone(), v.clone())),
             }
         }
+        let req = ReqSide {
+            conn: None,
+            master_pub: shared.known_master_pub.clone(),
+        };
         Sim {
             id,
             key: Arc::new(key),
             grains: Value::Map(grains),
             shared,
-            req: tokio::sync::Mutex::new(ReqSide::default()),
+            req: tokio::sync::Mutex::new(req),
             creds: Mutex::new(None),
             pillar: Mutex::new(Value::Map(vec![])),
             running: Mutex::new(Vec::new()),

@@ -48,6 +48,7 @@ pub async fn run(
         checked.sig_algo,
         checked.grains,
         checked.threads,
+        checked.master_pub,
         rx,
     ));
 
