@@ -535,11 +535,22 @@ fn map_range(
     room: usize,
     f: &JobMap,
 ) -> Result<Vec<(Value, Value)>> {
-    let mut st = conn.prepare_cached(
-        "SELECT jid, load FROM jids WHERE (?1 IS NULL OR jid >= ?1) AND (?2 IS NULL OR jid < ?2)
-         ORDER BY jid",
-    )?;
-    let mut rows = st.query(params![from, to])?;
+    // Plain range conditions, so that SQLite seeks the jid index to a part's first job instead
+    // of walking the parts before it (every jid sorts after "").
+    let from = from.unwrap_or("");
+    let mut st;
+    let mut rows = match to {
+        Some(to) => {
+            st = conn.prepare_cached(
+                "SELECT jid, load FROM jids WHERE jid >= ?1 AND jid < ?2 ORDER BY jid",
+            )?;
+            st.query(params![from, to])?
+        }
+        None => {
+            st = conn.prepare_cached("SELECT jid, load FROM jids WHERE jid >= ?1 ORDER BY jid")?;
+            st.query(params![from])?
+        }
+    };
     let mut out = Vec::with_capacity(room);
     while let Some(row) = rows.next()? {
         let text = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
