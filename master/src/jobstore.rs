@@ -149,9 +149,10 @@ pub trait JobStore: Send + Sync {
     fn job_count(&self) -> Result<usize> {
         Ok(0)
     }
-    /// Every job, oldest first, turned into an entry of a map by `f` as it is read (the
-    /// store's rows are not held all at once); the jobs `f` leaves out are not listed. A
-    /// store may read its jobs in parts on several threads at once, `f` running on each.
+    /// Every job, oldest first, turned into an entry of a map by `f`; the jobs `f` leaves out
+    /// are not listed. A store may hand each job to `f` as it reads it, and read its jobs in
+    /// parts on several threads at once, `f` running on each (SQLite does both; this default
+    /// lists every job first).
     fn map_jobs(&self, f: &JobMap) -> Result<Vec<(Value, Value)>> {
         Ok(self
             .list_jobs(0, None)?
