@@ -281,19 +281,13 @@ impl PrivateKey {
     /// one at its first use there (an RSA operation with the public exponent and a modular
     /// inverse, per key). A key whose OpenSSL copy exists already keeps its blinding.
     pub fn prepare_unblinded(&self) {
+        // Turned off as the copy is made, before any other thread can reach it.
         #[cfg(feature = "openssl")]
-        {
-            if !OPENSSL.load(std::sync::atomic::Ordering::Relaxed) {
-                return;
-            }
-            // Turned off as the copy is made, before any other thread can reach it.
-            let fast = self
-                .fast
+        if OPENSSL.load(std::sync::atomic::Ordering::Relaxed) {
+            self.fast
                 .get_or_init(|| ossl::Key::new(&self.key).map(ossl::Key::unblinded));
-            if let Some(fast) = fast {
-                let _ = fast.sign(b"", SigAlgo::Pkcs1v15Sha1);
-            }
         }
+        self.prepare();
     }
 
     /// PKCS#1 PEM with LF line endings and a trailing newline, as Salt writes master.pem.

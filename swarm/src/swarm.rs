@@ -72,23 +72,23 @@ pub async fn run(
         })
     };
 
+    // The moments every minion signed in and was ready are noted by the minions themselves.
     let progress = {
         let shared = shared.clone();
         let every = settings.progress_secs;
         tokio::spawn(async move {
-            let tick = Duration::from_secs(every.max(1));
-            let mut interval = tokio::time::interval(Duration::from_millis(200));
-            let mut last = Instant::now();
+            if every == 0 {
+                return;
+            }
+            let mut interval = tokio::time::interval(Duration::from_secs(every));
+            // The first tick is at once: the first line comes after `every` seconds.
+            interval.tick().await;
             loop {
                 interval.tick().await;
-                shared.stats.mark(total, shared.started);
-                if every > 0 && last.elapsed() >= tick {
-                    last = Instant::now();
-                    eprintln!(
-                        "{}",
-                        shared.stats.progress_line(total, shared.started.elapsed())
-                    );
-                }
+                eprintln!(
+                    "{}",
+                    shared.stats.progress_line(total, shared.started.elapsed())
+                );
             }
         })
     };
@@ -115,7 +115,6 @@ pub async fn run(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // Summarise before the minions wind down, so the gauges show the running swarm.
-    shared.stats.mark(total, shared.started);
     let summary = shared.stats.summary(total, shared.started.elapsed());
     let _ = tx.send(true);
     launcher.abort();
