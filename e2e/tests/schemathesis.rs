@@ -150,8 +150,10 @@ fn openapi_schema_holds_against_live_api() {
         "20240601",
         "--generation-database",
         "none",
+        // One worker: Hypothesis's internal caches are not safe for schemathesis's worker
+        // threads (two workers made its generator raise FlakyFailure now and then on CI).
         "--workers",
-        "2",
+        "1",
         // Never leave 127.0.0.1: no redirects are followed.
         "--max-redirects",
         "0",
