@@ -5,8 +5,10 @@
 pub mod http;
 pub mod masters;
 pub mod nats;
+pub mod nats_jwt;
 pub mod postgres;
 pub mod real;
+pub mod tls;
 pub mod wire;
 
 use std::collections::BTreeMap;

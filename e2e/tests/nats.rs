@@ -6,7 +6,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use brine_e2e::http::{api_stack_config, sse, Api, Sse};
-use brine_e2e::nats::Nats;
+use brine_e2e::nats::{Nats, Secure};
 use brine_e2e::postgres::Postgres;
 use brine_e2e::{bin, stderr, Stack};
 use serde_json::json;
@@ -238,10 +238,121 @@ fn a_master_or_api_that_cannot_use_nats_stops_at_start_in_one_line() {
 
     let line = refused(
         "salt-master",
-        "brine_nats:\n  servers: tls://127.0.0.1:4222\n",
+        "brine_nats:\n  servers: ws://127.0.0.1:4222\n",
     );
     assert!(
-        line.contains("'tls://127.0.0.1:4222' is not a NATS server URL"),
+        line.contains("'ws://127.0.0.1:4222' is not a NATS server URL"),
         "{line}"
     );
+}
+
+/// A master and its salt-api on a NATS that talks TLS only, signing in with a user nkey, a
+/// client certificate, or a `.creds` file: events go master → NATS → API (a `local` call
+/// gathers its return from the stream). Each refusal stops both daemons in one line.
+#[test]
+fn a_master_and_api_use_a_nats_with_tls_nkeys_and_credentials() {
+    for secure in [Secure::Nkey, Secure::NkeyAndClientCert, Secure::Credentials] {
+        let Some(nats) = Nats::start_secure(secure) else {
+            return;
+        };
+        let conf = nats.master_config();
+        let (mut st, port) = api_stack_config(
+            &format!("auto_accept: True\nnetapi_enable_clients: [local]\n{conf}"),
+            USERS,
+            ACL,
+        );
+        st.start_master();
+        st.start_api(port);
+        let api = Api::new(st, port);
+        let mut api = api;
+        api.st.start_minion("m1", "");
+        api.st.wait_answering(&["m1"]);
+        let token = api.login("alice", "alicepw", "file");
+        let (status, body) = api.post(
+            "/",
+            &token,
+            json!([{"client": "local", "tgt": "m1", "fun": "test.echo", "arg": ["over tls"]}]),
+        );
+        assert_eq!(status, 200, "{secure:?}: {body}");
+        assert_eq!(
+            body["return"][0],
+            json!({"m1": "over tls"}),
+            "{secure:?}: {body}\n{}",
+            api.st.logs()
+        );
+        drop(api);
+
+        // The same server refuses what does not sign in right, named at start.
+        let mut refusals = vec![
+            // Not the CA that signed the server's certificate.
+            (
+                conf.replace(
+                    nats.file("ca.pem").to_str().unwrap(),
+                    "/etc/ssl/certs/ca-certificates.crt",
+                ),
+                "",
+            ),
+        ];
+        match secure {
+            Secure::Nkey => {
+                // The config with its seed file replaced by one holding `text`.
+                let seed_file = |name: &str, text: &str| {
+                    std::fs::write(nats.file(name), text).unwrap();
+                    conf.replace(
+                        nats.file("user.nk").to_str().unwrap(),
+                        nats.file(name).to_str().unwrap(),
+                    )
+                };
+                let another = nkeys::KeyPair::new_user().seed().unwrap();
+                refusals.push((seed_file("other.nk", &another), "authorization violation"));
+                refusals.push((
+                    seed_file("junk.nk", "not a seed\n"),
+                    "expected one line holding a user's nkey seed",
+                ));
+            }
+            Secure::NkeyAndClientCert => {
+                let without = conf
+                    .lines()
+                    .filter(|l| !l.contains("tls_cert") && !l.contains("tls_key"))
+                    .map(|l| format!("{l}\n"))
+                    .collect::<String>();
+                refusals.push((without, ""));
+            }
+            Secure::Credentials => {
+                let missing = conf.replace("user.creds", "missing.creds");
+                refusals.push((missing, "missing.creds"));
+            }
+        }
+        for (wrong, says) in refusals {
+            for daemon in ["salt-master", "salt-api"] {
+                let line = refused(daemon, &wrong);
+                assert!(
+                    line.contains(&format!(
+                        "brine_nats: NATS at tls://127.0.0.1:{}",
+                        nats.port
+                    )),
+                    "{secure:?} {daemon}: {line}\n{wrong}"
+                );
+                assert!(line.contains(says), "{secure:?} {daemon}: {line}\n{wrong}");
+            }
+        }
+    }
+    // `tls_required` never talks in clear, even to a server that would.
+    let Some(plain) = Nats::start() else { return };
+    let conf = format!("{}  tls_required: true\n", plain.master_config());
+    for daemon in ["salt-master", "salt-api"] {
+        let line = refused(daemon, &conf);
+        assert!(
+            line.contains(&format!(
+                "brine_nats: NATS at nats://127.0.0.1:{}",
+                plain.port
+            )),
+            "{daemon}: {line}"
+        );
+        // The TLS handshake meets the server's plain INFO line.
+        assert!(
+            line.contains("received corrupt message"),
+            "{daemon}: {line}"
+        );
+    }
 }

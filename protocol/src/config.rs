@@ -942,10 +942,22 @@ pub struct NatsOptions {
     /// `max_age` (seconds, a day by default) and `max_bytes` (1 GiB) bound the stream.
     pub max_age: u64,
     pub max_bytes: u64,
-    /// `user` and `password`, or `token`.
+    /// `user` and `password`, or `token`, or `credentials` (a `.creds` file: the user's JWT
+    /// and nkey seed, as `nsc` writes it), or `nkey_seed_file` (a file holding a user's nkey
+    /// seed): one way of signing in at most.
     pub user: Option<String>,
     pub password: Option<String>,
     pub token: Option<String>,
+    pub credentials: Option<PathBuf>,
+    pub nkey_seed_file: Option<PathBuf>,
+    /// `tls_ca`: the PEM certificates the server's must chain to (instead of the system's);
+    /// `tls_cert` and `tls_key`: this client's certificate and key, for servers that verify
+    /// clients; `tls_required`: never talk to the server in clear (also implied by `tls://`
+    /// server URLs).
+    pub tls_ca: Option<PathBuf>,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    pub tls_required: bool,
     /// `buffer`: events a master holds while the stream cannot take them (100,000); the
     /// oldest go first beyond it, counted and logged.
     pub buffer: usize,
@@ -966,6 +978,12 @@ impl std::fmt::Debug for NatsOptions {
             .field("max_age", &self.max_age)
             .field("max_bytes", &self.max_bytes)
             .field("user", &self.user)
+            .field("credentials", &self.credentials)
+            .field("nkey_seed_file", &self.nkey_seed_file)
+            .field("tls_ca", &self.tls_ca)
+            .field("tls_cert", &self.tls_cert)
+            .field("tls_key", &self.tls_key)
+            .field("tls_required", &self.tls_required)
             .field("buffer", &self.buffer)
             .field("jobs_subject", &self.jobs_subject)
             .finish_non_exhaustive()
@@ -981,7 +999,7 @@ fn nats_options(r: &Reader) -> Result<Option<NatsOptions>, ConfigError> {
     let Value::Object(m) = value else {
         return Err(r.type_error(KEY, "a mapping", value));
     };
-    const KNOWN: [&str; 10] = [
+    const KNOWN: [&str; 16] = [
         "servers",
         "stream",
         "subject",
@@ -990,6 +1008,12 @@ fn nats_options(r: &Reader) -> Result<Option<NatsOptions>, ConfigError> {
         "user",
         "password",
         "token",
+        "credentials",
+        "nkey_seed_file",
+        "tls_ca",
+        "tls_cert",
+        "tls_key",
+        "tls_required",
         "buffer",
         "jobs_subject",
     ];
@@ -1035,7 +1059,7 @@ fn nats_options(r: &Reader) -> Result<Option<NatsOptions>, ConfigError> {
     if let Some(bad) = servers.iter().find(|s| !nats_url_ok(s)) {
         return Err(r.invalid(
             KEY,
-            format!("'{bad}' is not a NATS server URL: nats://host:port"),
+            format!("'{bad}' is not a NATS server URL: nats://host:port or tls://host:port"),
         ));
     }
     let stream = text("stream")?.unwrap_or_else(|| "SALT_EVENTS".into());
@@ -1079,9 +1103,31 @@ fn nats_options(r: &Reader) -> Result<Option<NatsOptions>, ConfigError> {
     if user.is_some() != password.is_some() {
         return Err(r.invalid(KEY, "'user' and 'password' go together".into()));
     }
-    if user.is_some() && token.is_some() {
-        return Err(r.invalid(KEY, "either 'user' and 'password', or 'token'".into()));
+    let path = |name: &str| text(name).map(|t| t.map(PathBuf::from));
+    let (credentials, nkey_seed_file) = (path("credentials")?, path("nkey_seed_file")?);
+    let ways = [
+        user.is_some(),
+        token.is_some(),
+        credentials.is_some(),
+        nkey_seed_file.is_some(),
+    ];
+    if ways.iter().filter(|w| **w).count() > 1 {
+        return Err(r.invalid(
+            KEY,
+            "one way of signing in: 'user' and 'password', 'token', 'credentials' or \
+             'nkey_seed_file'"
+                .into(),
+        ));
     }
+    let (tls_ca, tls_cert, tls_key) = (path("tls_ca")?, path("tls_cert")?, path("tls_key")?);
+    if tls_cert.is_some() != tls_key.is_some() {
+        return Err(r.invalid(KEY, "'tls_cert' and 'tls_key' go together".into()));
+    }
+    let tls_required = match get("tls_required") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(v) => return Err(r.type_error(&format!("{KEY}.tls_required"), "a boolean", v)),
+    };
     Ok(Some(NatsOptions {
         servers,
         stream,
@@ -1091,15 +1137,21 @@ fn nats_options(r: &Reader) -> Result<Option<NatsOptions>, ConfigError> {
         user,
         password,
         token,
+        credentials,
+        nkey_seed_file,
+        tls_ca,
+        tls_cert,
+        tls_key,
+        tls_required,
         buffer: number("buffer", 100_000)?.min(10_000_000) as usize,
         jobs_subject,
     }))
 }
 
-/// `nats://host:port`, `host:port` or `host` (TLS URLs are not supported).
+/// `nats://host:port`, `tls://host:port`, `host:port` or `host`.
 fn nats_url_ok(url: &str) -> bool {
     let rest = match url.split_once("://") {
-        Some(("nats", rest)) => rest,
+        Some(("nats" | "tls", rest)) => rest,
         Some(_) => return false,
         None => url,
     };
@@ -2406,6 +2458,34 @@ mod tests {
             .nats
             .expect("nats");
         assert_eq!(opts.jobs_subject.as_deref(), Some("salt.jobs"));
+        assert_eq!(
+            (opts.credentials.as_ref(), opts.tls_required),
+            (None, false)
+        );
+        let opts = load(
+            "brine_nats:\n  servers: [tls://n1:4222]\n  credentials: /etc/brine/nats.creds\n  \
+             tls_ca: /etc/brine/ca.pem\n  tls_cert: c.pem\n  tls_key: k.pem\n  \
+             tls_required: true\n",
+        )
+        .unwrap()
+        .nats
+        .expect("nats");
+        assert_eq!(opts.servers, ["tls://n1:4222"]);
+        assert_eq!(
+            opts.credentials.as_deref(),
+            Some(Path::new("/etc/brine/nats.creds"))
+        );
+        assert_eq!(opts.tls_ca.as_deref(), Some(Path::new("/etc/brine/ca.pem")));
+        assert_eq!(
+            (opts.tls_cert.as_deref(), opts.tls_key.as_deref()),
+            (Some(Path::new("c.pem")), Some(Path::new("k.pem")))
+        );
+        assert!(opts.tls_required);
+        let opts = load("brine_nats:\n  servers: h\n  nkey_seed_file: /s\n")
+            .unwrap()
+            .nats
+            .expect("nats");
+        assert_eq!(opts.nkey_seed_file.as_deref(), Some(Path::new("/s")));
 
         for (text, says) in [
             (
@@ -2415,8 +2495,8 @@ mod tests {
             ("brine_nats:\n  stream: X\n", "'servers' is missing"),
             ("brine_nats:\n  servers: []\n", "'servers' is missing"),
             (
-                "brine_nats:\n  servers: tls://h:1\n",
-                "'tls://h:1' is not a NATS server URL",
+                "brine_nats:\n  servers: ws://h:1\n",
+                "'ws://h:1' is not a NATS server URL",
             ),
             ("brine_nats:\n  servers: h\n  stream: a.b\n", "stream 'a.b'"),
             (
@@ -2453,7 +2533,23 @@ mod tests {
             ),
             (
                 "brine_nats:\n  servers: h\n  user: u\n  password: p\n  token: t\n",
-                "either 'user' and 'password', or 'token'",
+                "one way of signing in",
+            ),
+            (
+                "brine_nats:\n  servers: h\n  token: t\n  credentials: /x.creds\n",
+                "one way of signing in",
+            ),
+            (
+                "brine_nats:\n  servers: h\n  credentials: /x.creds\n  nkey_seed_file: /s\n",
+                "one way of signing in",
+            ),
+            (
+                "brine_nats:\n  servers: h\n  tls_cert: /c.pem\n",
+                "'tls_cert' and 'tls_key' go together",
+            ),
+            (
+                "brine_nats:\n  servers: h\n  tls_required: maybe\n",
+                "brine_nats.tls_required",
             ),
         ] {
             let err = load(text).expect_err(text).to_string();

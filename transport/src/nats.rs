@@ -46,6 +46,38 @@ const ACK_TIMEOUT: Duration = Duration::from_secs(5);
 /// The window in which JetStream drops a message sent again with the same id.
 const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
 
+/// The nkey seed in `path`: its one non-empty line, checked to be a user's seed (an `SU`
+/// seed), so a wrong file is named at start rather than refused by the server as bad
+/// credentials.
+fn read_seed(path: &std::path::Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("nkey_seed_file {}: {e}", path.display()))?;
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    match (lines.next(), lines.next()) {
+        (Some(seed), None) if seed.starts_with("SU") => {
+            nkeys::KeyPair::from_seed(seed).map_err(|e| {
+                format!(
+                    "nkey_seed_file {}: not a user nkey seed: {e}",
+                    path.display()
+                )
+            })?;
+            Ok(seed.to_string())
+        }
+        _ => Err(format!(
+            "nkey_seed_file {}: expected one line holding a user's nkey seed (SU...)",
+            path.display()
+        )),
+    }
+}
+
+/// Fail with a line naming the option when `path` cannot be read (the NATS client would
+/// only say that its TLS set-up failed).
+fn readable(path: &std::path::Path, option: &str) -> Result<(), String> {
+    std::fs::File::open(path)
+        .map(drop)
+        .map_err(|e| format!("{option} {}: {e}", path.display()))
+}
+
 /// The events stream, connected.
 pub struct Events {
     client: async_nats::Client,
@@ -84,6 +116,27 @@ impl Events {
         }
         if let Some(token) = &opts.token {
             options = options.token(token.clone());
+        }
+        if let Some(path) = &opts.credentials {
+            options = options
+                .credentials_file(path)
+                .await
+                .map_err(|e| err(format!("credentials: {e}")))?;
+        }
+        if let Some(path) = &opts.nkey_seed_file {
+            options = options.nkey(read_seed(path).map_err(err)?);
+        }
+        if let Some(ca) = &opts.tls_ca {
+            readable(ca, "tls_ca").map_err(err)?;
+            options = options.add_root_certificates(ca.clone());
+        }
+        if let (Some(cert), Some(key)) = (&opts.tls_cert, &opts.tls_key) {
+            readable(cert, "tls_cert").map_err(err)?;
+            readable(key, "tls_key").map_err(err)?;
+            options = options.add_client_certificate(cert.clone(), key.clone());
+        }
+        if opts.tls_required {
+            options = options.require_tls(true);
         }
         let client = tokio::time::timeout(
             CONNECT_TIMEOUT * 2,
