@@ -133,6 +133,13 @@ pub trait JobStore: Send + Sync {
     /// return marked `brine_no_return` (a failure the master recorded for a return that never
     /// came) is replaced by a real one.
     fn save_return(&self, ret: &Value) -> Result<bool>;
+    /// [`JobStore::save_return`] of the return `head` whose `return` entry (there, a
+    /// placeholder such as nil) is `ret`: a runner's return, tens of megabytes for
+    /// `jobs.list_jobs` of a large store, is written from the event that carried it instead of
+    /// a copy. The default makes that copy.
+    fn save_return_of(&self, head: &Value, ret: &Value) -> Result<bool> {
+        self.save_return(&with_return(head, ret))
+    }
     /// Store returns, each as [`JobStore::save_return`] would (in one commit where the store
     /// can): each one's outcome, in order.
     fn save_returns(&self, rets: &[Value]) -> Vec<Result<bool>> {
@@ -499,8 +506,26 @@ impl SqliteStore {
     }
 }
 
+/// A copy of the return `head` whose first `return` entry is `ret`.
+fn with_return(head: &Value, ret: &Value) -> Value {
+    let mut full = head.clone();
+    if let Value::Map(pairs) = &mut full {
+        if let Some(slot) = pairs.iter_mut().find(|(k, _)| k.as_str() == Some("return")) {
+            slot.1 = ret.clone();
+        }
+    }
+    full
+}
+
 /// The row of one return.
 fn return_write(ret: &Value) -> Result<Write> {
+    return_write_parts(ret, None)
+}
+
+/// The row of the return `ret` (or of `head` whose `return` entry is `ret`, when given).
+fn return_write_parts(head: &Value, ret: Option<&Value>) -> Result<Write> {
+    let returned = ret.or_else(|| get(head, "return"));
+    let ret = head;
     let jid = get_str(ret, "jid").unwrap_or_default();
     let id = get_str(ret, "id").unwrap_or_default();
     let fun = match get(ret, "fun") {
@@ -514,7 +539,7 @@ fn return_write(ret: &Value) -> Result<Write> {
         None => String::new(),
     };
     // The return is written once: a runner's can be tens of megabytes.
-    let returned = json_text(get(ret, "return").unwrap_or(&Value::Nil))?;
+    let returned = json_text(returned.unwrap_or(&Value::Nil))?;
     Ok(Write::Return {
         fun,
         jid: jid.to_string(),
@@ -752,6 +777,13 @@ impl JobStore for SqliteStore {
         SyncedReturns(self).commit_returns(rets)
     }
 
+    fn save_return_of(&self, head: &Value, ret: &Value) -> Result<bool> {
+        SyncedReturns(self)
+            .commit(vec![return_write_parts(head, Some(ret))?])
+            .pop()
+            .unwrap_or_else(|| Err(StoreError::Shared("no outcome".into())))
+    }
+
     fn missing_returns(&self, from: &str, to: &str, limit: usize) -> Result<Vec<Missing>> {
         let conn = self.conn();
         let mut st = conn.prepare_cached(&format!(
@@ -948,6 +980,61 @@ mod tests {
                 json_text_with(&v, "return", &made).unwrap(),
                 json_text(&v).unwrap(),
                 "{v}"
+            );
+        }
+    }
+
+    /// A return saved from its head and its return apart is stored exactly as the whole
+    /// return is (both columns), here and through the trait's default.
+    #[test]
+    fn a_return_saved_from_its_parts_is_the_whole_return() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("jobs.sqlite")).unwrap();
+        let ret = map(vec![
+            ("fun", Value::from("runner.jobs.list_jobs")),
+            (
+                "return",
+                map(vec![("2025", map(vec![("é\"", Value::from(1))]))]),
+            ),
+            ("success", Value::from(true)),
+        ]);
+        let head = |jid: &str, r: Value| {
+            map(vec![
+                ("id", Value::from("master")),
+                ("jid", Value::from(jid)),
+                ("fun", Value::from("runner.jobs.list_jobs")),
+                ("return", r),
+                ("success", Value::from(true)),
+            ])
+        };
+        assert!(store.save_return(&head("1", ret.clone())).unwrap());
+        assert!(store.save_return_of(&head("2", Value::Nil), &ret).unwrap());
+        // The trait's default puts the return in its place.
+        assert_eq!(
+            with_return(&head("3", Value::Nil), &ret),
+            head("3", ret.clone())
+        );
+        assert!(store
+            .save_return(&with_return(&head("3", Value::Nil), &ret))
+            .unwrap());
+        let row = |jid: &str| -> (String, String) {
+            store
+                .conn()
+                .query_row(
+                    "SELECT \"return\", full_ret FROM salt_returns WHERE jid = ?1",
+                    params![jid],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .unwrap()
+        };
+        let (whole_ret, whole_full) = row("1");
+        assert!(whole_full.contains(r#""jid":"1""#), "{whole_full}");
+        for jid in ["2", "3"] {
+            let (r, full) = row(jid);
+            assert_eq!(r, whole_ret);
+            assert_eq!(
+                full,
+                whole_full.replace(r#""jid":"1""#, &format!(r#""jid":"{jid}""#))
             );
         }
     }

@@ -504,7 +504,7 @@ impl Reactor {
                 let m = self.master.clone();
                 let queued = self.pool.submit(async move {
                     let jid = gen_jid();
-                    m.run_runner_job(&jid, &name, args, EVENT_USER).await;
+                    m.start_runner_job(&jid, &name, args, EVENT_USER).await;
                     tracing::info!("Runner completed: {jid}");
                 });
                 if !queued {

@@ -19,8 +19,8 @@ use crossbeam_channel::{Receiver, Sender};
 use postgres::{Client, NoTls, Statement};
 
 use super::{
-    from_text, missing_rows, return_write, stored_returns, with_values, Commits, JobHead, JobStore,
-    Missing, Result, StoreError, StoredReturn, Write, NOT_CHECKED,
+    from_text, missing_rows, return_write, return_write_parts, stored_returns, with_values,
+    Commits, JobHead, JobStore, Missing, Result, StoreError, StoredReturn, Write, NOT_CHECKED,
 };
 
 /// Readers in the pool.
@@ -640,6 +640,10 @@ impl JobStore for PgStore {
 
     fn save_return(&self, ret: &Value) -> Result<bool> {
         self.commit_one(return_write(ret)?)
+    }
+
+    fn save_return_of(&self, head: &Value, ret: &Value) -> Result<bool> {
+        self.commit_one(return_write_parts(head, Some(ret))?)
     }
 
     fn save_returns(&self, rets: &[Value]) -> Vec<Result<bool>> {

@@ -28,7 +28,7 @@ use std::time::Duration;
 use brine_client::{ClientError, LocalClient, Publish, Timeouts};
 use brine_protocol::jid::{gen_jid, jid_to_time};
 use brine_protocol::loads::{PublishReply, PublishRequest};
-use brine_protocol::payload::{get, get_str, map, remove, Value};
+use brine_protocol::payload::{get, get_str, map, Value};
 
 use crate::jobstore::{Field, JobHead};
 use crate::master::Master;
@@ -185,7 +185,7 @@ impl Master {
         let tag = format!("salt/run/{jid}");
         let jid2 = jid.clone();
         self.rt.spawn(async move {
-            me.run_runner_job(&jid2, &fun, args, &user).await;
+            me.start_runner_job(&jid2, &fun, args, &user).await;
         });
         map(vec![("tag", Value::from(tag)), ("jid", Value::from(jid))])
     }
@@ -200,6 +200,26 @@ impl Master {
         args: Args,
         user: &str,
     ) -> (Value, bool) {
+        let (ret, success) = self.runner_job(jid, fun, args, user, true).await;
+        (ret.unwrap_or(Value::Nil), success)
+    }
+
+    /// [`Master::run_runner_job`] for a caller that has no use for the return (salt-api and
+    /// `salt-run` read it from the event, a reaction drops it): it is not copied out of the
+    /// event for them.
+    pub async fn start_runner_job(self: &Arc<Self>, jid: &str, fun: &str, args: Args, user: &str) {
+        self.runner_job(jid, fun, args, user, false).await;
+    }
+
+    /// A runner job: the return when `keep` asks for it, and whether the runner succeeded.
+    async fn runner_job(
+        self: &Arc<Self>,
+        jid: &str,
+        fun: &str,
+        args: Args,
+        user: &str,
+        keep: bool,
+    ) -> (Option<Value>, bool) {
         let mut fun_args: Vec<Value> = args.args.clone();
         if !args.kwargs.is_empty() {
             fun_args.push(Value::Map(
@@ -239,7 +259,7 @@ impl Master {
         // workers: the bus's writers, woken by the event, run meanwhile.
         let Some(ev) = self.bus.fire(&tag, data) else {
             let why = format!("the return of runner {fun} is too large for the event bus");
-            return (Value::from(why), false);
+            return (Some(Value::from(why)), false);
         };
         let store = self.cfg.job_cache.then(|| {
             let load = map(vec![
@@ -255,22 +275,22 @@ impl Master {
         });
         let (jid, fun) = (jid.to_string(), format!("runner.{fun}"));
         let ret = tokio::task::spawn_blocking(move || {
-            let Some((store, id, load)) = store else {
-                return get(&ev.data, "return").cloned();
-            };
-            let _ = store.save_load(&jid, &load, &[]);
-            let mut stored = map(vec![
-                ("id", Value::from(id)),
-                ("jid", Value::from(jid)),
-                ("fun", Value::from(fun)),
-                ("return", ev.data.clone()),
-                ("success", Value::from(success)),
-            ]);
-            let _ = store.save_return(&stored);
-            remove(&mut stored, "return").and_then(|mut data| remove(&mut data, "return"))
+            if let Some((store, id, load)) = store {
+                let _ = store.save_load(&jid, &load, &[]);
+                // Salt stores the whole event data as the runner job's return.
+                let head = map(vec![
+                    ("id", Value::from(id)),
+                    ("jid", Value::from(jid)),
+                    ("fun", Value::from(fun)),
+                    ("return", Value::Nil),
+                    ("success", Value::from(success)),
+                ]);
+                let _ = store.save_return_of(&head, &ev.data);
+            }
+            keep.then(|| get(&ev.data, "return").cloned()).flatten()
         })
         .await;
-        (ret.ok().flatten().unwrap_or(Value::Nil), success)
+        (ret.ok().flatten(), success)
     }
 
     /// Publish a job from inside the master and gather its returns with the one local
