@@ -775,3 +775,36 @@ async fn a_job_shared_by_another_master_is_published_once() {
         .publish_peer_job("master-b", &dumps(&load.to_value()));
     assert_eq!(f.frames.lock().unwrap().len(), 2);
 }
+
+/// A runner job's return goes to the job store, unless `runner_returns: False` (Salt's
+/// option) or `job_cache: False` says not; the caller gets it either way.
+#[tokio::test]
+async fn runner_jobs_are_stored_as_runner_returns_says() {
+    for (extra, stored) in [
+        ("", 1),
+        ("runner_returns: False\n", 0),
+        ("job_cache: False\n", 0),
+    ] {
+        let f = fixture_with(false, |_| extra.to_string());
+        let jid = "20250101000000000001";
+        let args = crate::wheel::Args {
+            args: vec![Value::from("a")],
+            kwargs: vec![],
+        };
+        let (ret, ok) = f.master.run_runner_job(jid, "test.arg", args, "root").await;
+        assert!(ok, "{extra}: {ret}");
+        assert_eq!(
+            get(&ret, "args"),
+            Some(&Value::Array(vec![Value::from("a")])),
+            "{extra}: {ret}"
+        );
+        let rows = f.master.store.get_returns(jid).unwrap();
+        assert_eq!(rows.len(), stored, "{extra}");
+        if let Some(row) = rows.first() {
+            // Salt's shape: the whole event data is the job's return.
+            let data = get(&row.full_ret, "return").unwrap();
+            assert_eq!(get_str(data, "fun"), Some("runner.test.arg"), "{data}");
+            assert_eq!(get(data, "return"), Some(&ret), "{data}");
+        }
+    }
+}

@@ -1234,6 +1234,8 @@ pub struct MasterConfig {
     /// them (Salt's default 1000; the kernel caps it at `net.core.somaxconn`).
     pub zmq_backlog: i32,
     pub job_cache: bool,
+    /// `runner_returns`: runner jobs go to the job cache (with `job_cache`); true by default.
+    pub runner_returns: bool,
     pub minion_data_cache: bool,
     pub token_expire: u64,
     pub external_auth: Value,
@@ -1486,6 +1488,7 @@ impl MasterConfig {
                 })?
             },
             job_cache: r.bool("job_cache", true)?,
+            runner_returns: r.bool("runner_returns", true)?,
             minion_data_cache: r.bool("minion_data_cache", true)?,
             token_expire: r.unsigned("token_expire", 43200)?,
             external_auth: r.mapping("external_auth")?,
@@ -2213,6 +2216,7 @@ mod tests {
         assert_eq!(cfg.file_roots["base"], ["/srv/salt", "/srv/spm/salt"]);
         assert_eq!(cfg.mine_get, None);
         assert!(cfg.sign_pub_messages && cfg.rotate_aes_key && cfg.auth_events && cfg.job_cache);
+        assert!(cfg.runner_returns);
         assert!(!cfg.auto_accept && !cfg.open_mode && !cfg.zmq_filtering && !cfg.presence_events);
         assert_eq!(cfg.publish_signing_algorithm, "PKCS1v15-SHA1");
         assert_eq!(

@@ -261,7 +261,7 @@ impl Master {
             let why = format!("the return of runner {fun} is too large for the event bus");
             return (Some(Value::from(why)), false);
         };
-        let store = self.cfg.job_cache.then(|| {
+        let store = (self.cfg.job_cache && self.cfg.runner_returns).then(|| {
             let load = map(vec![
                 ("id", Value::from(self.cfg.id.clone())),
                 ("tgt", Value::from(self.cfg.id.clone())),
