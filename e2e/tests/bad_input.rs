@@ -572,3 +572,235 @@ fn master_started_as_root_runs_as_its_user() {
     }
     other.stop_master();
 }
+
+/// A small deterministic generator (xorshift64*), so a failing stream can be replayed from
+/// its seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// A ZMTP 3.0 greeting (NULL mechanism) followed by a READY command for `socket_type`.
+fn zmtp_hello(socket_type: &str) -> Vec<u8> {
+    let mut g = vec![0xff, 0, 0, 0, 0, 0, 0, 0, 1, 0x7f, 3, 0];
+    let mut mech = b"NULL".to_vec();
+    mech.resize(20, 0);
+    g.extend(mech);
+    g.push(0); // as-server
+    g.extend([0u8; 31]);
+    let mut ready = vec![5];
+    ready.extend(b"READY");
+    ready.push(11);
+    ready.extend(b"Socket-Type");
+    ready.extend((socket_type.len() as u32).to_be_bytes());
+    ready.extend(socket_type.as_bytes());
+    g.push(0x04);
+    g.push(ready.len() as u8);
+    g.extend(ready);
+    g
+}
+
+/// One frame: short or long size, with the MORE flag when asked.
+fn zmtp_frame(body: &[u8], more: bool, long: bool) -> Vec<u8> {
+    let flags = u8::from(more) | if long { 0x02 } else { 0 };
+    let mut f = vec![flags];
+    if long {
+        f.extend((body.len() as u64).to_be_bytes());
+    } else {
+        f.push(body.len() as u8);
+    }
+    f.extend(body);
+    f
+}
+
+/// A hostile ZMTP stream: a well-formed opening then mutations (flipped bytes, cut short,
+/// declared sizes far beyond what follows, unknown commands, endless empty frames).
+fn zmtp_stream(rng: &mut Rng, socket_type: &str) -> Vec<u8> {
+    let mut s = zmtp_hello(socket_type);
+    match rng.below(7) {
+        // A declared long frame far larger than what follows, up to sizes whose sum with a
+        // buffer position overflows (the shape of libzmq's CVE-2019-6250).
+        0 => {
+            let size = match rng.below(4) {
+                0 => u64::MAX,
+                1 => u64::MAX - 63,
+                2 => 1 << 63,
+                _ => (rng.next() >> 1) | (1 << 40),
+            };
+            s.push(0x02);
+            s.extend(size.to_be_bytes());
+            s.extend([0x90; 64]);
+        }
+        // A command frame with an unknown or broken name.
+        1 => {
+            let mut body = vec![rng.below(256) as u8];
+            body.extend((0..rng.below(40)).map(|_| rng.below(256) as u8));
+            s.push(0x04);
+            s.push(body.len() as u8);
+            s.extend(body);
+        }
+        // Many empty frames, all with MORE set: a message that never ends.
+        2 => {
+            for _ in 0..2000 {
+                s.extend(zmtp_frame(&[], true, false));
+            }
+        }
+        // A message of random frames (short and long sizes) with random bodies.
+        3 => {
+            let n = 1 + rng.below(6);
+            for i in 0..n {
+                let body: Vec<u8> = (0..rng.below(300)).map(|_| rng.below(256) as u8).collect();
+                s.extend(zmtp_frame(&body, i + 1 < n, rng.below(2) == 0));
+            }
+        }
+        // A valid request frame, then random trailing bytes.
+        4 => {
+            s.extend(zmtp_frame(&[], true, false));
+            s.extend(zmtp_frame(
+                &[0x81, 0xa3, b'c', b'm', b'd', 0xa4, b'p', b'i', b'n', b'g'],
+                false,
+                false,
+            ));
+            s.extend((0..rng.below(100)).map(|_| rng.below(256) as u8));
+        }
+        _ => {}
+    }
+    // Flip a few bytes anywhere (the greeting too), and maybe cut the stream short.
+    for _ in 0..rng.below(4) {
+        let i = rng.below(s.len());
+        s[i] ^= 1 << rng.below(8);
+    }
+    if rng.below(3) == 0 {
+        let cut = rng.below(s.len());
+        s.truncate(cut.max(1));
+    }
+    s
+}
+
+/// Send `stream` as a libzmq peer does, one step of the handshake at a time: the 10-byte
+/// signature, then the rest of the 64-byte greeting and the READY command once the other
+/// side's signature came, then the messages once the other side's READY came (libzmq drops a
+/// peer whose messages arrive before its handshake is done). A side that hangs up or stays
+/// silent for `patience` ends it early; what the other side sent comes back.
+fn send_as_peer(s: &mut std::net::TcpStream, stream: &[u8], patience: Duration) -> Vec<u8> {
+    let mut got = Vec::new();
+    let _ = s.set_read_timeout(Some(patience));
+    // Read until `done` says enough came; false when the other side hung up or went quiet.
+    let read_until =
+        |s: &mut std::net::TcpStream, got: &mut Vec<u8>, done: &dyn Fn(&[u8]) -> bool| {
+            let mut buf = [0u8; 512];
+            while !done(got) {
+                match std::io::Read::read(s, &mut buf) {
+                    Ok(0) | Err(_) => return false,
+                    Ok(n) => got.extend(&buf[..n]),
+                }
+            }
+            true
+        };
+    let ready_end = if stream.len() > 65 {
+        (66 + stream[65] as usize).min(stream.len())
+    } else {
+        stream.len()
+    };
+    let steps = [0, stream.len().min(10), ready_end, stream.len()];
+    for (i, w) in steps.windows(2).enumerate() {
+        if s.write_all(&stream[w[0]..w[1]]).is_err() {
+            return got;
+        }
+        let enough: &dyn Fn(&[u8]) -> bool = match i {
+            0 => &|g: &[u8]| g.len() >= 10,
+            1 => &|g: &[u8]| g.len() > 65 && g.len() >= 66 + g[65] as usize,
+            _ => return got,
+        };
+        if !read_until(s, &mut got, enough) {
+            return got;
+        }
+    }
+    got
+}
+
+/// Hundreds of hostile ZMTP streams against the request port and the publish port (as each
+/// socket type a peer may claim): the master drops each peer, stays up, keeps its memory
+/// bounded, and answers its minion afterwards.
+#[test]
+fn hostile_zmtp_streams_never_stop_the_master() {
+    let mut st = Stack::new("auto_accept: True\n");
+    st.start_master();
+    st.start_minion("m1", "");
+    st.wait_answering(&["m1"]);
+    let pid = st.master_pid().expect("master pid");
+    let rss = |pid: u32| -> u64 {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+            .unwrap_or(0)
+    };
+    // The master and its publisher process.
+    let total = || -> u64 {
+        rss(pid)
+            + children_of(pid)
+                .iter()
+                .map(|(child, _)| rss(*child))
+                .sum::<u64>()
+    };
+    let before = total();
+
+    // The streams start from a well-formed opening: as is, it gets the master's answer.
+    let ping = clear(map(vec![("cmd", Value::from("ping"))]));
+    let mut good = zmtp_hello("REQ");
+    good.extend(zmtp_frame(&[], true, false));
+    good.extend(zmtp_frame(&ping, false, ping.len() > 255));
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", st.ret_port)).unwrap();
+    let mut got = send_as_peer(&mut s, &good, Duration::from_secs(5));
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut buf = [0u8; 4096];
+    let answer = loads(&request(&zmq::Context::new(), st.ret_port, &ping, 5000).unwrap()).unwrap();
+    let want = dumps(&answer);
+    while !got.windows(want.len()).any(|w| w == want.as_slice()) {
+        match std::io::Read::read(&mut s, &mut buf) {
+            Ok(n) if n > 0 => got.extend(&buf[..n]),
+            other => panic!("no answer to a well-formed ZMTP request ({other:?}): {got:?}"),
+        }
+    }
+    drop(s);
+
+    let mut rng = Rng(0x5eed_2026_1128_0001);
+    let ports = [st.ret_port, st.publish_port];
+    let types = [
+        "REQ", "DEALER", "ROUTER", "SUB", "XSUB", "PUB", "PAIR", "NOPE",
+    ];
+    for round in 0..400 {
+        let port = ports[round % 2];
+        let kind = types[rng.below(types.len())];
+        let stream = zmtp_stream(&mut rng, kind);
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
+        // The master may hang up mid-stream: that is what it should do.
+        send_as_peer(&mut s, &stream, Duration::from_millis(100));
+        if round % 50 == 0 {
+            // Some peers hold their connection open a moment before vanishing.
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    assert!(!process_gone(pid), "the master died\n{}", st.logs());
+    let (v, code) = st.salt_json(&["m1", "test.ping"]);
+    assert_eq!((v, code), (json!({"m1": true}), 0), "{}", st.logs());
+    let after = total();
+    assert!(
+        after < before + 64 * 1024,
+        "the master's RSS grew from {before} kB to {after} kB"
+    );
+    assert_eq!(children_of(pid).len(), 1, "the publisher process is gone");
+}
