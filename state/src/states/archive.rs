@@ -6,13 +6,14 @@
 //! are given), as Salt does.
 //!
 //! An `http://` or `https://` source is fetched into the cache's `extrn_files` as Salt's
-//! `file.cached` state fetches it (a `source_hash` or `skip_verify` required, the cached copy
-//! kept when it has the hash, `keep_source: False` deleting it afterwards).
+//! `file.cached` state fetches it (a `source_hash`, `skip_verify` or `use_etag` required, the
+//! cached copy kept when it has the hash or, with `use_etag`, while the server answers `304`
+//! to its ETag; `keep_source: False` deleting it afterwards).
 //!
 //! Refused with a failure naming them: the other remote sources (ftp, s3, swift), a list
 //! of sources, `password` and rar archives (no `unrar` in this minion),
 //! `skip_files_list_verify`,
-//! `list_options`, `enforce_ownership_on`, `use_etag` and the signature checks (`signature`,
+//! `list_options`, `enforce_ownership_on` and the signature checks (`signature`,
 //! `source_hash_sig`, `signed_by_any`, `signed_by_all`, `keyring`, `gnupghome`).
 //!
 //! The tar reading shared with the minion's `archive` execution module lives here too:
@@ -202,7 +203,6 @@ const REFUSED: &[&str] = &[
     "skip_files_list_verify",
     "list_options",
     "enforce_ownership_on",
-    "use_etag",
     "signature",
     "source_hash_sig",
     "signed_by_any",
@@ -261,10 +261,11 @@ fn cache_http(
     source: &str,
     sum: Option<&(String, String)>,
     skip_verify: bool,
+    use_etag: bool,
 ) -> Result<String, Map<String, Value>> {
     let failed = |comment: String| ret(source, json!(false), comment, json!({}));
     let redacted = crate::url::redact_http_basic_auth(source);
-    if sum.is_none() && !skip_verify {
+    if sum.is_none() && !skip_verify && !use_etag {
         return Err(failed(format!("Unable to verify upstream hash of source file {redacted}, please set source_hash or set skip_verify or use_etag to True")));
     }
     let form = sum.map_or("sha256", |(form, _)| form.as_str());
@@ -278,6 +279,7 @@ fn cache_http(
         .and_then(|p| hash_of(&p));
     let fetch = crate::url::Fetch {
         source_hash: sum.map(|(_, hsum)| hsum.clone()),
+        use_etag,
         ..crate::url::Fetch::default()
     };
     let path = c
@@ -326,6 +328,7 @@ fn extracted(c: &Call) -> Result<Map<String, Value>, String> {
         );
     }
     let skip_verify = c.flag("skip_verify", false);
+    let use_etag = c.flag("use_etag", false);
     let mut warnings: Vec<Value> = Vec::new();
     let keep_source = match (c.low.get("keep_source"), c.low.get("keep")) {
         (Some(k), Some(_)) => {
@@ -551,7 +554,7 @@ fn extracted(c: &Call) -> Result<Map<String, Value>, String> {
             return fail(with_warnings(out, &warnings), format!("Archive {} would be cached (if necessary) and checked to discover if extraction is needed", redact(&source_match)));
         }
         if source_is_http {
-            match cache_http(c, &source, sum.as_ref(), skip_verify) {
+            match cache_http(c, &source, sum.as_ref(), skip_verify, use_etag) {
                 Ok(path) => path,
                 Err(failed) => return Ok(failed),
             }

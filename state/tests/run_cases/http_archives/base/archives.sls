@@ -28,6 +28,20 @@ missing:
     - name: {{ work }}/missing
     - source: {{ http }}/missing.tar.gz
     - source_hash: {{ good }}
+# No hash: the server's ETag decides whether it is fetched again.
+use_etag:
+  archive.extracted:
+    - name: {{ work }}/use_etag
+    - source: {{ http }}/a.tar.gz?etag=1
+    - use_etag: True
+# The same source again: the server answers 304 to the cached copy's ETag.
+use_etag_again:
+  archive.extracted:
+    - name: {{ work }}/use_etag_again
+    - source: {{ http }}/a.tar.gz?etag=1
+    - use_etag: True
+    - require:
+      - archive: use_etag
 # Not verified.
 skip_verify:
   archive.extracted:
