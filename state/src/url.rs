@@ -8,8 +8,13 @@
 //! credentials on a redirect to another origin; `If-None-Match` with a stored ETag when
 //! `use_etag` is asked for; connect and request timeouts and a body size limit from the
 //! minion's options ([`HttpOptions`]). TLS is verified against the minion's `ca_bundle` or the
-//! system's bundle unless `verify_ssl` is off. Proxies are not used, and none is read from
-//! the environment.
+//! system's bundle unless `verify_ssl` is off. With Salt's `proxy_host` and `proxy_port` set
+//! ([`HttpProxy`]), requests go through that HTTP proxy as Salt's `requests` backend sends
+//! them: `http://` URLs as absolute-URI requests to the proxy (`Proxy-Authorization: Basic`
+//! from `proxy_username`/`proxy_password`), `https://` URLs through a `CONNECT` tunnel (the
+//! credentials in the `CONNECT` only); hosts named in `no_proxy` are fetched directly, and an
+//! error status through the proxy reads as `requests` words it. No proxy is read from the
+//! environment.
 //!
 //! Errors have Salt's texts: `Error: HTTP 404: File not found reading /path` (the status,
 //! the server's reason phrase and only the URL's path), `Error: [Errno 111] Connection
@@ -54,6 +59,7 @@ pub struct HttpOptions {
     pub connect_timeout: Duration,
     pub request_timeout: Duration,
     pub max_body: u64,
+    pub proxy: Option<HttpProxy>,
 }
 
 impl Default for HttpOptions {
@@ -63,7 +69,88 @@ impl Default for HttpOptions {
             connect_timeout: Duration::from_secs(20),
             request_timeout: Duration::from_secs(3600),
             max_body: 100 * 1024 * 1024 * 1024,
+            proxy: None,
         }
+    }
+}
+
+/// An HTTP proxy from the minion's options: Salt's `proxy_host` and `proxy_port` (both set, or
+/// no proxy), `proxy_username` and `proxy_password` (sent only when both are set) and
+/// `no_proxy` (host names fetched directly; a text is read as a comma-separated list).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpProxy {
+    pub host: String,
+    /// As the options give it; checked when a request is made.
+    pub port: String,
+    pub credentials: Option<(String, String)>,
+    pub no_proxy: Vec<String>,
+}
+
+impl HttpProxy {
+    fn from_opts(opts: &Map<String, Value>) -> Option<HttpProxy> {
+        let text = |key: &str| match opts.get(key) {
+            Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+            Some(Value::Number(n)) => Some(n.to_string()),
+            _ => None,
+        };
+        let host = text("proxy_host")?;
+        let port = text("proxy_port").filter(|p| p != "0")?;
+        let credentials = text("proxy_username").zip(text("proxy_password"));
+        let no_proxy = match opts.get("no_proxy") {
+            Some(Value::Array(items)) => items
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect(),
+            Some(Value::String(s)) => s
+                .split(',')
+                .map(|h| h.trim().to_string())
+                .filter(|h| !h.is_empty())
+                .collect(),
+            _ => Vec::new(),
+        };
+        Some(HttpProxy {
+            host,
+            port,
+            credentials,
+            no_proxy,
+        })
+    }
+
+    /// Whether a request to `url` goes through the proxy: its host is not in `no_proxy`
+    /// (compared as Salt compares, with the URL's lowercased host name).
+    fn applies_to(&self, url: &url::Url) -> bool {
+        let host = url
+            .host_str()
+            .unwrap_or("")
+            .trim_start_matches('[')
+            .trim_end_matches(']');
+        !self.no_proxy.iter().any(|h| h == host)
+    }
+
+    /// The proxy for ureq; the port checked.
+    fn for_agent(&self) -> Result<ureq::Proxy, String> {
+        let port: u16 = self
+            .port
+            .trim()
+            .parse()
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| format!("invalid proxy_port {:?}", self.port))?;
+        let creds = match &self.credentials {
+            Some((user, password)) => format!("{user}:{password}@"),
+            None => String::new(),
+        };
+        ureq::Proxy::new(format!("http://{creds}{}:{port}", self.host))
+            .map_err(|e| format!("invalid proxy {}:{port}: {e}", self.host))
+    }
+
+    /// The `Proxy-Authorization` header an `http://` request through the proxy carries.
+    fn authorization(&self) -> Option<String> {
+        let (user, password) = self.credentials.as_ref()?;
+        Some(format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+        ))
     }
 }
 
@@ -91,7 +178,13 @@ impl HttpOptions {
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
             .map(PathBuf::from);
+        out.proxy = HttpProxy::from_opts(opts);
         out
+    }
+
+    /// The proxy a request to `url` goes through, if any.
+    fn proxy_for(&self, url: &url::Url) -> Option<&HttpProxy> {
+        self.proxy.as_ref().filter(|p| p.applies_to(url))
     }
 }
 
@@ -312,13 +405,14 @@ pub fn cache_url(
 /// Whether a HEAD of `url` ends (after redirects) in a 2xx answer: how a `source` list picks
 /// its first http(s) entry that exists.
 pub fn head_ok(opts: &HttpOptions, url: &str) -> bool {
-    let Ok(agent) = agent(opts, true) else {
-        return false;
-    };
     let Ok(target) = Target::parse(url) else {
         return false;
     };
-    matches!(send(&agent, "HEAD", &target, &[]), Ok(resp) if (200..300).contains(&resp.status()))
+    let proxy = opts.proxy_for(&target.url);
+    let Ok(agent) = agent(opts, true, proxy) else {
+        return false;
+    };
+    matches!(send(&agent, "HEAD", &target, &[], proxy), Ok(resp) if (200..300).contains(&resp.status()))
 }
 
 /// A URL to request, its credentials taken out.
@@ -349,11 +443,15 @@ impl Target {
 /// A request with Salt's redirect handling: up to 5 redirects (301, 302, 303, 307, 308 with
 /// a `Location`), the credentials sent only to the first URL's origin. The last response
 /// whatever its status, or the transport error's text.
+/// Through a `proxy` (the one the agent was built with), an `http://` request carries the
+/// proxy's credentials in `Proxy-Authorization`; an `https://` one has them in its tunnel's
+/// `CONNECT` only.
 fn send(
     agent: &ureq::Agent,
     method: &str,
     target: &Target,
     headers: &[(&str, String)],
+    proxy: Option<&HttpProxy>,
 ) -> Result<ureq::Response, String> {
     let origin = target.url.origin();
     let mut current = target.url.clone();
@@ -362,6 +460,12 @@ fn send(
         let mut req = agent
             .request_url(method, &current)
             .set("User-agent", USER_AGENT);
+        if let Some(auth) = proxy
+            .filter(|_| current.scheme() == "http")
+            .and_then(HttpProxy::authorization)
+        {
+            req = req.set("Proxy-Authorization", &auth);
+        }
         if let Some(auth) = target
             .auth
             .as_deref()
@@ -374,7 +478,7 @@ fn send(
         }
         let resp = match req.call() {
             Ok(resp) | Err(ureq::Error::Status(_, resp)) => resp,
-            Err(ureq::Error::Transport(t)) => return Err(transport_text(&t)),
+            Err(ureq::Error::Transport(t)) => return Err(transport_text(&t, proxy)),
         };
         let redirect = matches!(resp.status(), 301 | 302 | 303 | 307 | 308);
         let next = resp.header("location").and_then(|l| current.join(l).ok());
@@ -390,13 +494,20 @@ fn send(
 
 /// A blocking client with the minion's timeouts and TLS settings; redirects are followed by
 /// [`send`].
-fn agent(opts: &HttpOptions, verify_ssl: bool) -> Result<ureq::Agent, String> {
-    Ok(ureq::AgentBuilder::new()
+fn agent(
+    opts: &HttpOptions,
+    verify_ssl: bool,
+    proxy: Option<&HttpProxy>,
+) -> Result<ureq::Agent, String> {
+    let mut builder = ureq::AgentBuilder::new()
         .timeout_connect(opts.connect_timeout)
         .timeout(opts.request_timeout)
         .redirects(0)
-        .tls_config(tls_config(opts, verify_ssl)?)
-        .build())
+        .tls_config(tls_config(opts, verify_ssl)?);
+    if let Some(proxy) = proxy {
+        builder = builder.proxy(proxy.for_agent()?);
+    }
+    Ok(builder.build())
 }
 
 fn tls_config(opts: &HttpOptions, verify_ssl: bool) -> Result<Arc<rustls::ClientConfig>, String> {
@@ -483,7 +594,26 @@ impl rustls::client::danger::ServerCertVerifier for NoVerify {
 
 /// The text of an error on the way to an answer, as Python's socket and ssl modules word it
 /// where the error allows.
-fn transport_text(t: &ureq::Transport) -> String {
+fn transport_text(t: &ureq::Transport, proxy: Option<&HttpProxy>) -> String {
+    let Some(proxy) = proxy else {
+        return direct_transport_text(t);
+    };
+    match t.kind() {
+        ureq::ErrorKind::ProxyUnauthorized => {
+            "Tunnel connection failed: 407 Proxy Authentication Required".into()
+        }
+        ureq::ErrorKind::ProxyConnect => "Tunnel connection failed".into(),
+        ureq::ErrorKind::ConnectionFailed | ureq::ErrorKind::Dns => format!(
+            "Unable to connect to proxy {}:{}: {}",
+            proxy.host,
+            proxy.port,
+            direct_transport_text(t)
+        ),
+        _ => direct_transport_text(t),
+    }
+}
+
+fn direct_transport_text(t: &ureq::Transport) -> String {
     use std::error::Error as _;
     let mut source = t.source();
     while let Some(err) = source {
@@ -657,8 +787,9 @@ fn get(
         }
     }
     let target = Target::parse(url).map_err(fail)?;
-    let agent = agent(opts, fetch.verify_ssl).map_err(fail)?;
-    let resp = send(&agent, "GET", &target, &headers).map_err(fail)?;
+    let proxy = opts.proxy_for(&target.url);
+    let agent = agent(opts, fetch.verify_ssl, proxy).map_err(fail)?;
+    let resp = send(&agent, "GET", &target, &headers, proxy).map_err(fail)?;
     let status = resp.status();
     if let Some((_, etag_file)) = &etag_file {
         if let Some(tag) = resp.header("etag") {
@@ -669,7 +800,16 @@ fn get(
         }
     }
     if !(200..300).contains(&status) {
-        let error = format!("HTTP {status}: {}", resp.status_text());
+        let error = match proxy {
+            // requests' words (Salt fetches through a proxy with it).
+            Some(_) if (400..600).contains(&status) => format!(
+                "{status} {} Error: {} for url: {}",
+                if status < 500 { "Client" } else { "Server" },
+                resp.status_text(),
+                resp.get_url()
+            ),
+            _ => format!("HTTP {status}: {}", resp.status_text()),
+        };
         let _ = copy_body(resp, out, opts.max_body);
         return Err(fail(error));
     }

@@ -5,7 +5,8 @@
 //! `__state_ran__`, `skip_watch`, `warnings` and `__parallel__`, and the same errors.
 //!
 //! Both runs see one HTTP server on 127.0.0.1 (serving `tests/http_files/`, see
-//! [`serve_http`]) as the grain `http`, its base URL, for cases with http(s) sources.
+//! [`serve_http`]) as the grain `http`, its base URL, for cases with http(s) sources, and an
+//! HTTP proxy ([`serve_proxy`]) whose port a case's options name as `{proxy_port}`.
 
 mod common;
 
@@ -120,7 +121,11 @@ impl Host for LocalHost {
 }
 
 /// The case's own minion options (`opts` in case.json), `{work}` in a text value standing for
-/// the case's work directory.
+/// the case's work directory and `{proxy_port}` for the port of the cases' proxy.
+fn proxy_port() -> String {
+    std::env::var("BRINE_HTTP_PROXY_PORT").unwrap_or_default()
+}
+
 fn case_opts(meta: &Value, work: &Path) -> Map<String, Value> {
     let work = work.display().to_string();
     meta["opts"]
@@ -129,7 +134,10 @@ fn case_opts(meta: &Value, work: &Path) -> Map<String, Value> {
         .flatten()
         .map(|(key, value)| {
             let value = match value {
-                Value::String(s) => Value::String(s.replace("{work}", &work)),
+                Value::String(s) => Value::String(
+                    s.replace("{work}", &work)
+                        .replace("{proxy_port}", &proxy_port()),
+                ),
                 other => other.clone(),
             };
             (key.clone(), value)
@@ -142,6 +150,86 @@ fn case_opts(meta: &Value, work: &Path) -> Map<String, Value> {
 /// `If-None-Match`), `404 File not found` (as Python's `http.server`) otherwise, and
 /// `/redirect/<path>` answered with a `302` to `/<path>`. Its base URL.
 fn serve_http(dir: PathBuf) -> String {
+    serve(move |req| {
+        let path = req.target.split('?').next().unwrap_or("");
+        file_answer(&dir, path, req)
+    })
+}
+
+/// An HTTP proxy on 127.0.0.1 for the cases (its port): absolute-URI requests with
+/// `Proxy-Authorization` for `pu:pp` are answered as [`serve_http`] answers their path, and
+/// `/proxy-only.txt` with `through the proxy` (which the file server does not have); a `407`
+/// without those credentials, a `400` to an origin-form request. It contacts no origin, so a
+/// host name it is asked for needs no resolving.
+fn serve_proxy(dir: PathBuf) -> u16 {
+    let base = serve(move |req| {
+        if req.header("proxy-authorization") != Some("Basic cHU6cHA=") {
+            return answer("407 Proxy Authentication Required", "", b"");
+        }
+        let Some(rest) = req.target.strip_prefix("http://") else {
+            return answer("400 Bad Request", "", b"not an absolute URI\n");
+        };
+        let path = rest.find('/').map_or("/", |i| &rest[i..]);
+        let path = path.split('?').next().unwrap_or("");
+        if path == "/proxy-only.txt" {
+            return answer("200 OK", "", b"through the proxy\n");
+        }
+        file_answer(&dir, path, req)
+    });
+    base.rsplit(':').next().unwrap().parse().unwrap()
+}
+
+/// A request as the case servers read it.
+struct Request {
+    target: String,
+    headers: Vec<(String, String)>,
+}
+
+impl Request {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The answer head and body (`Connection: close`).
+fn answer(status: &str, extra: &str, body: &[u8]) -> (String, Vec<u8>) {
+    let head = format!(
+        "HTTP/1.1 {status}\r\nConnection: close\r\n{extra}Content-Length: {}\r\n\r\n",
+        body.len()
+    );
+    (head, body.to_vec())
+}
+
+/// [`serve_http`]'s answer to a path.
+fn file_answer(dir: &Path, path: &str, req: &Request) -> (String, Vec<u8>) {
+    if let Some(rest) = path.strip_prefix("/redirect/") {
+        return answer("302 Found", &format!("Location: /{rest}\r\n"), b"");
+    }
+    let rel = path.trim_start_matches('/');
+    match std::fs::read(dir.join(rel)) {
+        Ok(bytes) if !rel.is_empty() && !rel.contains("..") => {
+            let tag = format!(
+                "\"{}\"",
+                &brine_protocol::crypt::hash_hex(&bytes, brine_protocol::crypt::HashType::Sha256)
+                    [..16]
+            );
+            let extra = format!("ETag: {tag}\r\n");
+            if req.header("if-none-match") == Some(tag.as_str()) {
+                answer("304 Not Modified", &extra, b"")
+            } else {
+                answer("200 OK", &extra, &bytes)
+            }
+        }
+        _ => answer("404 File not found", "", b"File not found\n"),
+    }
+}
+
+/// A server on 127.0.0.1:0 answering each connection's one request with `handler`: its base
+/// URL.
+fn serve(handler: impl Fn(&Request) -> (String, Vec<u8>) + Send + 'static) -> String {
     use std::io::{BufRead, BufReader, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -156,52 +244,20 @@ fn serve_http(dir: PathBuf) -> String {
             if reader.read_line(&mut line).is_err() {
                 continue;
             }
-            let mut if_none_match = None;
+            let mut headers = Vec::new();
             loop {
                 let mut header = String::new();
                 if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
                     break;
                 }
                 if let Some((k, v)) = header.split_once(':') {
-                    if k.trim().eq_ignore_ascii_case("if-none-match") {
-                        if_none_match = Some(v.trim().to_string());
-                    }
+                    headers.push((k.trim().to_string(), v.trim().to_string()));
                 }
             }
             let mut parts = line.split_whitespace();
-            let method = parts.next().unwrap_or("");
-            let target = parts.next().unwrap_or("");
-            let path = target.split('?').next().unwrap_or("");
-            let (status, extra, body) = if let Some(rest) = path.strip_prefix("/redirect/") {
-                ("302 Found", format!("Location: /{rest}\r\n"), Vec::new())
-            } else {
-                let rel = path.trim_start_matches('/');
-                match std::fs::read(dir.join(rel)) {
-                    Ok(bytes) if !rel.is_empty() && !rel.contains("..") => {
-                        let tag = format!(
-                            "\"{}\"",
-                            &brine_protocol::crypt::hash_hex(
-                                &bytes,
-                                brine_protocol::crypt::HashType::Sha256
-                            )[..16]
-                        );
-                        if if_none_match.as_deref() == Some(tag.as_str()) {
-                            ("304 Not Modified", format!("ETag: {tag}\r\n"), Vec::new())
-                        } else {
-                            ("200 OK", format!("ETag: {tag}\r\n"), bytes)
-                        }
-                    }
-                    _ => (
-                        "404 File not found",
-                        String::new(),
-                        b"File not found\n".to_vec(),
-                    ),
-                }
-            };
-            let head = format!(
-                "HTTP/1.1 {status}\r\nConnection: close\r\n{extra}Content-Length: {}\r\n\r\n",
-                body.len()
-            );
+            let method = parts.next().unwrap_or("").to_string();
+            let target = parts.next().unwrap_or("").to_string();
+            let (head, body) = handler(&Request { target, headers });
             let _ = stream.write_all(head.as_bytes());
             if method != "HEAD" {
                 let _ = stream.write_all(&body);
@@ -314,8 +370,10 @@ fn cases_run_as_salt_runs_them() {
     let work = tempfile::tempdir().unwrap();
     let cases = tests_dir().join("run_cases");
     let http = serve_http(tests_dir().join("http_files"));
-    // salt_run.py gives Salt's run the same grain.
+    let proxy = serve_proxy(tests_dir().join("http_files"));
+    // salt_run.py gives Salt's run the same grain and proxy.
     std::env::set_var("BRINE_HTTP", &http);
+    std::env::set_var("BRINE_HTTP_PROXY_PORT", proxy.to_string());
     let Some(out) =
         brine_render::oracle::run_with(&tests_dir().join("salt_run.py"), &[&cases, work.path()])
     else {

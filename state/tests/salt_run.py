@@ -2,7 +2,8 @@
 then State.call_high, what state.sls runs) on this machine, and print JSON:
 {case: {"ret": {tag: result}} | {"errors": [...]}}. Each case runs in WORK_DIR/<case>, which
 its states see as the grain `work`, made by the case's setup.sh if any, removed afterwards;
-"opts" in case.json sets minion options ("{work}" in a value stands for that directory);
+"opts" in case.json sets minion options ("{work}" in a value stands for that directory,
+"{proxy_port}" for the port of the test's HTTP proxy, BRINE_HTTP_PROXY_PORT);
 with "runs": 2 the states are applied twice and the second run is printed; "like": "<case>"
 takes the tree (base/) and setup.sh of that case; the grain `http` is the base URL of the
 test's HTTP server (BRINE_HTTP in the environment). Usage: salt_run.py CASES_DIR WORK_DIR"""
@@ -42,9 +43,15 @@ def machine_allows(needs):
 
 def case_opts(meta, work):
     """The case's own minion options ("opts" in case.json), "{work}" in a text value standing
-    for the case's work directory."""
+    for the case's work directory and "{proxy_port}" for the port of the test's proxy."""
     return {
-        key: value.replace("{work}", work) if isinstance(value, str) else value
+        key: (
+            value.replace("{work}", work).replace(
+                "{proxy_port}", os.environ.get("BRINE_HTTP_PROXY_PORT", "")
+            )
+            if isinstance(value, str)
+            else value
+        )
         for key, value in meta.get("opts", {}).items()
     }
 

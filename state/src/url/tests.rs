@@ -22,6 +22,31 @@ impl Seen {
 
 type Handler = dyn Fn(&Seen) -> Vec<u8> + Send + Sync;
 
+/// The request line and headers read from a connection.
+fn read_request(stream: &std::net::TcpStream) -> Option<Seen> {
+    let mut reader = BufReader::new(stream.try_clone().ok()?);
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or("").to_string();
+    let path = parts.next().unwrap_or("").to_string();
+    let mut headers = Vec::new();
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+        }
+    }
+    Some(Seen {
+        method,
+        path,
+        headers,
+    })
+}
+
 /// A server on 127.0.0.1:0 answering every connection's one request with `handler`; the
 /// requests seen.
 fn serve(handler: Box<Handler>) -> (String, Arc<Mutex<Vec<Seen>>>) {
@@ -32,28 +57,8 @@ fn serve(handler: Box<Handler>) -> (String, Arc<Mutex<Vec<Seen>>>) {
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { return };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            if reader.read_line(&mut line).is_err() {
+            let Some(req) = read_request(&stream) else {
                 continue;
-            }
-            let mut parts = line.split_whitespace();
-            let method = parts.next().unwrap_or("").to_string();
-            let path = parts.next().unwrap_or("").to_string();
-            let mut headers = Vec::new();
-            loop {
-                let mut h = String::new();
-                if reader.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
-                    break;
-                }
-                if let Some((k, v)) = h.split_once(':') {
-                    headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
-                }
-            }
-            let req = Seen {
-                method,
-                path,
-                headers,
             };
             log.lock().unwrap().push(req.clone());
             let _ = stream.write_all(&handler(&req));
@@ -340,18 +345,28 @@ fn serve_tls(cert: &Path, key: &Path) -> String {
     base
 }
 
-#[test]
-fn tls_is_verified_unless_verify_ssl_is_off() {
-    let dir = tempfile::tempdir().unwrap();
-    let Some((cert, key)) = self_signed(dir.path()) else {
+/// An HTTPS server ([`serve_tls`]) with a certificate made in `dir`: the certificate's path
+/// and the server's base URL; `None` (the test skipped) without the `openssl` command, which
+/// CI must have.
+fn tls_origin(dir: &Path) -> Option<(PathBuf, String)> {
+    let Some((cert, key)) = self_signed(dir) else {
         assert!(
             std::env::var("CI").as_deref() != Ok("true"),
             "the openssl command is missing"
         );
         eprintln!("skipped: no openssl command");
-        return;
+        return None;
     };
     let base = serve_tls(&cert, &key);
+    Some((cert, base))
+}
+
+#[test]
+fn tls_is_verified_unless_verify_ssl_is_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((cert, base)) = tls_origin(dir.path()) else {
+        return;
+    };
     let url = format!("{base}/a.txt");
     let cache = dir.path().join("cache");
     // Against the system's bundle: refused.
@@ -383,4 +398,217 @@ fn tls_is_verified_unless_verify_ssl_is_off() {
     };
     let got = cache_url(&opts, &cache, &url, "base", &Fetch::default()).unwrap();
     assert_eq!(std::fs::read(&got).unwrap(), b"hello\n");
+}
+
+/// What the test proxies take as `Proxy-Authorization` (`pu:pp`).
+const PROXY_AUTH: &str = "Basic cHU6cHA=";
+
+/// An HTTP proxy's handler for absolute-URI requests: the path answered by [`files`], a
+/// `407` without [`PROXY_AUTH`], a `400` to an origin-form request. Its origin is never
+/// contacted, so a URL whose host does not resolve is fetched only through it.
+fn proxy_files() -> Box<Handler> {
+    let files = files();
+    Box::new(move |req: &Seen| {
+        if req.header("proxy-authorization") != Some(PROXY_AUTH) {
+            return response("407 Proxy Authentication Required", &[], "");
+        }
+        let Some(rest) = req.path.strip_prefix("http://") else {
+            return response("400 Bad Request", &[], "not an absolute URI");
+        };
+        let path = rest.find('/').map_or("/", |i| &rest[i..]);
+        files(&Seen {
+            path: path.to_string(),
+            ..req.clone()
+        })
+    })
+}
+
+fn proxy_opts(port: impl Into<Value>, password: &str) -> HttpOptions {
+    let opts: Map<String, Value> = serde_json::from_value(serde_json::json!({
+        "proxy_host": "127.0.0.1", "proxy_port": port.into(), "proxy_username": "pu",
+        "proxy_password": password, "no_proxy": ["127.0.0.1"]
+    }))
+    .unwrap();
+    HttpOptions::from_opts(&opts)
+}
+
+fn port_of(base: &str) -> u16 {
+    base.rsplit(':').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn proxy_options_are_salts() {
+    let read = |v: Value| HttpOptions::from_opts(&serde_json::from_value(v).unwrap()).proxy;
+    assert_eq!(
+        read(serde_json::json!({"proxy_host": "px", "proxy_port": "3128",
+            "proxy_username": "u", "proxy_password": "p", "no_proxy": "a.example, b"})),
+        Some(HttpProxy {
+            host: "px".into(),
+            port: "3128".into(),
+            credentials: Some(("u".into(), "p".into())),
+            no_proxy: vec!["a.example".into(), "b".into()],
+        })
+    );
+    // Both host and port, or no proxy; credentials only as a pair.
+    assert_eq!(read(serde_json::json!({"proxy_host": "px"})), None);
+    assert_eq!(read(serde_json::json!({"proxy_port": 3128})), None);
+    assert_eq!(
+        read(serde_json::json!({"proxy_host": "px", "proxy_port": 3128, "proxy_username": "u"}))
+            .unwrap()
+            .credentials,
+        None
+    );
+}
+
+#[test]
+fn http_urls_go_through_the_proxy_with_its_credentials() {
+    let (proxy, seen) = serve(proxy_files());
+    let opts = proxy_opts(port_of(&proxy), "pp");
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    // origin.invalid does not resolve: only the proxy can answer.
+    let got = cache_url(
+        &opts,
+        &cache,
+        "http://user:pw@origin.invalid/a.txt?v=1",
+        "base",
+        &Fetch::default(),
+    )
+    .unwrap();
+    assert_eq!(std::fs::read(&got).unwrap(), b"hello\n");
+    {
+        let seen = seen.lock().unwrap();
+        let req = seen.last().unwrap();
+        assert_eq!(req.path, "http://origin.invalid/a.txt?v=1");
+        assert_eq!(req.header("proxy-authorization"), Some(PROXY_AUTH));
+        // The URL's own credentials go to the origin, as without a proxy.
+        assert_eq!(req.header("authorization"), Some("Basic dXNlcjpwdw=="));
+    }
+    // Redirects are followed through the proxy.
+    let body = fetch_bytes(&opts, "http://origin.invalid/r", &Fetch::default()).unwrap();
+    assert_eq!(body, b"hello\n");
+    assert_eq!(
+        seen.lock().unwrap().last().unwrap().path,
+        "http://origin.invalid/a.txt"
+    );
+    // Error statuses in requests' words.
+    let err = fetch_bytes(&opts, "http://origin.invalid/missing", &Fetch::default()).unwrap_err();
+    assert_eq!(
+        err,
+        "Error: 404 Client Error: File not found for url: http://origin.invalid/missing reading /missing"
+    );
+    let wrong = proxy_opts(port_of(&proxy), "nope");
+    let err = fetch_bytes(&wrong, "http://origin.invalid/a.txt", &Fetch::default()).unwrap_err();
+    assert_eq!(
+        err,
+        "Error: 407 Client Error: Proxy Authentication Required for url: http://origin.invalid/a.txt reading /a.txt"
+    );
+    // A host in no_proxy is fetched directly.
+    let (origin, origin_seen) = serve(files());
+    let before = seen.lock().unwrap().len();
+    let body = fetch_bytes(&opts, &format!("{origin}/a.txt"), &Fetch::default()).unwrap();
+    assert_eq!(body, b"hello\n");
+    assert_eq!(seen.lock().unwrap().len(), before);
+    let direct = origin_seen.lock().unwrap().last().unwrap().clone();
+    assert_eq!(direct.path, "/a.txt");
+    assert_eq!(direct.header("proxy-authorization"), None);
+    // A proxy that is not there, and one whose port is not a port.
+    let closed = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let err = fetch_bytes(
+        &proxy_opts(closed, "pp"),
+        "http://origin.invalid/a.txt",
+        &Fetch::default(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        format!("Error: Unable to connect to proxy 127.0.0.1:{closed}: [Errno 111] Connection refused reading /a.txt")
+    );
+    let err = fetch_bytes(
+        &proxy_opts("31x", "pp"),
+        "http://origin.invalid/a.txt",
+        &Fetch::default(),
+    )
+    .unwrap_err();
+    assert_eq!(err, "Error: invalid proxy_port \"31x\" reading /a.txt");
+    assert!(!head_ok(&wrong, "http://origin.invalid/a.txt"));
+    assert!(head_ok(&opts, "http://origin.invalid/a.txt"));
+}
+
+/// A proxy on 127.0.0.1:0 that opens `CONNECT` tunnels (a `407` without [`PROXY_AUTH`]): its
+/// base URL and the requests it saw.
+fn serve_connect() -> (String, Arc<Mutex<Vec<Seen>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut client) = stream else { return };
+            // Nothing follows the CONNECT's head until it is answered.
+            let Some(req) = read_request(&client) else {
+                continue;
+            };
+            log.lock().unwrap().push(req.clone());
+            // ureq writes the scheme in lower case; HTTP takes it in any case.
+            let authorized = req
+                .header("proxy-authorization")
+                .is_some_and(|a| a.eq_ignore_ascii_case(PROXY_AUTH));
+            let upstream = (req.method == "CONNECT")
+                .then(|| std::net::TcpStream::connect(&req.path).ok())
+                .flatten();
+            let (true, Some(upstream)) = (authorized, upstream) else {
+                let _ = client.write_all(
+                    b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n",
+                );
+                continue;
+            };
+            let _ = client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+            let (mut c2, mut u2) = (client.try_clone().unwrap(), upstream.try_clone().unwrap());
+            let mut upstream = upstream;
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut u2, &mut c2);
+                let _ = c2.shutdown(std::net::Shutdown::Write);
+            });
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut client, &mut upstream);
+                let _ = upstream.shutdown(std::net::Shutdown::Write);
+            });
+        }
+    });
+    (base, seen)
+}
+
+#[test]
+fn https_urls_go_through_a_connect_tunnel() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((cert, origin)) = tls_origin(dir.path()) else {
+        return;
+    };
+    let (proxy, seen) = serve_connect();
+    let mut opts = proxy_opts(port_of(&proxy), "pp");
+    opts.proxy.as_mut().unwrap().no_proxy.clear();
+    opts.ca_bundle = Some(cert.clone());
+    let url = format!("{origin}/a.txt");
+    let body = fetch_bytes(&opts, &url, &Fetch::default()).unwrap();
+    assert_eq!(body, b"hello\n");
+    let req = seen.lock().unwrap().last().unwrap().clone();
+    assert_eq!(
+        (req.method.as_str(), req.path.as_str()),
+        ("CONNECT", origin.trim_start_matches("https://"))
+    );
+    assert!(req
+        .header("proxy-authorization")
+        .is_some_and(|a| a.eq_ignore_ascii_case(PROXY_AUTH)));
+    // Wrong credentials: the tunnel is refused.
+    let mut wrong = opts.clone();
+    wrong.proxy.as_mut().unwrap().credentials = Some(("pu".into(), "nope".into()));
+    let err = fetch_bytes(&wrong, &url, &Fetch::default()).unwrap_err();
+    assert_eq!(
+        err,
+        "Error: Tunnel connection failed: 407 Proxy Authentication Required reading /a.txt"
+    );
 }
