@@ -20,6 +20,8 @@ use brine_protocol::pyrepr::os_error as os_error_text;
 use super::args::{py_int, py_str, py_type, Bound, Signature};
 use super::{CallState, Context, FnError, Spec};
 
+mod find;
+
 /// The functions of the `file` module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fun {
@@ -38,6 +40,7 @@ pub enum Fun {
     DirectoryExists,
     Dirname,
     FileExists,
+    Find,
     GetGid,
     GetGroup,
     GetHash,
@@ -137,6 +140,7 @@ impl Fun {
         Fun::DirectoryExists,
         Fun::Dirname,
         Fun::FileExists,
+        Fun::Find,
         Fun::GetGid,
         Fun::GetGroup,
         Fun::GetHash,
@@ -375,6 +379,29 @@ impl Fun {
     CLI Example:
 
         salt '*' file.file_exists /etc/hosts
+    ",
+            ),
+            Fun::Find => (
+                "file.find",
+                "find",
+                s(PATH, 1, true, true),
+                "
+    Approximate find(1): the sorted list of what the actions give for
+    each path under path (a glob) that meets every criterion.
+
+    Criteria: name=glob, iname=glob (case insensitive), regex=re and
+    iregex=re (on the base name), type=bcdflps (any of), owner=users,
+    group=groups (names or ids), size=[+-]N[bkmgt], mtime=[+-]interval
+    (e.g. 1w2d3h4m5s; - means since), grep=re (file contents).
+    Actions: print=path,name,size,type,mode,mtime,user,group,md5
+    (default print=path), delete[=types] (default f, a for all),
+    exec='command {}'. Depth: mindepth=N, maxdepth=N.
+
+    CLI Example:
+
+        salt '*' file.find / type=f name=\\*.bak size=+10m
+        salt '*' file.find /var mtime=+30d size=+10m print=path,size,mtime
+        salt '*' file.find /var/log name=\\*.[0-9] mtime=+30d size=+10m delete
     ",
             ),
             Fun::GetGid => (
@@ -841,6 +868,7 @@ impl Fun {
             Fun::FileExists => Ok(Value::Boolean(
                 Path::new(&expanduser(&str_arg(b, "path")?)).is_file(),
             )),
+            Fun::Find => find::find(b),
             Fun::GetGid => getter(b, "gid"),
             Fun::GetGroup => getter(b, "group"),
             Fun::GetHash => {
@@ -998,10 +1026,6 @@ fn expandvars(path: &str) -> String {
     out.push_str(rest);
     out
 }
-
-
-
-
 
 /// `os.path.realpath` (not strict: missing parts are kept as they are).
 fn realpath(path: &str) -> String {
@@ -2762,7 +2786,6 @@ fn decode_line(line: &[u8]) -> String {
     }
 }
 
-
 /// The first `size` bytes of a file.
 fn head(path: &str, size: u64) -> std::io::Result<Vec<u8>> {
     let mut block = Vec::with_capacity(size as usize);
@@ -3610,8 +3633,8 @@ fn blockreplace(b: &Bound) -> Result<Value, FnError> {
         return Err(FnError::Invocation(format!("File not found: {path}")));
     }
     let encoded = utf8_encoded(&path)?;
-    let binary =
-        Path::new(&path).is_file() && head(&path, 2048).is_ok_and(|block| brine_protocol::nested::is_binary(&block));
+    let binary = Path::new(&path).is_file()
+        && head(&path, 2048).is_ok_and(|block| brine_protocol::nested::is_binary(&block));
     if !encoded && binary {
         return Err(FnError::Invocation(format!(
             "Cannot perform string replacements on a binary file: {path}"
@@ -3811,7 +3834,7 @@ mod tests {
     /// Runs `[fun, args, kwargs]` cases with Salt's own `file` module (see the module docs
     /// of the oracle: `{WORK}` stands for the work directory both ways).
     const ORACLE: &str = r#"
-import json, os, stat, sys, traceback
+import contextlib, json, os, stat, sys, traceback
 import salt.config, salt.loader
 from salt.exceptions import CommandExecutionError, SaltInvocationError
 
@@ -3851,7 +3874,9 @@ mods = salt.loader.minion_mods(opts, utils=salt.loader.utils(opts))
 results = []
 for fun, args, kwargs in cases:
     try:
-        ret = mods[fun](*sub(args, "{WORK}", work), **sub(kwargs, "{WORK}", work))
+        # file.find's exec prints the command it runs: keep stdout for the JSON.
+        with contextlib.redirect_stdout(sys.stderr):
+            ret = mods[fun](*sub(args, "{WORK}", work), **sub(kwargs, "{WORK}", work))
     except CommandExecutionError as exc:
         ret = f"ERROR: {exc}"
     except SaltInvocationError as exc:
@@ -4079,7 +4104,34 @@ print(json.dumps({"results": results, "tree": tree(work)}))
  ["file.blockreplace", ["{WORK}/crlf", "#s", "#e"], {"content": "in\nblock", "append_if_not_found": true}],
  ["file.write", ["{WORK}/unterm", "#-- start managed zone --", "x"], {}],
  ["file.blockreplace", ["{WORK}/unterm"], {"content": "y"}],
- ["file.prepend", ["{WORK}/crlf", "top"], {}]
+ ["file.prepend", ["{WORK}/crlf", "top"], {}],
+ ["file.mkdir", ["{WORK}/sub/deeper"], {}],
+ ["file.write", ["{WORK}/sub/deeper/Note.TXT", "deep"], {}],
+ ["file.symlink", ["{WORK}/a", "{WORK}/sub/to_a"], {}],
+ ["file.symlink", ["{WORK}/nope", "{WORK}/sub/dangling"], {}],
+ ["file.symlink", ["{WORK}/sub/deeper", "{WORK}/dirlink"], {}],
+ ["file.find", ["{WORK}"], {"type": "f", "print": "name,size,type,mode,md5,user,group,bogus"}],
+ ["file.find", ["{WORK}/"], {"name": "*", "maxdepth": 1}],
+ ["file.find", ["{WORK}/s*"], {"iname": "*.txt", "print": "name"}],
+ ["file.find", ["{WORK}", "print"], {"regex": "[a-c]", "mindepth": 1, "maxdepth": 1}],
+ ["file.find", ["{WORK}"], {"mindepth": 2, "print": "path,type"}],
+ ["file.find", ["{WORK}"], {"grep": "wor.d", "iname": "?", "size": "-1k", "mtime": "-1h"}],
+ ["file.find", ["{WORK}"], {"type": "l", "owner": "0", "group": "0"}],
+ ["file.find", ["{WORK}"], {"name": "?onf", "size": "+1"}],
+ ["file.find", ["{WORK}"], {"size": "4", "type": "f"}],
+ ["file.find", ["{WORK}/a"], {}],
+ ["file.find", ["{WORK}/nope*"], {}],
+ ["file.find", ["{WORK}"], {"user": "root"}],
+ ["file.find", ["{WORK}"], {"type": "fx"}],
+ ["file.find", ["{WORK}"], {"size": "+1x"}],
+ ["file.find", ["{WORK}"], {"mtime": "3 fortnights"}],
+ ["file.find", ["{WORK}"], {"regex": "("}],
+ ["file.find", ["{WORK}"], {"name": ""}],
+ ["file.find", ["{WORK}"], {"delete": "a", "test": true, "name": "*link"}],
+ ["file.find", ["{WORK}", "delete"], {"name": "crlf"}],
+ ["file.find", ["{WORK}"], {"delete": "d", "name": "deeper"}],
+ ["file.find", ["{WORK}", "delete"], {"name": "unterm", "print": "path,size"}],
+ ["file.find", ["{WORK}"], {"exec": "echo found {}", "name": "r"}]
 ]"##;
 
     /// Brine's return as the oracle prints Salt's: bytes as `{"__bytes__": latin-1}`, the work
