@@ -212,7 +212,8 @@ fn expand_user(path: &str) -> String {
 }
 
 /// Python's `glob.glob`: `*`, `?` and `[...]` in any component; wildcards do not match
-/// names starting with a dot; a relative pattern is relative to the working directory.
+/// names starting with a dot; a relative pattern is relative to the working directory; a
+/// dangling link is found, as Python finds it.
 pub fn glob(pattern: &Path) -> Vec<PathBuf> {
     // A relative pattern (`-c etc` on the command line) is relative to the working directory.
     let start = if pattern.is_absolute() { "/" } else { "." };
@@ -248,7 +249,11 @@ pub fn glob(pattern: &Path) -> Vec<PathBuf> {
         }
         current = next;
     }
-    current.into_iter().filter(|p| p.exists()).collect()
+    // `os.path.lexists`: a link is found even when what it points to is not there.
+    current
+        .into_iter()
+        .filter(|p| p.symlink_metadata().is_ok())
+        .collect()
 }
 
 /// Salt's `_read_conf_file`: a YAML mapping (empty file = empty mapping),

@@ -21,6 +21,7 @@ use super::args::{py_int, py_str, py_type, Bound, Signature};
 use super::{CallState, Context, FnError, Spec};
 
 mod find;
+mod query;
 
 /// The functions of the `file` module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +40,7 @@ pub enum Fun {
     Copy,
     DirectoryExists,
     Dirname,
+    Diskusage,
     FileExists,
     Find,
     GetGid,
@@ -48,15 +50,26 @@ pub enum Fun {
     GetSum,
     GetUid,
     GetUser,
+    GidToGroup,
+    GroupToGid,
+    IsBlkdev,
+    IsChrdev,
+    IsFifo,
+    IsHardlink,
     IsLink,
     Join,
     Line,
+    Link,
     Lstat,
     Makedirs,
     Mkdir,
     Move,
+    Normpath,
+    Pardir,
+    PathExistsGlob,
     Prepend,
     Read,
+    Readdir,
     Readlink,
     Remove,
     Rename,
@@ -66,10 +79,13 @@ pub enum Fun {
     SeekRead,
     SetMode,
     Stats,
+    Statvfs,
     Symlink,
     Touch,
     Truncate,
+    UidToUser,
     Uncomment,
+    UserToUid,
     Write,
 }
 
@@ -139,6 +155,7 @@ impl Fun {
         Fun::Copy,
         Fun::DirectoryExists,
         Fun::Dirname,
+        Fun::Diskusage,
         Fun::FileExists,
         Fun::Find,
         Fun::GetGid,
@@ -148,15 +165,26 @@ impl Fun {
         Fun::GetSum,
         Fun::GetUid,
         Fun::GetUser,
+        Fun::GidToGroup,
+        Fun::GroupToGid,
+        Fun::IsBlkdev,
+        Fun::IsChrdev,
+        Fun::IsFifo,
+        Fun::IsHardlink,
         Fun::IsLink,
         Fun::Join,
         Fun::Line,
+        Fun::Link,
         Fun::Lstat,
         Fun::Makedirs,
         Fun::Mkdir,
         Fun::Move,
+        Fun::Normpath,
+        Fun::Pardir,
+        Fun::PathExistsGlob,
         Fun::Prepend,
         Fun::Read,
+        Fun::Readdir,
         Fun::Readlink,
         Fun::Remove,
         Fun::Rename,
@@ -166,16 +194,202 @@ impl Fun {
         Fun::SeekRead,
         Fun::SetMode,
         Fun::Stats,
+        Fun::Statvfs,
         Fun::Symlink,
         Fun::Touch,
         Fun::Truncate,
+        Fun::UidToUser,
         Fun::Uncomment,
+        Fun::UserToUid,
         Fun::Write,
     ];
 
     pub(crate) fn spec(self) -> Spec {
         let s = Signature::new;
         let (name, pyname, sig, doc) = match self {
+            Fun::Diskusage => (
+                "file.diskusage",
+                "diskusage",
+                s(&["path"], 1, false, false),
+                "
+    The size of a file, or the sum of the sizes of the files under a
+    directory (each inode once; links to directories are not followed).
+
+    CLI Example:
+
+        salt '*' file.diskusage /path/to/check
+    ",
+            ),
+            Fun::GidToGroup => (
+                "file.gid_to_group",
+                "gid_to_group",
+                s(&["gid"], 1, false, false),
+                "
+    The name of the group with this gid (or name); the gid when no group
+    has it.
+
+    CLI Example:
+
+        salt '*' file.gid_to_group 0
+    ",
+            ),
+            Fun::GroupToGid => (
+                "file.group_to_gid",
+                "group_to_gid",
+                s(&["group"], 1, false, false),
+                "
+    The gid of a group; empty when there is no such group.
+
+    CLI Example:
+
+        salt '*' file.group_to_gid root
+    ",
+            ),
+            Fun::IsBlkdev => (
+                "file.is_blkdev",
+                "is_blkdev",
+                s(&["name"], 1, false, false),
+                "
+    Whether the path is a block device.
+
+    CLI Example:
+
+        salt '*' file.is_blkdev /dev/sda
+    ",
+            ),
+            Fun::IsChrdev => (
+                "file.is_chrdev",
+                "is_chrdev",
+                s(&["name"], 1, false, false),
+                "
+    Whether the path is a character device.
+
+    CLI Example:
+
+        salt '*' file.is_chrdev /dev/null
+    ",
+            ),
+            Fun::IsFifo => (
+                "file.is_fifo",
+                "is_fifo",
+                s(&["name"], 1, false, false),
+                "
+    Whether the path is a FIFO (named pipe).
+
+    CLI Example:
+
+        salt '*' file.is_fifo /run/my.fifo
+    ",
+            ),
+            Fun::IsHardlink => (
+                "file.is_hardlink",
+                "is_hardlink",
+                s(PATH, 1, false, false),
+                "
+    Whether the file has more than one hard link.
+
+    CLI Example:
+
+        salt '*' file.is_hardlink /path/to/file
+    ",
+            ),
+            Fun::Link => (
+                "file.link",
+                "link",
+                s(&["src", "path"], 2, false, false),
+                "
+    Make path a hard link to src (an absolute path).
+
+    CLI Example:
+
+        salt '*' file.link /path/to/file /path/to/link
+    ",
+            ),
+            Fun::Normpath => (
+                "file.normpath",
+                "normpath",
+                s(PATH, 1, false, false),
+                "
+    The path with redundant separators and up-level references removed.
+
+    CLI Example:
+
+        salt '*' file.normpath 'a/b/c/..'
+    ",
+            ),
+            Fun::Pardir => (
+                "file.pardir",
+                "pardir",
+                Signature::NONE,
+                "
+    The parent directory's name on this system ('..').
+
+    CLI Example:
+
+        salt '*' file.pardir
+    ",
+            ),
+            Fun::PathExistsGlob => (
+                "file.path_exists_glob",
+                "path_exists_glob",
+                s(PATH, 1, false, false),
+                "
+    Whether a glob matches any path.
+
+    CLI Example:
+
+        salt '*' file.path_exists_glob /etc/pam*/pass*
+    ",
+            ),
+            Fun::Readdir => (
+                "file.readdir",
+                "readdir",
+                s(PATH, 1, false, false),
+                "
+    The entries of a directory, '.' and '..' first.
+
+    CLI Example:
+
+        salt '*' file.readdir /path/to/dir/
+    ",
+            ),
+            Fun::Statvfs => (
+                "file.statvfs",
+                "statvfs",
+                s(PATH, 1, false, false),
+                "
+    statvfs of the file system holding a path.
+
+    CLI Example:
+
+        salt '*' file.statvfs /home/
+    ",
+            ),
+            Fun::UidToUser => (
+                "file.uid_to_user",
+                "uid_to_user",
+                s(&["uid"], 1, false, false),
+                "
+    The name of the user with this uid; the uid when no user has it.
+
+    CLI Example:
+
+        salt '*' file.uid_to_user 0
+    ",
+            ),
+            Fun::UserToUid => (
+                "file.user_to_uid",
+                "user_to_uid",
+                s(&["user"], 0, false, false),
+                "
+    The uid of a user (this process's user by default); empty when there
+    is no such user.
+
+    CLI Example:
+
+        salt '*' file.user_to_uid root
+    ",
+            ),
             Fun::Access => (
                 "file.access",
                 "access",
@@ -865,6 +1079,21 @@ impl Fun {
                 Path::new(&expanduser(&str_arg(b, "path")?)).is_dir(),
             )),
             Fun::Dirname => Ok(Value::from(dirname(&str_arg(b, "path")?))),
+            Fun::Diskusage => query::diskusage(b),
+            Fun::GidToGroup => query::gid_to_group_fn(b),
+            Fun::GroupToGid => Ok(query::group_to_gid_fn(b)),
+            Fun::IsBlkdev => query::is_kind(b, "name", query::Kind::BlockDevice),
+            Fun::IsChrdev => query::is_kind(b, "name", query::Kind::CharDevice),
+            Fun::IsFifo => query::is_kind(b, "name", query::Kind::Fifo),
+            Fun::IsHardlink => query::is_hardlink(b),
+            Fun::Link => query::link(b),
+            Fun::Normpath => query::normpath_fn(b),
+            Fun::Pardir => Ok(Value::from("..")),
+            Fun::PathExistsGlob => query::path_exists_glob(b),
+            Fun::Readdir => query::readdir(b),
+            Fun::Statvfs => query::statvfs(b),
+            Fun::UidToUser => query::uid_to_user_fn(b),
+            Fun::UserToUid => Ok(query::user_to_uid_fn(b)),
             Fun::FileExists => Ok(Value::Boolean(
                 Path::new(&expanduser(&str_arg(b, "path")?)).is_file(),
             )),
@@ -4131,7 +4360,46 @@ print(json.dumps({"results": results, "tree": tree(work)}))
  ["file.find", ["{WORK}", "delete"], {"name": "crlf"}],
  ["file.find", ["{WORK}"], {"delete": "d", "name": "deeper"}],
  ["file.find", ["{WORK}", "delete"], {"name": "unterm", "print": "path,size"}],
- ["file.find", ["{WORK}"], {"exec": "echo found {}", "name": "r"}]
+ ["file.find", ["{WORK}"], {"exec": "echo found {}", "name": "r"}],
+ ["file.uid_to_user", [0], {}],
+ ["file.uid_to_user", [4000000], {}],
+ ["file.uid_to_user", ["root"], {}],
+ ["file.user_to_uid", ["root"], {}],
+ ["file.user_to_uid", ["no-such-user"], {}],
+ ["file.user_to_uid", [7], {}],
+ ["file.gid_to_group", [0], {}],
+ ["file.gid_to_group", ["0"], {}],
+ ["file.gid_to_group", ["root"], {}],
+ ["file.gid_to_group", ["no-such-group"], {}],
+ ["file.gid_to_group", [4000000], {}],
+ ["file.group_to_gid", ["root"], {}],
+ ["file.group_to_gid", ["no-such-group"], {}],
+ ["file.group_to_gid", [12], {}],
+ ["file.group_to_gid", [null], {}],
+ ["file.link", ["{WORK}/a", "{WORK}/hard"], {}],
+ ["file.link", ["{WORK}/a", "{WORK}/hard"], {}],
+ ["file.link", ["a", "{WORK}/hard2"], {}],
+ ["file.is_hardlink", ["{WORK}/a"], {}],
+ ["file.is_hardlink", ["{WORK}/r"], {}],
+ ["file.is_hardlink", ["{WORK}/nope"], {}],
+ ["file.is_hardlink", ["nope"], {}],
+ ["file.diskusage", ["{WORK}"], {}],
+ ["file.diskusage", ["{WORK}/a"], {}],
+ ["file.diskusage", ["{WORK}/nope"], {}],
+ ["file.readdir", ["{WORK}/sub/deeper"], {}],
+ ["file.readdir", ["{WORK}/a"], {}],
+ ["file.readdir", ["sub"], {}],
+ ["file.statvfs", ["sub"], {}],
+ ["file.statvfs", ["{WORK}/nope"], {}],
+ ["file.path_exists_glob", ["{WORK}/s*/d*"], {}],
+ ["file.path_exists_glob", ["{WORK}/x*"], {}],
+ ["file.is_chrdev", ["/dev/null"], {}],
+ ["file.is_chrdev", ["{WORK}/a"], {}],
+ ["file.is_blkdev", ["{WORK}/nope"], {}],
+ ["file.is_fifo", ["{WORK}/a/b"], {}],
+ ["file.pardir", [], {}],
+ ["file.normpath", ["/a//b/./c/../d/"], {}],
+ ["file.normpath", ["../x/.."], {}]
 ]"##;
 
     /// Brine's return as the oracle prints Salt's: bytes as `{"__bytes__": latin-1}`, the work
