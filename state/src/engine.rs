@@ -1363,7 +1363,9 @@ impl<'a, 's> Runner<'a, 's> {
                 ret = run_state(spec, &call);
             }
         }
-        if low.contains_key("check_cmd") {
+        // As Salt: a state function that takes `check_cmd` itself (the file module's
+        // `mod_run_check_cmd` ones) has no engine check after it.
+        if low.contains_key("check_cmd") && !states::own_check_cmd(&full) {
             ret.extend(states::checks::run_check_cmd(low, self.host));
         }
         if prereq {

@@ -262,6 +262,13 @@ pub fn lookup(full: &str) -> Option<&'static Spec> {
         .find(|s| s.name == fun)
 }
 
+/// Whether the state function `module.function` runs `check_cmd` itself (Salt's
+/// `file.managed` and `file.serialize`, whose module has a `mod_run_check_cmd` and which take
+/// `check_cmd` as an argument), so the engine's own `check_cmd` does not run after it.
+pub fn own_check_cmd(full: &str) -> bool {
+    matches!(full, "file.managed" | "file.serialize")
+}
+
 /// Every state function's name (`module.function`), sorted.
 pub fn list() -> Vec<String> {
     let mut names: Vec<String> = MODULES

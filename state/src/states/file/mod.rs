@@ -4,8 +4,8 @@
 //! with `context` and `defaults`, `mode`/`user`/`group`, `makedirs`, `replace`,
 //! `show_changes`, a unified diff of what changed), `file.directory`, `file.absent`,
 //! `file.exists`, `file.missing` and `file.touch`, with Salt's comments and changes; the
-//! text-editing states are in `edit.rs`, `file.symlink`, `file.copy`, `file.recurse` and
-//! `file.serialize` in `tree.rs`.
+//! text-editing states are in `edit.rs`, `file.symlink`, `file.copy`, `file.rename`,
+//! `file.recurse` and `file.serialize` in `tree.rs`.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -102,6 +102,11 @@ pub const FUNCTIONS: &[Spec] = &[
         name: "copy",
         required: &["name", "source"],
         run: tree::copy,
+    },
+    Spec {
+        name: "rename",
+        required: &["name", "source"],
+        run: tree::rename,
     },
     Spec {
         name: "recurse",
@@ -262,6 +267,10 @@ fn check_perms(
     if !failures.is_empty() {
         set(r, "result", json!(false));
         set(r, "comment", json!(failures.join("\n")));
+    }
+    // As Salt, at the very end: a test run that would change something has no result.
+    if test && brine_protocol::payload::json_truthy(&r["changes"]) {
+        set(r, "result", Value::Null);
     }
 }
 
@@ -620,6 +629,13 @@ fn managed(c: &Call) -> Result<Ret, String> {
         return error(r, "Defaults must be formed as a dict");
     }
     let exists = path.exists();
+    // As Salt's `follow_symlinks` (true by default): a link's target gets the owner and mode.
+    let target = path
+        .is_symlink()
+        .then(|| std::fs::canonicalize(path).ok())
+        .flatten()
+        .filter(|_| c.flag("follow_symlinks", true));
+    let perm_path = target.as_deref().unwrap_or(path);
     // As Salt: a file in place that already has the hash an http(s) source's source_hash
     // gives is not replaced, and nothing is downloaded.
     if replace
@@ -641,7 +657,7 @@ fn managed(c: &Call) -> Result<Ret, String> {
     if !replace && exists {
         check_perms(
             &mut r,
-            path,
+            perm_path,
             user.as_deref(),
             group.as_deref(),
             mode.as_deref(),
@@ -740,6 +756,27 @@ fn managed(c: &Call) -> Result<Ret, String> {
         }
         return Ok(r);
     }
+    if let (Some(cmd), Some(w)) = (c.text("check_cmd").filter(|s| !s.is_empty()), &wanted) {
+        let current = std::fs::read(path).unwrap_or_default();
+        // Salt manages a temporary copy first: the command checks it when it changes.
+        let differs = &current != w
+            || if exists {
+                !meta_changes(path, user.as_deref(), group.as_deref(), mode.as_deref()).is_empty()
+            } else {
+                mode.as_deref().is_some_and(|m| m != "0600")
+            };
+        if differs {
+            if let Some(failed) = check_cmd_fails(c, &cmd, w) {
+                let mut out = Map::new();
+                for k in ["changes", "comment", "name", "result", "skip_watch"] {
+                    if let Some(v) = failed.get(k).or_else(|| r.get(k)) {
+                        out.insert(k.into(), v.clone());
+                    }
+                }
+                return Ok(out);
+            }
+        }
+    }
     if exists {
         let current = std::fs::read(path).unwrap_or_default();
         let vouched = sum.as_ref().is_some_and(|(s, _)| s.matches(&current));
@@ -757,7 +794,7 @@ fn managed(c: &Call) -> Result<Ret, String> {
         }
         check_perms(
             &mut r,
-            path,
+            perm_path,
             user.as_deref(),
             group.as_deref(),
             mode.as_deref(),
@@ -860,6 +897,75 @@ fn managed(c: &Call) -> Result<Ret, String> {
         set(&mut r, "comment", json!(format!("File {name} updated")));
     }
     Ok(r)
+}
+
+/// Salt's `mod_run_check_cmd` for `file.managed`'s `check_cmd`: the new contents written to
+/// a temporary file (in `tmp_dir`, else the system's, named with `tmp_ext`), `<cmd> <file>`
+/// run; what the state returns when the command fails (`None` when it succeeds).
+fn check_cmd_fails(c: &Call, cmd: &str, bytes: &[u8]) -> Option<Ret> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = c
+        .text("tmp_dir")
+        .filter(|d| !d.is_empty())
+        .map_or_else(std::env::temp_dir, PathBuf::from);
+    let ext = c.text("tmp_ext").unwrap_or_default();
+    let mut failed = Map::new();
+    failed.insert("changes".into(), json!({}));
+    failed.insert("result".into(), json!(false));
+    let made = (0..100).find_map(|n| {
+        let tmp = dir.join(format!("tmp{}_{n}{ext}", std::process::id()));
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .ok()
+            .map(|f| (tmp, f))
+    });
+    let Some((tmp, mut file)) = made else {
+        failed.insert(
+            "comment".into(),
+            json!(format!(
+                "Unable to check_cmd file: no temporary file in {}",
+                dir.display()
+            )),
+        );
+        return Some(failed);
+    };
+    if let Err(e) = std::io::Write::write_all(&mut file, bytes) {
+        let _ = std::fs::remove_file(&tmp);
+        failed.insert(
+            "comment".into(),
+            json!(format!("Unable to check_cmd file: {e}")),
+        );
+        return Some(failed);
+    }
+    drop(file);
+    let mut kwargs = Map::new();
+    if let Some(shell) = c.host.grains().get("shell") {
+        kwargs.insert("shell".into(), shell.clone());
+    }
+    kwargs.insert("python_shell".into(), json!(true));
+    let run = c.host.call(
+        "cmd.run_all",
+        &[json!(format!("{cmd} {}", tmp.display()))],
+        &kwargs,
+    );
+    let _ = std::fs::remove_file(&tmp);
+    let all = run.unwrap_or_else(|e| json!({"retcode": 1, "stderr": e}));
+    if all.get("retcode").and_then(Value::as_i64) == Some(0) {
+        return None;
+    }
+    let mut comment = String::from("check_cmd execution failed");
+    for key in ["stdout", "stderr"] {
+        if let Some(out) = all.get(key).map(py_text).filter(|o| !o.is_empty()) {
+            comment.push('\n');
+            comment.push_str(&out);
+        }
+    }
+    failed.insert("comment".into(), json!(comment));
+    failed.insert("skip_watch".into(), json!(true));
+    Some(failed)
 }
 
 /// Replace a file's contents as Salt's `copyfile` does: the new file is written beside it
@@ -1008,6 +1114,73 @@ fn make_dirs(
     Ok(())
 }
 
+/// What `recurse` of `file.directory` asks for (Salt's `_get_recurse_set`); `Err` is Salt's
+/// comment when it is not a list of the known words.
+fn recurse_set(recurse: Option<&Value>) -> Result<Vec<String>, String> {
+    const TYPES: &[&str] = &[
+        "user",
+        "group",
+        "mode",
+        "ignore_files",
+        "ignore_dirs",
+        "silent",
+    ];
+    let Some(recurse) = recurse.filter(|v| brine_protocol::payload::json_truthy(v)) else {
+        return Ok(Vec::new());
+    };
+    let Value::Array(items) = recurse else {
+        return Err("\"recurse\" must be formed as a list of strings".into());
+    };
+    let set: Vec<String> = items
+        .iter()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect();
+    if set.len() != items.len() || set.iter().any(|t| !TYPES.contains(&t.as_str())) {
+        let known: Vec<String> = TYPES.iter().map(|t| format!("\"{t}\"")).collect();
+        return Err(format!(
+            "Types for \"recurse\" limited to {}.",
+            known.join(", ")
+        ));
+    }
+    if set.iter().any(|t| t == "ignore_files") && set.iter().any(|t| t == "ignore_dirs") {
+        return Err("Must not specify \"recurse\" options \"ignore_files\" and \"ignore_dirs\" at the same time.".into());
+    }
+    Ok(set)
+}
+
+/// Salt's `_check_dir_meta` (and its check of a file below a recursed directory): what would
+/// change of `path`'s owner, group and mode; a symbolic link's mode is left alone unless
+/// `follow` (links followed).
+fn entry_changes(
+    path: &Path,
+    user: Option<&str>,
+    group: Option<&str>,
+    mode: Option<&str>,
+    follow: bool,
+) -> Map<String, Value> {
+    let meta = if follow {
+        std::fs::metadata(path)
+    } else {
+        std::fs::symlink_metadata(path)
+    };
+    let Ok(meta) = meta else {
+        return Map::from_iter([("directory".to_string(), json!("new"))]);
+    };
+    let mut ch = Map::new();
+    if let Some(u) = user.filter(|u| uid_of(u) != Some(meta.uid())) {
+        ch.insert("user".into(), json!(u));
+    }
+    if let Some(g) = group.filter(|g| gid_of(g) != Some(meta.gid())) {
+        ch.insert("group".into(), json!(g));
+    }
+    let have = format!("{:04o}", meta.permissions().mode() & 0o7777);
+    if let Some(m) = mode.filter(|m| *m != have && (follow || !meta.file_type().is_symlink())) {
+        ch.insert("mode".into(), json!(m));
+    }
+    ch
+}
+
 fn directory(c: &Call) -> Result<Ret, String> {
     let mut name = expanduser(&c.name());
     let mut r = ret(&name, json!(true), "", json!({}));
@@ -1017,11 +1190,25 @@ fn directory(c: &Call) -> Result<Ret, String> {
     if name.ends_with('/') && name != "/" {
         name.pop();
     }
+    let clean = c.flag("clean", false);
+    let max_depth = c.arg("max_depth");
+    if max_depth.is_some() && clean {
+        return error(r, "Cannot specify both max_depth and clean");
+    }
+    let max_depth = max_depth.and_then(|d| py_text(d).parse::<usize>().ok());
     let dir_mode = c
         .arg("dir_mode")
         .filter(|v| brine_protocol::payload::json_truthy(v))
         .or_else(|| c.arg("mode"))
         .and_then(normalize_mode);
+    let file_mode = c
+        .arg("file_mode")
+        .filter(|v| brine_protocol::payload::json_truthy(v))
+        .and_then(normalize_mode)
+        .or_else(|| dir_mode.clone());
+    let follow = c.flag("follow_symlinks", false);
+    let children_only = c.flag("children_only", false);
+    let exclude = c.arg("exclude_pat");
     let user = c.text("user");
     let group = c.text("group");
     if let Some(err) = check_user(user.as_deref(), group.as_deref(), c.test) {
@@ -1040,32 +1227,94 @@ fn directory(c: &Call) -> Result<Ret, String> {
             format!("Specified location {name} exists and is a symlink"),
         );
     }
-    // Salt's `_check_directory` without recursion.
-    let mut pending = Map::new();
-    match std::fs::metadata(path) {
-        Err(_) => {
-            pending.insert(name.clone(), json!({"directory": "new"}));
-        }
-        Ok(_) => {
-            let ch = meta_changes(path, user.as_deref(), group.as_deref(), dir_mode.as_deref());
-            if !ch.is_empty() {
-                pending.insert(name.clone(), Value::Object(ch));
-            }
-        }
-    }
-    let (tresult, tcomment) = if pending.is_empty() {
-        (
-            json!(true),
-            format!("The directory {name} is in the correct state"),
-        )
+    // Salt's `_check_directory`: what the walk below (when recursing or cleaning) and the
+    // directory itself would change, in that order.
+    let recurse = recurse_set(c.arg("recurse"));
+    let walked = if clean || recurse.as_ref().is_ok_and(|s| !s.is_empty()) {
+        tree::walk(&name, max_depth)
     } else {
-        let mut comment = String::from("The following files will be changed:\n");
-        for (f, ch) in &pending {
-            for (k, v) in ch.as_object().into_iter().flatten() {
-                comment.push_str(&format!("{f}: {k} - {}\n", py_text(v)));
+        Vec::new()
+    };
+    let mut pending = Map::new();
+    let tested = match &recurse {
+        Err(e) => Err(e.clone()),
+        Ok(set) => {
+            let has = |t: &str| set.iter().any(|s| s == t);
+            if !set.is_empty() {
+                let (u, g) = (
+                    user.as_deref().filter(|_| has("user")),
+                    group.as_deref().filter(|_| has("group")),
+                );
+                let (fm, dm) = if has("mode") {
+                    (file_mode.as_deref(), dir_mode.as_deref())
+                } else {
+                    (None, None)
+                };
+                for (root, dirs, files) in &walked {
+                    let entries = (!has("ignore_files"))
+                        .then_some((files, fm))
+                        .into_iter()
+                        .chain((!has("ignore_dirs")).then_some((dirs, dm)));
+                    for (names, mode) in entries {
+                        for n in names {
+                            let p = format!("{root}/{n}");
+                            let ch = entry_changes(Path::new(&p), u, g, mode, follow);
+                            if !ch.is_empty() {
+                                pending.insert(p, Value::Object(ch));
+                            }
+                        }
+                    }
+                }
+            }
+            Ok(())
+        }
+    };
+    let keep = tree::required_keep(&name, c.low.get("require"), &walked);
+    let (tresult, tcomment) = match tested {
+        Err(e) => (json!(false), e),
+        Ok(()) => {
+            if !children_only {
+                let ch = entry_changes(
+                    path,
+                    user.as_deref(),
+                    group.as_deref(),
+                    dir_mode.as_deref(),
+                    follow,
+                );
+                if !ch.is_empty() {
+                    pending.insert(name.clone(), Value::Object(ch));
+                }
+            }
+            if clean {
+                for (root, dirs, files) in &walked {
+                    for n in files.iter().chain(dirs) {
+                        let p = format!("{root}/{n}");
+                        if !keep.contains(&p)
+                            && tree::include_exclude(&tree::relpath(&p, &name), None, exclude)?
+                        {
+                            pending.insert(p, json!({"removed": "Removed due to clean"}));
+                        }
+                    }
+                }
+            }
+            if !path.is_dir() {
+                pending.insert(name.clone(), json!({"directory": "new"}));
+            }
+            if pending.is_empty() {
+                (
+                    json!(true),
+                    format!("The directory {name} is in the correct state"),
+                )
+            } else {
+                let mut comment = String::from("The following files will be changed:\n");
+                for (f, ch) in &pending {
+                    for (k, v) in ch.as_object().into_iter().flatten() {
+                        comment.push_str(&format!("{f}: {k} - {}\n", py_text(v)));
+                    }
+                }
+                (Value::Null, comment)
             }
         }
-        (Value::Null, comment)
     };
     changes(&mut r).extend(pending.clone());
     if c.test || pending.is_empty() {
@@ -1086,27 +1335,116 @@ fn directory(c: &Call) -> Result<Ret, String> {
         changes(&mut r).insert(name.clone(), json!({"directory": "new"}));
         return Ok(r);
     }
-    // Only the permissions differ: `check_perms` sets them and adds what it changed.
-    check_perms(
-        &mut r,
-        path,
-        user.as_deref(),
-        group.as_deref(),
-        dir_mode.as_deref(),
-        false,
-    );
-    if r["comment"] == json!("") && brine_protocol::payload::json_truthy(&r["changes"]) {
+    // Salt's `check_perms`, on the directory and then (recursing) on what is below it: what
+    // they set goes into `changes` (one key each for owner, group and mode, as Salt's do).
+    let perm_path = |p: &Path| -> PathBuf {
+        if follow {
+            std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+        } else {
+            p.to_path_buf()
+        }
+    };
+    if !children_only {
+        check_perms(
+            &mut r,
+            &perm_path(path),
+            user.as_deref(),
+            group.as_deref(),
+            dir_mode.as_deref(),
+            false,
+        );
+    }
+    let set_ = recurse.unwrap_or_default();
+    if !set_.is_empty() {
+        let has = |t: &str| set_.iter().any(|s| s == t);
+        let mut ruser = None;
+        let mut rgroup = None;
+        if has("user") {
+            match &user {
+                Some(u) if uid_of(u).is_none() => {
+                    set(&mut r, "result", json!(false));
+                    set(
+                        &mut r,
+                        "comment",
+                        json!(format!(
+                            "Failed to enforce ownership for user {u} (user does not exist)"
+                        )),
+                    );
+                }
+                Some(u) => ruser = Some(u.as_str()),
+                None => {
+                    set(&mut r, "result", json!(false));
+                    set(&mut r, "comment", json!("user not specified, but configured as a target for recursive ownership management"));
+                }
+            }
+        }
+        if has("group") {
+            match &group {
+                Some(g) if gid_of(g).is_none() => {
+                    set(&mut r, "result", json!(false));
+                    set(
+                        &mut r,
+                        "comment",
+                        json!(format!("Failed to enforce group ownership for group {g}")),
+                    );
+                }
+                Some(g) => rgroup = Some(g.as_str()),
+                None => {
+                    set(&mut r, "result", json!(false));
+                    set(&mut r, "comment", json!("group not specified, but configured as a target for recursive ownership management"));
+                }
+            }
+        }
+        let (fm, dm) = if has("mode") {
+            (file_mode.as_deref(), dir_mode.as_deref())
+        } else {
+            (None, None)
+        };
+        if has("silent") {
+            set(&mut r, "changes", json!({"recursion": "Changes silenced"}));
+        }
+        for (root, dirs, files) in &walked {
+            let entries = (!has("ignore_files"))
+                .then_some((files, fm))
+                .into_iter()
+                .chain((!has("ignore_dirs")).then_some((dirs, dm)));
+            for (names, mode) in entries {
+                for n in names {
+                    let p = PathBuf::from(format!("{root}/{n}"));
+                    check_perms(&mut r, &perm_path(&p), ruser, rgroup, mode, false);
+                }
+            }
+        }
+    }
+    if clean {
+        let removed = tree::clean_dir(&name, &keep, exclude, false)?;
+        if !removed.is_empty() {
+            changes(&mut r).insert("removed".into(), json!(removed));
+            set(
+                &mut r,
+                "comment",
+                json!(format!("Files cleaned from directory {name}")),
+            );
+        }
+    }
+    let has_changes = brine_protocol::payload::json_truthy(&r["changes"]);
+    if r["comment"] == json!("") && has_changes {
+        let what = if children_only {
+            format!("{name}/*")
+        } else {
+            name.clone()
+        };
         set(
             &mut r,
             "comment",
-            json!(format!("Directory {name} updated")),
+            json!(format!("Directory {what} updated")),
         );
-    } else if !brine_protocol::payload::json_truthy(&r["changes"]) && r["result"] == json!(true) {
-        set(
-            &mut r,
-            "comment",
-            json!(format!("Directory {name} is in the correct state")),
-        );
+    } else if !has_changes && r["result"] == json!(true) {
+        let mut comment = format!("Directory {name} is in the correct state");
+        if let Some(orig) = r["comment"].as_str().filter(|c| !c.is_empty()) {
+            comment = format!("{comment}\n{orig}");
+        }
+        set(&mut r, "comment", json!(comment));
     }
     Ok(r)
 }

@@ -19,8 +19,8 @@ use brine_protocol::yaml::{self, DumpOptions, Style};
 use serde_json::{json, Map, Value};
 
 use super::{
-    changes, check_perms, check_user, directory, error, expanduser, gid_of, make_dirs, managed,
-    normalize_mode, set, traverse, uid_of, Ret,
+    changes, check_perms, check_user, directory, error, expanduser, get_diff, gid_of, make_dirs,
+    managed, normalize_mode, set, traverse, uid_of, Ret,
 };
 use crate::low::Low;
 use crate::states::{ret, Call};
@@ -29,7 +29,7 @@ use crate::verify::{py_text, repack_dictlist};
 // ---------------------------------------------------------------- paths as Python sees them
 
 /// `posixpath.relpath(path, start)` for two absolute or two relative paths.
-fn relpath(path: &str, start: &str) -> String {
+pub(super) fn relpath(path: &str, start: &str) -> String {
     let parts = |p: &str| -> Vec<String> {
         normpath(p)
             .split('/')
@@ -301,6 +301,83 @@ fn move_path(src: &str, dst: &str, rename_only: bool) -> Result<(), String> {
             os_error(&e, Some(src))
         )),
     }
+}
+
+/// Salt's `file.rename`: `source` moved to `name` (a symbolic link recreated there), unless
+/// `name` exists and `force` is not set.
+pub(super) fn rename(c: &Call) -> Result<Ret, String> {
+    let name = expanduser(&c.name());
+    let source = expanduser(&c.text("source").unwrap_or_default());
+    let mut r = ret(&name, json!(true), "", json!({}));
+    if name.is_empty() {
+        return error(r, "Must provide name to file.rename");
+    }
+    if !Path::new(&name).is_absolute() {
+        return error(r, format!("Specified file {name} is not an absolute path"));
+    }
+    if !lexists(&source) {
+        set(
+            &mut r,
+            "comment",
+            json!(format!(
+                "Source file \"{source}\" has already been moved out of place"
+            )),
+        );
+        return Ok(r);
+    }
+    if lexists(&name) {
+        if !c.flag("force", false) {
+            set(
+                &mut r,
+                "comment",
+                json!(format!(
+                    "The target file \"{name}\" exists and will not be overwritten"
+                )),
+            );
+            return Ok(r);
+        } else if !c.test && remove_path(&name).is_err() {
+            return error(
+                r,
+                format!("Failed to delete \"{name}\" in preparation for forced move"),
+            );
+        }
+    }
+    if c.test {
+        set(
+            &mut r,
+            "comment",
+            json!(format!(
+                "File \"{source}\" is set to be moved to \"{name}\""
+            )),
+        );
+        set(&mut r, "result", Value::Null);
+        return Ok(r);
+    }
+    let dname = dirname(&name);
+    if !Path::new(&dname).is_dir() {
+        if !c.flag("makedirs", false) {
+            return error(r, format!("The target directory {dname} is not present"));
+        }
+        if let Err(e) = make_dirs(Path::new(&dname), None, None, None) {
+            return error(r, format!("Failed to create parent directories: {e}"));
+        }
+    }
+    let moved = match read_link(&source) {
+        Some(linkto) => std::os::unix::fs::symlink(linkto, &name)
+            .and_then(|()| std::fs::remove_file(&source))
+            .map_err(|e| e.to_string()),
+        None => move_path(&source, &name, false),
+    };
+    if moved.is_err() {
+        return error(r, format!("Failed to move \"{source}\" to \"{name}\""));
+    }
+    set(
+        &mut r,
+        "comment",
+        json!(format!("Moved \"{source}\" to \"{name}\"")),
+    );
+    changes(&mut r).insert(name.clone(), json!(source));
+    Ok(r)
 }
 
 pub(super) fn symlink(c: &Call) -> Result<Ret, String> {
@@ -678,7 +755,7 @@ pub(super) fn copy(c: &Call) -> Result<Ret, String> {
 // ---------------------------------------------------------------- file.recurse
 
 /// Salt's `check_include_exclude`: globs, or regular expressions after `E@`, one or a list.
-fn include_exclude(
+pub(super) fn include_exclude(
     path: &str,
     include: Option<&Value>,
     exclude: Option<&Value>,
@@ -849,7 +926,7 @@ fn plan(
 
 /// Salt's `_clean_dir`: what is below `root` and neither kept (nor the parent of something
 /// kept) nor excluded, removed (only listed under test); the paths removed.
-fn clean_dir(
+pub(super) fn clean_dir(
     root: &str,
     keep: &BTreeSet<String>,
     exclude: Option<&Value>,
@@ -902,6 +979,73 @@ fn clean_dir(
     // Salt's list comes out of a set, in no particular order.
     removed.sort();
     Ok(removed)
+}
+
+/// One directory of a walk: its path, the directories and the other entries in it.
+pub(super) type Walked = (String, Vec<String>, Vec<String>);
+
+/// Salt's `_depth_limited_walk` (`os.walk` top down, in the order the directory lists its
+/// entries, symbolic links to directories listed as directories but not entered): no more
+/// than `max_depth` levels below `top` listed.
+pub(super) fn walk(top: &str, max_depth: Option<usize>) -> Vec<Walked> {
+    let top_depth = top.trim_end_matches('/').matches('/').count();
+    let mut out = Vec::new();
+    let mut stack = vec![top.to_string()];
+    while let Some(root) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&root) else {
+            continue;
+        };
+        let (mut dirs, mut files) = (Vec::new(), Vec::new());
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if e.path().is_dir() {
+                dirs.push(name);
+            } else {
+                files.push(name);
+            }
+        }
+        let below: Vec<String> = dirs
+            .iter()
+            .map(|d| join(&root, d))
+            .filter(|p| !is_link(p))
+            .collect();
+        stack.extend(below.into_iter().rev());
+        let depth = root.trim_end_matches('/').matches('/').count() - top_depth;
+        if max_depth.is_none_or(|m| depth < m) {
+            out.push((root, dirs, files));
+        }
+    }
+    out
+}
+
+/// Salt's `_gen_keep_files` for `file.directory`: the paths a `clean` keeps, those of the
+/// `file` states it requires (named by path) and, for a directory below `name`, what the walk
+/// found in it.
+pub(super) fn required_keep(
+    name: &str,
+    require: Option<&Value>,
+    walked: &[Walked],
+) -> BTreeSet<String> {
+    let mut keep = BTreeSet::new();
+    let Some(Value::Array(require)) = require else {
+        return keep;
+    };
+    for fname in require.iter().filter_map(|r| r.get("file")).map(py_text) {
+        if !Path::new(&fname).is_dir() {
+            keep.insert(fname);
+            continue;
+        }
+        if relpath(&fname, name).starts_with("..") {
+            continue;
+        }
+        for (root, dirs, files) in walked {
+            if root == &fname || root.starts_with(&format!("{fname}/")) {
+                keep.insert(root.clone());
+                keep.extend(dirs.iter().chain(files).map(|n| join(root, n)));
+            }
+        }
+    }
+    keep
 }
 
 /// The return being built by `file.recurse`, with Salt's `merge_ret`.
@@ -1470,8 +1614,22 @@ pub(super) fn serialize(c: &Call) -> Result<Ret, String> {
             ("mode", c.arg("mode").cloned().unwrap_or(Value::Null)),
             ("makedirs", json!(c.flag("makedirs", false))),
             ("show_changes", json!(show_changes)),
+            (
+                "check_cmd",
+                c.arg("check_cmd").cloned().unwrap_or(Value::Null),
+            ),
+            ("tmp_dir", c.arg("tmp_dir").cloned().unwrap_or(Value::Null)),
+            ("tmp_ext", c.arg("tmp_ext").cloned().unwrap_or(Value::Null)),
         ],
     )?;
+    // As Salt: a failing `check_cmd` keeps the diff of the temporary copy it checked.
+    if out.get("skip_watch") == Some(&json!(true)) {
+        let current = std::fs::read(&name).unwrap_or_default();
+        let d = get_diff(&current, contents.as_bytes(), show_changes);
+        if !d.is_empty() {
+            changes(&mut out).insert("diff".into(), json!(d));
+        }
+    }
     if c.test && out["result"].is_null() && json_truthy(&out["changes"]) {
         set(
             &mut out,
