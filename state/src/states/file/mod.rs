@@ -899,11 +899,26 @@ fn managed(c: &Call) -> Result<Ret, String> {
     Ok(r)
 }
 
+/// A new file of mode 0600 in `dir`, under the first of 100 names `name(n)` gives that is
+/// free.
+fn new_temp(dir: &Path, name: impl Fn(usize) -> String) -> Option<(PathBuf, std::fs::File)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    (0..100).find_map(|n| {
+        let tmp = dir.join(name(n));
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .ok()
+            .map(|f| (tmp, f))
+    })
+}
+
 /// Salt's `mod_run_check_cmd` for `file.managed`'s `check_cmd`: the new contents written to
 /// a temporary file (in `tmp_dir`, else the system's, named with `tmp_ext`), `<cmd> <file>`
 /// run; what the state returns when the command fails (`None` when it succeeds).
 fn check_cmd_fails(c: &Call, cmd: &str, bytes: &[u8]) -> Option<Ret> {
-    use std::os::unix::fs::OpenOptionsExt;
     let dir = c
         .text("tmp_dir")
         .filter(|d| !d.is_empty())
@@ -912,16 +927,7 @@ fn check_cmd_fails(c: &Call, cmd: &str, bytes: &[u8]) -> Option<Ret> {
     let mut failed = Map::new();
     failed.insert("changes".into(), json!({}));
     failed.insert("result".into(), json!(false));
-    let made = (0..100).find_map(|n| {
-        let tmp = dir.join(format!("tmp{}_{n}{ext}", std::process::id()));
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)
-            .ok()
-            .map(|f| (tmp, f))
-    });
+    let made = new_temp(&dir, |n| format!("tmp{}_{n}{ext}", std::process::id()));
     let Some((tmp, mut file)) = made else {
         failed.insert(
             "comment".into(),
@@ -974,7 +980,6 @@ fn check_cmd_fails(c: &Call, cmd: &str, bytes: &[u8]) -> Option<Ret> {
 /// for it. A symbolic link is followed to the file it names.
 fn replace_file(c: &Call, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
     let target = if path.is_symlink() {
         std::fs::canonicalize(path)?
     } else {
@@ -986,17 +991,7 @@ fn replace_file(c: &Call, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let (tmp, mut file) = (0..100)
-        .find_map(|n| {
-            let tmp = dir.join(format!(".{base}.{}.{n}", std::process::id()));
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&tmp)
-                .ok()
-                .map(|f| (tmp, f))
-        })
+    let (tmp, mut file) = new_temp(dir, |n| format!(".{base}.{}.{n}", std::process::id()))
         .ok_or_else(|| std::io::Error::other(format!("no temporary file beside {base}")))?;
     let written = file
         .write_all(bytes)
