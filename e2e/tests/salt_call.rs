@@ -148,3 +148,86 @@ fn core_grains_are_those_salt_reports() {
         }
     }
 }
+
+/// A masterless minion (`salt-call --local`): the pillar compiled from its own pillar_roots,
+/// `salt://` served from its own file_roots, states applied from them. Brine's salt-call and
+/// Salt 3007's, each on its own copy of the same trees, give the same returns.
+#[test]
+fn masterless_pillar_and_states_are_salts() {
+    let Some((salt3007, _)) = brine_e2e::real::venvs() else {
+        return;
+    };
+    let tree = |root: &std::path::Path| {
+        let w = |rel: &str, text: &str| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        w(
+            "etc/minion",
+            &format!(
+                "id: solo\nroot_dir: {0}\nfile_client: local\nfile_roots:\n  base: [{0}/srv/salt]\npillar_roots:\n  base: [{0}/srv/pillar]\n",
+                root.display()
+            ),
+        );
+        w("srv/pillar/top.sls", "base:\n  '*':\n    - app\n");
+        w(
+            "srv/pillar/app.sls",
+            "app:\n  name: shop\n  port: 8080\n  users: [ann, bob]\n",
+        );
+        w("srv/salt/top.sls", "base:\n  'solo':\n    - app\n");
+        w(
+            "srv/salt/app/init.sls",
+            "{% set app = pillar['app'] %}\napp_dir:\n  file.directory:\n    - name: {{ grains['root_dir'] }}/out/{{ app.name }}\n    - makedirs: True\napp_conf:\n  file.managed:\n    - name: {{ grains['root_dir'] }}/out/{{ app.name }}/app.conf\n    - source: salt://app/app.conf.j2\n    - template: jinja\n    - require:\n      - file: app_dir\nnot_there:\n  file.managed:\n    - name: {{ grains['root_dir'] }}/out/none\n    - source: salt://app/missing\n",
+        );
+        w(
+            "srv/salt/app/app.conf.j2",
+            "port = {{ pillar['app']['port'] }}\n{% for u in salt['pillar.get']('app:users') %}user = {{ u }}\n{% endfor %}",
+        );
+        // The states see the root as a grain.
+        w("etc/grains", &format!("root_dir: {}\n", root.display()));
+    };
+    let (b, s) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    tree(b.path());
+    tree(s.path());
+    let run = |exe: &std::path::Path, root: &std::path::Path, args: &[&str]| {
+        let o = std::process::Command::new(exe)
+            .arg("-c")
+            .arg(root.join("etc"))
+            .args(["--local", "--out", "json"])
+            .args(args)
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}{}", stdout(&o), stderr(&o)));
+        let root = root.display().to_string();
+        (
+            brine_e2e::normalize(&v, &[(root, "ROOT".into())]),
+            o.status.code(),
+        )
+    };
+    let salt_call_3007 = salt3007.join("bin/salt-call");
+    for args in [
+        &["pillar.items"][..],
+        &["pillar.get", "app:users"],
+        &["cp.list_master"],
+        &["state.show_top"],
+        &["state.apply", "test=True"],
+        &["state.apply"],
+        &["state.apply"],
+        &[
+            "state.sls",
+            "app",
+            "pillar={\"app\": {\"name\": \"shop\", \"port\": 9090, \"users\": []}}",
+        ],
+    ] {
+        let got = run(&bin("salt-call"), b.path(), args);
+        let want = run(&salt_call_3007, s.path(), args);
+        assert_eq!(got, want, "salt-call --local {args:?}");
+    }
+    let conf = "out/shop/app.conf";
+    assert_eq!(
+        std::fs::read_to_string(b.path().join(conf)).unwrap(),
+        std::fs::read_to_string(s.path().join(conf)).unwrap(),
+    );
+}

@@ -1,7 +1,9 @@
 //! The minion's file client: the master's file server (`_file_envs`, `_file_list`,
 //! `_file_hash`, `_serve_file`) with a cache under `cachedir/files/<saltenv>/`, checked against
 //! the master's hash before a file is used again, as Salt's `RemoteClient` does. It is the
-//! state tree `brine-state` renders and the source of `file.managed`.
+//! state tree `brine-state` renders and the source of `file.managed`. The file server is a
+//! [`FileSource`]: the master on the minion's channel, or, on a masterless minion
+//! (`salt-call --local`), the minion's own `file_roots` answering the same requests.
 
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
@@ -16,9 +18,22 @@ use crate::channel::Channel;
 /// Files larger than this are refused (a runaway master cannot fill the disk through us).
 const MAX_FILE: u64 = 4 << 30;
 
+/// Where the file server's requests (`_file_envs`, `_file_list`, `_serve_file`, ...) are
+/// answered.
+pub trait FileSource: Send + Sync {
+    /// The answer to one file server request.
+    fn request(&self, load: &Value) -> Result<Value, String>;
+}
+
+impl FileSource for Channel {
+    fn request(&self, load: &Value) -> Result<Value, String> {
+        Channel::request(self, load).map_err(|e| format!("the master did not answer: {e}"))
+    }
+}
+
 /// The master's file server seen from one minion.
 pub struct FileClient {
-    channel: Arc<Channel>,
+    channel: Arc<dyn FileSource>,
     cache: PathBuf,
     lists: Mutex<HashMap<String, Vec<String>>>,
     /// Files this client has checked against the master's hash: a job sees one version of
@@ -27,7 +42,7 @@ pub struct FileClient {
 }
 
 impl FileClient {
-    pub fn new(channel: Arc<Channel>, cachedir: &Path) -> FileClient {
+    pub fn new(channel: Arc<dyn FileSource>, cachedir: &Path) -> FileClient {
         FileClient {
             channel,
             cache: cachedir.join("files"),
@@ -36,11 +51,9 @@ impl FileClient {
         }
     }
 
-    /// One request to the master on the minion's channel.
+    /// One request to the file server.
     pub(crate) fn request(&self, load: Vec<(&str, Value)>) -> Result<Value, String> {
-        self.channel
-            .request(&map(load))
-            .map_err(|e| format!("the master did not answer: {e}"))
+        self.channel.request(&map(load))
     }
 
     /// The saltenvs of the master's file server, `base` first.

@@ -139,18 +139,38 @@ fn main() {
     }
     let r = if local {
         // The grains: this host's, the config directory's grains file, the config's `grains`.
-        let services = Arc::new(functions::Services::from_config(
-            &cfg,
-            Some(&cli.config_dir),
-            None,
-        ));
+        // No master: the minion's own file_roots are its file server, as with Salt.
+        let opts = cfg.effective_opts();
+        let files = match brine_master::handlers::files::LocalFiles::new(&opts) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("salt-call: {e}");
+                std::process::exit(1);
+            }
+        };
+        let services = Arc::new(
+            functions::Services::from_config(&cfg, Some(&cli.config_dir), None)
+                .with_local_files(Arc::new(files)),
+        );
         let jid = brine_protocol::jid::gen_jid();
+        let grains = services.grains();
+        // No master: the pillar is compiled here from the minion's own pillar_roots.
+        let pillar = match brine_master::pillar::Pillars::masterless(&opts) {
+            Ok(p) => p.compile(&brine_master::pillar::PillarRequest::new(
+                &cfg.id,
+                grains.as_ref().clone(),
+            )),
+            Err(e) => {
+                eprintln!("salt-call: {e}");
+                std::process::exit(1);
+            }
+        };
+        services.set_pillar(pillar.clone());
         let ctx = Context {
             id: cfg.id.clone(),
-            grains: services.grains(),
+            grains,
             running: Arc::new(RunningJobs::default()),
-            // No master: Brine reads no local pillar_roots yet, so the pillar is empty.
-            pillar: Arc::new(Value::Map(vec![])),
+            pillar: Arc::new(pillar),
             pub_load: map(vec![
                 ("fun", Value::from(cli.function.clone())),
                 ("pid", Value::from(std::process::id())),

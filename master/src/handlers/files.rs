@@ -6,7 +6,7 @@
 use brine_protocol::loads::{AesCmd, FileRequest};
 use brine_protocol::payload::{map, Value};
 
-use crate::fileserver::{Found, Lists};
+use crate::fileserver::{FileServer, Found, Lists};
 use crate::master::Master;
 
 fn strings(list: &[String], prefix: &str) -> Value {
@@ -25,8 +25,42 @@ fn stat(found: &Found) -> Value {
 impl Master {
     /// The answer to a file server command; `None` for a command that is not one.
     pub(crate) fn on_file_request(&self, cmd: &AesCmd, load: &Value) -> Option<Value> {
+        answer(&self.fileserver, cmd, load)
+    }
+}
+
+/// A masterless minion's file server (`salt-call --local`): its own `file_roots` answering
+/// the file client's requests as a master answers them.
+pub struct LocalFiles {
+    fs: FileServer,
+}
+
+impl LocalFiles {
+    /// The file server over the `file_roots` (and the file server options) of a minion's
+    /// options, Salt's default roots when they name none.
+    pub fn new(
+        minion_opts: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<LocalFiles, brine_protocol::config::ConfigError> {
+        let cfg = crate::pillar::master_view(minion_opts)?;
+        Ok(LocalFiles {
+            fs: FileServer::new(&cfg),
+        })
+    }
+}
+
+impl brine_minion::fileclient::FileSource for LocalFiles {
+    fn request(&self, load: &Value) -> Result<Value, String> {
+        let cmd = AesCmd::of(load);
+        answer(&self.fs, &cmd, load)
+            .ok_or_else(|| format!("{} is not a file server request", cmd.as_str()))
+    }
+}
+
+/// The answer of the file server `fs` to a file server command; `None` for a command that is
+/// not one.
+fn answer(fs: &FileServer, cmd: &AesCmd, load: &Value) -> Option<Value> {
+    {
         let req = FileRequest::parse(load);
-        let fs = &self.fileserver;
         let lists = |pick: fn(&Lists) -> &Vec<String>| {
             let Some(saltenv) = req.saltenv.as_deref() else {
                 return Value::Array(vec![]);

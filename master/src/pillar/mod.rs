@@ -131,6 +131,16 @@ impl Pillars {
         }
     }
 
+    /// The compiler of a masterless minion (`salt-call --local`, `file_client: local`): its
+    /// own options' pillar settings read as a master's, as Salt compiles the pillar then with
+    /// the minion's options (`pillar_roots`, `file_roots`, `renderer`, `ext_pillar`, the merging
+    /// options and the minion's `root_dir`/`cachedir`).
+    pub fn masterless(
+        minion_opts: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Pillars, brine_protocol::config::ConfigError> {
+        Ok(Pillars::new(&master_view(minion_opts)?))
+    }
+
     /// The pillar file server (`pillar_roots`).
     pub fn roots(&self) -> &FileServer {
         &self.roots
@@ -205,6 +215,54 @@ impl Pillars {
         }
         .filter(|p| !p.is_empty())
     }
+}
+
+/// A masterless minion's options read as a master's for its pillar and file server: the
+/// roots, renderers, merging and file server options and `root_dir`/`cachedir`, nothing else
+/// (Salt compiles the pillar and serves `salt://` from the minion's own options then).
+pub fn master_view(
+    minion_opts: &serde_json::Map<String, serde_json::Value>,
+) -> Result<MasterConfig, brine_protocol::config::ConfigError> {
+    const KEYS: &[&str] = &[
+        "root_dir",
+        "cachedir",
+        "pillar_roots",
+        "file_roots",
+        "renderer",
+        "renderer_whitelist",
+        "renderer_blacklist",
+        "ext_pillar",
+        "ext_pillar_first",
+        "pillarenv",
+        "pillarenv_from_saltenv",
+        "pillar_source_merging_strategy",
+        "pillar_merge_lists",
+        "pillar_includes_override_sls",
+        "pillar_safe_render_error",
+        "pillar_opts",
+        "state_top",
+        "env_order",
+        "nodegroups",
+        "top_file_merging_strategy",
+        "default_top",
+        "file_ignore_regex",
+        "file_ignore_glob",
+        "fileserver_followsymlinks",
+        "fileserver_ignoresymlinks",
+        "hash_type",
+        "jinja_env",
+        "jinja_sls_env",
+    ];
+    let values = minion_opts
+        .iter()
+        .filter(|(k, v)| KEYS.contains(&k.as_str()) && !v.is_null())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let raw = brine_protocol::config::RawConfig {
+        values,
+        sources: Default::default(),
+    };
+    MasterConfig::from_raw(raw)
 }
 
 /// What an external pillar sees.

@@ -312,12 +312,13 @@ fn with_location(msg: String, cached: &str) -> String {
 /// `salt://` file from the master's file server.
 async fn cache(ctx: &Context, name: &str, saltenv: &str) -> Result<String, FnError> {
     if let Some(rest) = name.strip_prefix("salt://") {
-        let Some(master) = ctx.services.master.clone() else {
+        let Some(master) = ctx.services.file_source() else {
             return Err(FnError::Execution(format!(
                 "Unable to cache {name}: this minion has no master's file server"
             )));
         };
-        let client = crate::fileclient::FileClient::new(master, &ctx.services.cachedir);
+        let client = crate::fileclient::FileClient::new(
+        master, &ctx.services.cachedir);
         let (url, env) = (format!("salt://{rest}"), saltenv.to_string());
         let got = tokio::task::spawn_blocking(move || client.cache_file(&url, &env))
             .await

@@ -538,7 +538,7 @@ async fn script_text(
             "Rendering a local script ({source}) as a template is not supported by Brine's cmd.script; serve it from the master (salt://)"
         )));
     }
-    let Some(master) = ctx.services.master.clone() else {
+    let Some(master) = ctx.services.file_source() else {
         return Err(FnError::Execution(
             "cmd.script needs the master's file server for salt:// sources (this minion has no master)".into(),
         ));

@@ -235,12 +235,13 @@ impl Fun {
                 .await
                 .map_err(|e| FnError::Exception(e.to_string()))?;
         }
-        let Some(master) = ctx.services.master.clone() else {
+        let Some(master) = ctx.services.file_source() else {
             return Err(FnError::Execution(
                 "cp functions need the master's file server (this minion has no master)".into(),
             ));
         };
-        let client = FileClient::new(master, &ctx.services.cachedir);
+        let client = FileClient::new(
+        master, &ctx.services.cachedir);
         let b = b.clone();
         let ctx = ctx.clone();
         tokio::task::spawn_blocking(move || self.run_blocking(client, &b, &ctx))

@@ -25,6 +25,8 @@ pub const DEFAULT_DELIMITER: &str = ":";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fun {
     Get,
+    /// `fetch = get` in Salt's module.
+    Fetch,
     Item,
     Items,
     Ls,
@@ -43,6 +45,7 @@ pub enum Fun {
 impl Fun {
     pub(crate) const ALL: &'static [Fun] = &[
         Fun::Get,
+        Fun::Fetch,
         Fun::Item,
         Fun::Items,
         Fun::Ls,
@@ -60,8 +63,12 @@ impl Fun {
 
     pub(crate) fn spec(self) -> Spec {
         let (name, pyname, sig, doc, out) = match self {
-            Fun::Get => (
-                "grains.get",
+            Fun::Get | Fun::Fetch => (
+                if self == Fun::Fetch {
+                    "grains.fetch"
+                } else {
+                    "grains.get"
+                },
                 "get",
                 Signature::new(&["key", "default", "delimiter", "ordered"], 1, false, false),
                 "
@@ -387,7 +394,7 @@ impl Fun {
             }
         };
         Ok(match self {
-            Fun::Get => {
+            Fun::Get | Fun::Fetch => {
                 let default = b.get("default").cloned().unwrap_or_else(|| Value::from(""));
                 traverse(grains, arg("key"), default, &delimiter()?)
             }

@@ -130,6 +130,8 @@ pub struct Services {
     pub beacons: Arc<crate::beacons::Beacons>,
     /// The request channel to the master; `None` without one (`salt-call --local`).
     pub master: Option<Arc<crate::channel::Channel>>,
+    /// The file server of a minion without a master (its own `file_roots`).
+    pub local_files: Option<Arc<dyn crate::fileclient::FileSource>>,
     /// `mine_functions` from the minion's options.
     pub mine_functions: serde_json::Value,
     /// `cachedir`: where the file client keeps the master's files.
@@ -242,6 +244,7 @@ impl Services {
                 dropin("beacons.conf"),
             )),
             master,
+            local_files: None,
             mine_functions: cfg.mine_functions.clone(),
             cachedir: cfg.cachedir.clone(),
             opts: cfg.effective_opts(),
@@ -266,6 +269,7 @@ impl Services {
             schedule: Arc::new(crate::schedule::Schedule::new(None, None)),
             beacons: Arc::new(crate::beacons::Beacons::new(None, None)),
             master: None,
+            local_files: None,
             mine_functions: serde_json::Value::Null,
             cachedir: std::env::temp_dir().join("brine-minion-cache"),
             opts: serde_json::Map::new(),
@@ -273,6 +277,20 @@ impl Services {
             grains: std::sync::RwLock::new(Arc::new(Value::Map(vec![]))),
             grains_source: None,
             grains_update: Mutex::new(()),
+        }
+    }
+
+    /// These services with a file server of their own (a masterless minion's `file_roots`).
+    pub fn with_local_files(mut self, files: Arc<dyn crate::fileclient::FileSource>) -> Services {
+        self.local_files = Some(files);
+        self
+    }
+
+    /// The file server: the master's, else the minion's own; `None` when there is neither.
+    pub fn file_source(&self) -> Option<Arc<dyn crate::fileclient::FileSource>> {
+        match &self.master {
+            Some(m) => Some(m.clone() as Arc<dyn crate::fileclient::FileSource>),
+            None => self.local_files.clone(),
         }
     }
 
@@ -360,6 +378,16 @@ impl Services {
             .clone()
     }
 
+    /// Keep a pillar compiled without a master (`salt-call --local`).
+    pub fn set_pillar(&self, pillar: Value) -> Arc<Value> {
+        let json = brine_protocol::payload::to_json(&pillar);
+        self.schedule.set_pillar(json.get("schedule"));
+        self.beacons.set_pillar(json.get("beacons"));
+        let p = Arc::new(pillar);
+        *self.pillar.write().unwrap_or_else(|e| e.into_inner()) = p.clone();
+        p
+    }
+
     /// Ask the master for this minion's pillar (Salt's `_pillar` request, with `grains`) and
     /// keep it; the schedule and beacons take their pillar parts from it.
     pub async fn refresh_pillar(&self, id: &str, grains: &Value) -> Result<Arc<Value>, String> {
@@ -380,12 +408,7 @@ impl Services {
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())?;
-        let json = brine_protocol::payload::to_json(&p);
-        self.schedule.set_pillar(json.get("schedule"));
-        self.beacons.set_pillar(json.get("beacons"));
-        let p = Arc::new(p);
-        *self.pillar.write().unwrap_or_else(|e| e.into_inner()) = p.clone();
-        Ok(p)
+        Ok(self.set_pillar(p))
     }
 }
 

@@ -6,15 +6,20 @@ use rmpv::Value;
 
 use super::{CallState};
 use super::args::{is_true, py_str, py_type, Bound, Signature};
-use super::grains::{item_map, traverse, DEFAULT_DELIMITER};
+use super::grains::{item_map, lookup, traverse, DEFAULT_DELIMITER};
 use super::{Context, FnError, Spec};
 
 /// The functions of the `pillar` module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fun {
+    Data,
+    Fetch,
+    FileExists,
+    FilterBy,
     Get,
     Item,
     Items,
+    Keys,
     Ls,
     Obfuscate,
     Raw,
@@ -24,9 +29,14 @@ const ITEMS_SIG: Signature = Signature::new(&[], 0, true, true);
 
 impl Fun {
     pub(crate) const ALL: &'static [Fun] = &[
+        Fun::Data,
+        Fun::Fetch,
+        Fun::FileExists,
+        Fun::FilterBy,
         Fun::Get,
         Fun::Item,
         Fun::Items,
+        Fun::Keys,
         Fun::Ls,
         Fun::Obfuscate,
         Fun::Raw,
@@ -34,8 +44,12 @@ impl Fun {
 
     pub(crate) fn spec(self) -> Spec {
         let (name, pyname, sig, doc, out) = match self {
-            Fun::Get => (
-                "pillar.get",
+            Fun::Get | Fun::Fetch => (
+                if self == Fun::Fetch {
+                    "pillar.fetch"
+                } else {
+                    "pillar.get"
+                },
                 "get",
                 Signature::new(&["key", "default", "merge", "delimiter"], 1, false, true),
                 "
@@ -76,6 +90,60 @@ impl Fun {
         salt '*' pillar.items
     ",
                 Some("nested"),
+            ),
+            Fun::Data => (
+                "pillar.data",
+                "data",
+                ITEMS_SIG,
+                "
+    Calls the master for a fresh pillar (same as pillar.items).
+
+    CLI Example:
+
+        salt '*' pillar.data
+    ",
+                None,
+            ),
+            Fun::FileExists => (
+                "pillar.file_exists",
+                "file_exists",
+                Signature::new(&["path", "saltenv"], 1, false, false),
+                "
+    Whether a file exists in the pillar roots (of one saltenv, or of any).
+
+    CLI Example:
+
+        salt '*' pillar.file_exists foo/bar.sls
+    ",
+                None,
+            ),
+            Fun::FilterBy => (
+                "pillar.filter_by",
+                "filter_by",
+                Signature::new(&["lookup_dict", "pillar", "merge", "default", "base"], 2, false, false),
+                "
+    Look up the value of a pillar key in lookup_dict (its 'default' entry
+    when there is none), optionally merged with base and merge, as
+    grains.filter_by does with a grain.
+
+    CLI Example:
+
+        salt '*' pillar.filter_by '{web: Serve it up, db: I query, default: x_x}' role
+    ",
+                None,
+            ),
+            Fun::Keys => (
+                "pillar.keys",
+                "keys",
+                Signature::new(&["key", "delimiter"], 1, false, false),
+                "
+    The keys of the dict found at a pillar key (nested with ':').
+
+    CLI Example:
+
+        salt '*' pillar.keys web:sites
+    ",
+                None,
             ),
             Fun::Ls => (
                 "pillar.ls",
@@ -135,7 +203,29 @@ impl Fun {
                 .map_or_else(|| DEFAULT_DELIMITER.to_string(), py_str)
         };
         Ok(match self {
-            Fun::Get => {
+            Fun::Data => items(pillar, b),
+            Fun::FileExists => file_exists(ctx, b),
+            Fun::FilterBy => filter_by(pillar, b)?,
+            Fun::Keys => {
+                let key = b.get("key").unwrap_or(&Value::Nil);
+                let text = py_str(key);
+                match lookup(pillar, key, &delimiter()) {
+                    None => {
+                        return Err(FnError::Exception(format!(
+                            "KeyError: 'Pillar key not found: {text}'"
+                        )))
+                    }
+                    Some(Value::Map(entries)) => {
+                        Value::Array(entries.iter().map(|(k, _)| k.clone()).collect())
+                    }
+                    Some(_) => {
+                        return Err(FnError::Exception(format!(
+                            "ValueError: Pillar value in key {text} is not a dict"
+                        )))
+                    }
+                }
+            }
+            Fun::Get | Fun::Fetch => {
                 let key = b.get("key").unwrap_or(&Value::Nil);
                 let default = b.get("default").cloned().unwrap_or_else(|| Value::from(""));
                 if is_true(b.get("merge")) {
@@ -172,6 +262,56 @@ impl Fun {
             },
         })
     }
+}
+
+/// `pillar.file_exists`: whether `path` is a file under a pillar root of `saltenv` (of any
+/// saltenv without one; Salt's default roots when the minion's options name none).
+fn file_exists(ctx: &Context, b: &Bound) -> Value {
+    let path = b.get("path").map(py_str).unwrap_or_default();
+    let saltenv = b.get("saltenv").filter(|v| !v.is_nil()).map(py_str);
+    let default = serde_json::json!({"base": ["/srv/pillar", "/srv/spm/pillar"]});
+    let roots = ctx
+        .services
+        .opts
+        .get("pillar_roots")
+        .filter(|r| r.as_object().is_some_and(|m| !m.is_empty()))
+        .unwrap_or(&default);
+    let found = roots.as_object().into_iter().flatten().any(|(env, dirs)| {
+        saltenv.as_deref().is_none_or(|want| want == env)
+            && dirs.as_array().into_iter().flatten().any(|dir| {
+                let dir = dir.as_str().unwrap_or("");
+                // os.path.join: an absolute path replaces the root.
+                let full = if path.starts_with('/') {
+                    path.clone()
+                } else {
+                    format!("{}/{path}", dir.trim_end_matches('/'))
+                };
+                std::path::Path::new(&full).is_file()
+            })
+    });
+    Value::Boolean(found)
+}
+
+/// `pillar.filter_by`: Salt's `filter_by` with a pillar key as the lookup.
+fn filter_by(pillar: &Value, b: &Bound) -> Result<Value, FnError> {
+    use brine_protocol::payload::{from_json, to_json};
+    let lookup_dict = b.get("lookup_dict").unwrap_or(&Value::Nil);
+    let key = b.get("pillar").map(py_str).unwrap_or_default();
+    let default = b
+        .get("default")
+        .map_or_else(|| "default".to_string(), py_str);
+    let merge = b.get("merge").filter(|v| !v.is_nil()).map(to_json);
+    let base = b.get("base").filter(|v| !v.is_nil()).map(to_json);
+    brine_render::filter_by_json(
+        &to_json(lookup_dict),
+        &key,
+        &to_json(pillar),
+        merge.as_ref(),
+        &default,
+        base.as_ref(),
+    )
+    .map(|v| from_json(&v))
+    .map_err(|e| FnError::Exception(format!("salt.exceptions.SaltException: {e}")))
 }
 
 /// The pillar, with a `pillar={...}` keyword merged over it.

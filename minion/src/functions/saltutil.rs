@@ -451,7 +451,7 @@ async fn custom_modules(
     b: &Bound,
     kinds: &[Kind],
 ) -> Result<Vec<(String, String)>, FnError> {
-    let Some(master) = ctx.services.master.clone() else {
+    let Some(master) = ctx.services.file_source() else {
         return Err(FnError::Execution(
             "saltutil.sync_* reads the master's file server (this minion has no master)".into(),
         ));
@@ -461,7 +461,8 @@ async fn custom_modules(
         Some(Value::Array(items)) => Some(items.iter().map(py_str).collect()),
         Some(v) => Some(py_str(v).split(',').map(str::to_string).collect()),
     };
-    let client = crate::fileclient::FileClient::new(master, &ctx.services.cachedir);
+    let client = crate::fileclient::FileClient::new(
+        master, &ctx.services.cachedir);
     let kinds = kinds.to_vec();
     tokio::task::spawn_blocking(move || {
         let envs = match saltenvs {

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use brine_protocol::payload::{from_json, to_json, Value};
 use brine_render::Context as RenderContext;
-use brine_state::top::{Matcher, Top};
 use brine_state::states::MasterList;
+use brine_state::top::{Matcher, Top};
 use brine_state::{call_high, Compiler, High, Host, Options};
 use serde_json::{json, Map, Value as Json};
 
@@ -118,7 +118,12 @@ impl Fun {
             Fun::ShowSls => (
                 "state.show_sls",
                 "show_sls",
-                Signature::new(&["mods", "test", "queue", "saltenv", "pillar"], 1, false, true),
+                Signature::new(
+                    &["mods", "test", "queue", "saltenv", "pillar"],
+                    1,
+                    false,
+                    true,
+                ),
                 "
     Show the high data of the named SLS files.
 
@@ -198,7 +203,10 @@ impl Fun {
         b: &Bound,
         st: &mut CallState,
     ) -> Result<Value, FnError> {
-        if !matches!(self, Fun::ShowHighstate | Fun::ShowLowstate | Fun::ShowSls | Fun::ShowTop) {
+        if !matches!(
+            self,
+            Fun::ShowHighstate | Fun::ShowLowstate | Fun::ShowSls | Fun::ShowTop
+        ) {
             if let Some(conflict) = running_state(ctx) {
                 st.retcode = 1;
                 return Ok(Value::Array(vec![Value::from(conflict)]));
@@ -216,7 +224,12 @@ impl Fun {
     fn run_blocking(self, ctx: &Context, b: &Bound) -> Result<(Value, i32), FnError> {
         // Salt's high state (not `state.single`) takes some options from the master's.
         let run = Run::new(ctx, b, self != Fun::Single)?;
-        let mods = |key: &str| -> Vec<String> { b.opt(key).or_else(|| b.kwarg(key)).map(split_mods).unwrap_or_default() };
+        let mods = |key: &str| -> Vec<String> {
+            b.opt(key)
+                .or_else(|| b.kwarg(key))
+                .map(split_mods)
+                .unwrap_or_default()
+        };
         match self {
             Fun::Apply => {
                 let mods = mods("mods");
@@ -249,7 +262,10 @@ impl Fun {
                             return Ok(errors_ret(errors));
                         }
                         let chunks = brine_state::low::compile_high_data(&high);
-                        Ok((from_json(&Json::Array(chunks.into_iter().map(Json::Object).collect())), 0))
+                        Ok((
+                            from_json(&Json::Array(chunks.into_iter().map(Json::Object).collect())),
+                            0,
+                        ))
                     }
                     Err(errors) => Ok(errors_ret(errors)),
                 }
@@ -264,7 +280,10 @@ impl Fun {
                         matches
                             .into_iter()
                             .map(|(env, sls)| {
-                                (Value::from(env), Value::Array(sls.into_iter().map(Value::from).collect()))
+                                (
+                                    Value::from(env),
+                                    Value::Array(sls.into_iter().map(Value::from).collect()),
+                                )
                             })
                             .collect(),
                     ),
@@ -274,7 +293,9 @@ impl Fun {
             Fun::Single => {
                 let fun = b.get("fun").map(py_str).unwrap_or_default();
                 let Some((state, function)) = fun.split_once('.') else {
-                    return Err(FnError::Invocation(format!("Invalid function passed: {fun}")));
+                    return Err(FnError::Invocation(format!(
+                        "Invalid function passed: {fun}"
+                    )));
                 };
                 let name = b.get("name").map(to_json).unwrap_or(Json::Null);
                 let mut decl = vec![json!(function), json!({"name": name})];
@@ -309,7 +330,10 @@ fn split_mods(v: &Value) -> Vec<String> {
 }
 
 fn errors_ret(errors: Vec<String>) -> (Value, i32) {
-    (Value::Array(errors.into_iter().map(Value::from).collect()), 1)
+    (
+        Value::Array(errors.into_iter().map(Value::from).collect()),
+        1,
+    )
 }
 
 /// Salt's refusal of a state run while another one runs.
@@ -323,7 +347,9 @@ fn running_state(ctx: &Context) -> Option<String> {
             "state.apply" | "state.sls" | "state.highstate" | "state.single" | "state.test"
         );
         if is_state && Some(jid) != own.as_deref() {
-            let pid = brine_protocol::payload::get(&job, "pid").map(py_str).unwrap_or_default();
+            let pid = brine_protocol::payload::get(&job, "pid")
+                .map(py_str)
+                .unwrap_or_default();
             let started = brine_protocol::jid::jid_to_time(jid).unwrap_or_default();
             return Some(format!(
                 "The function \"{fun}\" is running as PID {pid} and was started at {started} with jid {jid}"
@@ -344,8 +370,9 @@ struct Run {
     test: bool,
     exclude: Vec<Json>,
     cachedir: PathBuf,
-    /// Where the run's events go, and whether `state_events` fires one per state.
-    master: Arc<crate::channel::Channel>,
+    /// Where the run's events go (none for a masterless minion), and whether `state_events`
+    /// fires one per state.
+    master: Option<Arc<crate::channel::Channel>>,
     job: Option<brine_state::Job>,
     /// `failhard` from the master's options; the `renderer` SLS files without `#!` use.
     failhard: bool,
@@ -365,6 +392,23 @@ struct MasterOpts {
 }
 
 impl MasterOpts {
+    /// A masterless minion's own options in place of the master's.
+    fn local(opts: &serde_json::Map<String, Json>) -> MasterOpts {
+        let flag = |k: &str| {
+            opts.get(k)
+                .is_some_and(brine_protocol::payload::json_truthy)
+        };
+        MasterOpts {
+            renderer: opts
+                .get("renderer")
+                .and_then(Json::as_str)
+                .unwrap_or("jinja|yaml")
+                .to_string(),
+            failhard: flag("failhard"),
+            state_events: flag("state_events"),
+        }
+    }
+
     fn fetch(master: &crate::channel::Channel) -> MasterOpts {
         let load = brine_protocol::payload::map(vec![("cmd", Value::from("_master_opts"))]);
         let opts = master.request(&load).unwrap_or_else(|e| {
@@ -384,12 +428,16 @@ impl MasterOpts {
 
 impl Run {
     fn new(ctx: &Context, b: &Bound, high_state: bool) -> Result<Run, FnError> {
-        let Some(master) = ctx.services.master.clone() else {
+        let Some(files) = ctx.services.file_source() else {
             return Err(FnError::Execution(
                 "state functions need the master's file server (this minion has no master)".into(),
             ));
         };
-        let master_opts = high_state.then(|| MasterOpts::fetch(&master));
+        let master = ctx.services.master.clone();
+        let master_opts = high_state.then(|| match &master {
+            Some(m) => MasterOpts::fetch(m),
+            None => MasterOpts::local(&ctx.services.opts),
+        });
         let arg = |key: &str| b.get(key).or_else(|| b.kwarg(key)).filter(|v| !v.is_nil());
         let mut pillar = to_json(&ctx.pillar);
         if let Some(extra) = arg("pillar") {
@@ -408,24 +456,26 @@ impl Run {
         }
         let exclude = match arg("exclude") {
             Some(Value::Array(items)) => items.iter().map(to_json).collect(),
-            Some(other) => py_str(other)
-                .split(',')
-                .map(|s| json!(s.trim()))
-                .collect(),
+            Some(other) => py_str(other).split(',').map(|s| json!(s.trim())).collect(),
             None => Vec::new(),
         };
         // `state_events` given to the call, else the minion's option or the master's.
-        let state_events = arg("state_events").map(|v| is_true(Some(v))).unwrap_or_else(|| {
-            ctx.services.opts.get("state_events").is_some_and(brine_protocol::payload::json_truthy)
-                || master_opts.as_ref().is_some_and(|m| m.state_events)
-        });
+        let state_events = arg("state_events")
+            .map(|v| is_true(Some(v)))
+            .unwrap_or_else(|| {
+                ctx.services
+                    .opts
+                    .get("state_events")
+                    .is_some_and(brine_protocol::payload::json_truthy)
+                    || master_opts.as_ref().is_some_and(|m| m.state_events)
+            });
         let job = ctx.jid().map(|jid| brine_state::Job {
             jid: jid.to_string(),
             id: ctx.id.clone(),
             state_events,
         });
         Ok(Run {
-            files: Arc::new(FileClient::new(master.clone(), &ctx.services.cachedir)),
+            files: Arc::new(FileClient::new(files, &ctx.services.cachedir)),
             master,
             job,
             // Run on a blocking thread of the minion's runtime (see `Fun::run`).
@@ -469,16 +519,28 @@ impl Run {
         let mut tops = Vec::new();
         let mut errors = Vec::new();
         for env in &envs {
-            let Some(text) = self.files.read_text("top.sls", env).map_err(FnError::Execution)? else {
+            let Some(text) = self
+                .files
+                .read_text("top.sls", env)
+                .map_err(FnError::Execution)?
+            else {
                 continue;
             };
             let ctx = RenderContext {
                 saltenv: env.clone(),
                 ..self.render_context()
             };
-            match brine_render::render_sls(&text, "top.sls", &ctx, self.files.clone(), self.functions.clone()) {
+            match brine_render::render_sls(
+                &text,
+                "top.sls",
+                &ctx,
+                self.files.clone(),
+                self.functions.clone(),
+            ) {
                 Ok(data) => tops.push((env.clone(), vec![from_json(&data)])),
-                Err(e) => errors.push(format!("Rendering Primary Top file failed, render error:\n{e}")),
+                Err(e) => errors.push(format!(
+                    "Rendering Primary Top file failed, render error:\n{e}"
+                )),
             }
         }
         let top = Top::merge_states(&tops).map_err(|_| {
@@ -500,7 +562,12 @@ impl Run {
     /// High data of `matches`, or the compile errors.
     fn compile(&self, matches: &[(String, Vec<String>)]) -> Result<High, Vec<String>> {
         let envs = self.files.envs().map_err(|e| vec![e])?;
-        let mut compiler = Compiler::new(self.files.clone(), &envs, self.functions.clone(), self.render_context());
+        let mut compiler = Compiler::new(
+            self.files.clone(),
+            &envs,
+            self.functions.clone(),
+            self.render_context(),
+        );
         compiler.compile(matches, &self.exclude)
     }
 
@@ -513,7 +580,9 @@ impl Run {
         };
         match call_high(high, &host, opts) {
             Ok(ret) => {
-                let failed = ret.values().any(|r| r.get("result") == Some(&Json::Bool(false)));
+                let failed = ret
+                    .values()
+                    .any(|r| r.get("result") == Some(&Json::Bool(false)));
                 (from_json(&Json::Object(ret)), if failed { 2 } else { 0 })
             }
             Err(errors) => errors_ret(errors),
@@ -597,8 +666,14 @@ impl Host for MinionHost<'_> {
             ..self.run.render_context()
         };
         let (path, _) = crate::fileclient::split_url(source, saltenv);
-        brine_render::render_template(text, &path, &ctx, self.run.files.clone(), self.run.functions.clone())
-            .map_err(|e| e.to_string())
+        brine_render::render_template(
+            text,
+            &path,
+            &ctx,
+            self.run.files.clone(),
+            self.run.functions.clone(),
+        )
+        .map_err(|e| e.to_string())
     }
 
     fn cachedir(&self) -> PathBuf {
@@ -632,7 +707,11 @@ impl Host for MinionHost<'_> {
             ("cmd", Value::from("_minion_event")),
             ("jid", Value::from(jid)),
         ]);
-        if let Err(e) = self.run.master.request(&load) {
+        // A masterless minion has no master to send it to.
+        let Some(master) = &self.run.master else {
+            return;
+        };
+        if let Err(e) = master.request(&load) {
             tracing::warn!("event {tag} not sent: {e}");
         }
     }
