@@ -557,6 +557,7 @@ modules! {
     Cp => cp,
     User => user,
     Group => group,
+    Shadow => shadow,
     File => file,
     Cron => cron,
     Hosts => hosts,

@@ -1,7 +1,9 @@
-//! The `user` state module: `user.present` and `user.absent`, through the minion's `user`
-//! and `group` execution modules, with Salt's comments and changes. Passwords and the
-//! shadow attributes (`password`, `mindays`, `expire`, ...) are not managed yet: a state
-//! asking for them fails with a comment saying so.
+//! The `user` state module: `user.present` and `user.absent`, through the minion's `user`,
+//! `group` and `shadow` execution modules, with Salt's comments and changes: passwords
+//! (`password`, `hash_password`, `enforce_password`, `empty_password`, `password_lock`) and
+//! the shadow attributes (`date`, `mindays`, `maxdays`, `inactdays`, `warndays`, `expire`)
+//! included. Password hashes never show in a result: Salt's `XXX-REDACTED-XXX` stands for
+//! them.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -27,17 +29,22 @@ pub const FUNCTIONS: &[Spec] = &[
     },
 ];
 
-/// The arguments of `user.present` that need the shadow module Brine does not have yet.
-const SHADOW_ARGS: &[&str] = &[
-    "password",
-    "empty_password",
-    "date",
-    "mindays",
-    "maxdays",
-    "inactdays",
-    "warndays",
-    "expire",
-    "password_lock",
+/// What Salt shows in place of a password hash.
+const REDACTED: &str = "XXX-REDACTED-XXX";
+
+/// The shadow attributes: the state's argument, the `shadow.info` key, the `shadow.set_*`
+/// function and the word of the comment when setting it on a new user fails.
+const SHADOW_FIELDS: [(&str, &str, &str, &str); 5] = [
+    ("mindays", "min", "shadow.set_mindays", "minimum days"),
+    ("maxdays", "max", "shadow.set_maxdays", "maximum days"),
+    (
+        "inactdays",
+        "inact",
+        "shadow.set_inactdays",
+        "inactive days",
+    ),
+    ("warndays", "warn", "shadow.set_warndays", "warn days"),
+    ("expire", "expire", "shadow.set_expire", "expire days"),
 ];
 
 fn none() -> Map<String, Value> {
@@ -104,7 +111,41 @@ impl Groups {
     }
 }
 
+/// The password and shadow attributes `user.present` is asked for (`None`: not given).
+#[derive(Clone, Default)]
+struct ShadowWanted {
+    /// The hash to set (hashed already with `hash_password`), when truthy.
+    password: Option<Value>,
+    enforce_password: bool,
+    empty_password: bool,
+    date: Option<Value>,
+    mindays: Option<Value>,
+    maxdays: Option<Value>,
+    inactdays: Option<Value>,
+    warndays: Option<Value>,
+    expire: Option<Value>,
+    password_lock: Option<Value>,
+}
+
+impl ShadowWanted {
+    fn field(&self, arg: &str) -> Option<&Value> {
+        match arg {
+            "mindays" => self.mindays.as_ref(),
+            "maxdays" => self.maxdays.as_ref(),
+            "inactdays" => self.inactdays.as_ref(),
+            "warndays" => self.warndays.as_ref(),
+            _ => self.expire.as_ref(),
+        }
+    }
+
+    /// Salt's `password != lshad["passwd"]` for the shadow entry's password `current`.
+    fn differs(&self, current: &Value) -> bool {
+        self.password.as_ref().is_none_or(|p| !py_eq(p, current))
+    }
+}
+
 /// What `user.present` is asked for.
+#[derive(Clone)]
 struct Wanted {
     uid: Option<Value>,
     gid: Option<Value>,
@@ -118,6 +159,7 @@ struct Wanted {
     gecos: [(&'static str, Option<String>); 5],
     allow_uid_change: bool,
     allow_gid_change: bool,
+    shadow: ShadowWanted,
 }
 
 fn remove_item(list: &mut Vec<String>, item: &str) {
@@ -177,6 +219,7 @@ fn changes(
     name: &str,
     w: &Wanted,
 ) -> Result<Result<Option<Map<String, Value>>, String>, String> {
+    let lshad = info(c, "shadow.info", name)?;
     let lusr = info(c, "user.info", name)?;
     if is_empty(&lusr) {
         return Ok(Ok(None));
@@ -290,6 +333,7 @@ fn changes(
             change.insert("shell".into(), shell.clone());
         }
     }
+    shadow_changes(&lshad, &w.shadow, &mut change);
     for (key, value) in &w.gecos {
         if let Some(v) = value {
             if cur(key).as_str() != Some(v.as_str()) {
@@ -322,6 +366,65 @@ fn changes(
     Ok(Ok(Some(change)))
 }
 
+/// The shadow part of Salt's `_changes`, against the user's `shadow.info`.
+fn shadow_changes(lshad: &Value, s: &ShadowWanted, change: &mut Map<String, Value>) {
+    let cur = |key: &str| lshad.get(key).cloned().unwrap_or(Value::Null);
+    let passwd = cur("passwd");
+    let text = passwd.as_str().unwrap_or_default();
+    if let Some(password) = s.password.as_ref().filter(|_| !s.empty_password) {
+        // shadow.default_hash is "!": an unset password is always replaced.
+        if (text == "!" || s.enforce_password) && !py_eq(&passwd, password) {
+            change.insert("passwd".into(), password.clone());
+        }
+    }
+    if s.empty_password && !text.is_empty() {
+        change.insert("empty_password".into(), json!(true));
+    }
+    if let Some(date) = &s.date {
+        if !py_eq(&cur("lstchg"), date) {
+            change.insert("date".into(), date.clone());
+        }
+    }
+    for (arg, key, _, _) in SHADOW_FIELDS {
+        let Some(v) = s.field(arg) else { continue };
+        // `expire` counts only when truthy.
+        if arg == "expire" && !json_truthy(v) {
+            continue;
+        }
+        if !py_eq(&cur(key), v) {
+            change.insert(arg.into(), v.clone());
+        }
+    }
+    if let Some(lock) = &s.password_lock {
+        let locked = text.starts_with('!');
+        if (json_truthy(lock) && !locked) || (*lock == json!(false) && locked) {
+            change.insert("password_lock".into(), lock.clone());
+        }
+    }
+}
+
+/// Salt's `hash_password`: the hash of the clear text `password`, reusing the salt (and
+/// algorithm) of the user's current hash when it has a `$id$salt$hash` one.
+fn hash_password(c: &Call, name: &str, password: &Value) -> Result<Value, String> {
+    let current = info(c, "shadow.info", name)?;
+    let current = current.get("passwd").map(py_text).unwrap_or_default();
+    let parts: Vec<&str> = current.splitn(5, '$').collect();
+    let mut kw = Map::new();
+    if let [_, algo, salt, _] = parts[..] {
+        let algorithm = match algo {
+            "1" => json!("md5"),
+            "2a" => json!("blowfish"),
+            "5" => json!("sha256"),
+            "6" => json!("sha512"),
+            _ => Value::Null,
+        };
+        kw.insert("crypt_salt".into(), json!(salt));
+        kw.insert("algorithm".into(), algorithm);
+    }
+    c.host
+        .call("shadow.gen_password", &[json!(py_text(password))], &kw)
+}
+
 /// Salt's `file.mkdir(path, uid, gid, 0o755)`: the directory and its missing parents,
 /// each owned by the user.
 fn make_home(path: &str, uid: Option<u32>, gid: Option<u32>) -> Result<(), String> {
@@ -352,23 +455,22 @@ fn present(c: &Call) -> Result<Map<String, Value>, String> {
         format!("User {name} is present and up to date"),
         json!({}),
     );
-    let unsupported: Vec<&str> = SHADOW_ARGS
-        .iter()
-        .copied()
-        .filter(|k| c.arg(k).is_some_and(json_truthy))
-        .chain(c.flag("hash_password", false).then_some("hash_password"))
-        .collect();
-    if !unsupported.is_empty() {
-        out.insert("result".into(), json!(false));
-        out.insert(
-            "comment".into(),
-            json!(format!(
-                "Brine's user.present does not manage {} yet",
-                unsupported.join(", ")
-            )),
-        );
-        return Ok(out);
+    let mut password = c.arg("password").filter(|p| json_truthy(p)).cloned();
+    if let Some(clear) = password.as_ref().filter(|_| c.flag("hash_password", false)) {
+        password = Some(hash_password(c, &name, clear)?).filter(json_truthy);
     }
+    let shadow = ShadowWanted {
+        password,
+        enforce_password: c.flag("enforce_password", true),
+        empty_password: c.flag("empty_password", false),
+        date: c.arg("date").cloned(),
+        mindays: c.arg("mindays").cloned(),
+        maxdays: c.arg("maxdays").cloned(),
+        inactdays: c.arg("inactdays").cloned(),
+        warndays: c.arg("warndays").cloned(),
+        expire: c.arg("expire").cloned(),
+        password_lock: c.arg("password_lock").cloned(),
+    };
     let gecos =
         ["fullname", "roomnumber", "workphone", "homephone", "other"].map(|k| (k, c.text(k)));
     for (_, field) in &gecos[..3] {
@@ -447,6 +549,7 @@ fn present(c: &Call) -> Result<Map<String, Value>, String> {
         gecos: gecos.clone(),
         allow_uid_change: c.flag("allow_uid_change", false),
         allow_gid_change: c.flag("allow_gid_change", false),
+        shadow,
     };
     let change = match changes(c, &name, &w)? {
         Err(comment) => {
@@ -462,7 +565,12 @@ fn present(c: &Call) -> Result<Map<String, Value>, String> {
                 let mut comment =
                     String::from("The following user attributes are set to be changed:\n");
                 for (key, val) in &change {
-                    comment.push_str(&format!("{key}: {}\n", py_text(val)));
+                    let val = if key == "passwd" {
+                        REDACTED.to_string()
+                    } else {
+                        py_text(val)
+                    };
+                    comment.push_str(&format!("{key}: {val}\n"));
                 }
                 if !missing.is_empty() {
                     comment.push_str(&format!(
@@ -478,7 +586,15 @@ fn present(c: &Call) -> Result<Map<String, Value>, String> {
             update(c, &name, change, &w, out)
         }
         Some(_) => Ok(out),
-        None => create(c, &name, groups, present_optgroups, &missing, out),
+        None => create(
+            c,
+            &name,
+            groups,
+            present_optgroups,
+            &missing,
+            &w.shadow,
+            out,
+        ),
     }
 }
 
@@ -490,7 +606,31 @@ fn update(
     w: &Wanted,
     mut out: Map<String, Value>,
 ) -> Result<Map<String, Value>, String> {
+    let lshad = info(c, "shadow.info", name)?;
     let pre = info(c, "user.info", name)?;
+    let s = &w.shadow;
+    let call = |fun: &str, arg: Option<&Value>| -> Result<Value, String> {
+        let mut args = vec![json!(name)];
+        args.extend(arg.cloned());
+        c.host.call(fun, &args, &none())
+    };
+    if change.shift_remove("passwd").is_some() && !s.empty_password {
+        call("shadow.set_password", s.password.as_ref())?;
+    }
+    if change.shift_remove("empty_password") == Some(json!(true)) {
+        call("shadow.del_password", None)?;
+    }
+    if let Some(lock) = change.shift_remove("password_lock") {
+        let fun = if json_truthy(&lock) {
+            "shadow.lock_password"
+        } else {
+            "shadow.unlock_password"
+        };
+        call(fun, None)?;
+    }
+    if change.shift_remove("date").is_some() {
+        call("shadow.set_date", s.date.as_ref())?;
+    }
     let persist = c.flag("persist_home", false);
     let chhome = |home: &Value| -> Result<Value, String> {
         let mut kw = Map::new();
@@ -517,6 +657,11 @@ fn update(
                     .and_then(|n| u32::try_from(n).ok())
             };
             make_home(&path, id("uid"), id("gid"))?;
+        }
+    }
+    for (arg, _, fun, _) in SHADOW_FIELDS {
+        if change.shift_remove(arg).is_some() {
+            call(fun, s.field(arg))?;
         }
     }
     let keys: Vec<String> = change.keys().filter(|k| *k != "groups").cloned().collect();
@@ -547,11 +692,31 @@ fn update(
         )?;
     }
     let post = info(c, "user.info", name)?;
+    // As Salt, the shadow entry is looked at again only when the wanted password differs
+    // from the one it had.
+    let lpasswd = lshad.get("passwd").cloned().unwrap_or(Value::Null);
+    let spost = if s.differs(&lpasswd) {
+        info(c, "shadow.info", name)?
+    } else {
+        json!({})
+    };
     let mut changed = Map::new();
     if let Some(post) = post.as_object() {
         for (key, val) in post {
             if pre.get(key) != Some(val) {
                 changed.insert(key.clone(), val.clone());
+            }
+        }
+    }
+    if let Some(spost) = spost.as_object() {
+        for (key, val) in spost {
+            if !lshad.get(key).is_some_and(|old| py_eq(old, val)) {
+                let val = if key == "passwd" {
+                    json!(REDACTED)
+                } else {
+                    val.clone()
+                };
+                changed.insert(key.clone(), val);
             }
         }
     }
@@ -562,10 +727,14 @@ fn update(
     let again = Wanted {
         allow_uid_change: true,
         allow_gid_change: true,
-        ..clone_wanted(w)
+        ..w.clone()
     };
-    if let Ok(Some(left)) = changes(c, name, &again)? {
+    if let Ok(Some(mut left)) = changes(c, name, &again)? {
         if !left.is_empty() {
+            // Salt shows the hash here; Brine keeps it out of results.
+            if let Some(p) = left.get_mut("passwd") {
+                *p = json!(REDACTED);
+            }
             out.insert(
                 "comment".into(),
                 json!(format!(
@@ -579,28 +748,13 @@ fn update(
     Ok(out)
 }
 
-fn clone_wanted(w: &Wanted) -> Wanted {
-    Wanted {
-        uid: w.uid.clone(),
-        gid: w.gid.clone(),
-        groups: w.groups.clone(),
-        optional_groups: w.optional_groups.clone(),
-        remove_groups: w.remove_groups,
-        home: w.home.clone(),
-        createhome: w.createhome,
-        shell: w.shell.clone(),
-        gecos: w.gecos.clone(),
-        allow_uid_change: w.allow_uid_change,
-        allow_gid_change: w.allow_gid_change,
-    }
-}
-
 fn create(
     c: &Call,
     name: &str,
     groups: Option<Vec<String>>,
     present_optgroups: Option<Vec<String>>,
     missing: &[String],
+    s: &ShadowWanted,
     mut out: Map<String, Value>,
 ) -> Result<Map<String, Value>, String> {
     if c.test {
@@ -649,6 +803,9 @@ fn create(
                 m.insert("home".into(), json!(""));
             }
         }
+        if let Value::Object(ch) = &mut changes {
+            create_shadow(c, name, s, ch, &mut out)?;
+        }
         out.insert("changes".into(), changes);
     } else {
         out.insert("result".into(), json!(false));
@@ -661,6 +818,71 @@ fn create(
         );
     }
     Ok(out)
+}
+
+/// The password and shadow attributes of a user just created, as Salt sets them: each
+/// checked afterwards, a failure making the state fail with Salt's comment.
+fn create_shadow(
+    c: &Call,
+    name: &str,
+    s: &ShadowWanted,
+    changes: &mut Map<String, Value>,
+    out: &mut Map<String, Value>,
+) -> Result<(), String> {
+    let call = |fun: &str, arg: &Value| -> Result<Value, String> {
+        c.host.call(fun, &[json!(name), arg.clone()], &none())
+    };
+    let spost = |key: &str| -> Result<Value, String> {
+        Ok(info(c, "shadow.info", name)?
+            .get(key)
+            .cloned()
+            .unwrap_or(Value::Null))
+    };
+    let mut fail = |comment: String| {
+        out.insert("comment".into(), json!(comment));
+        out.insert("result".into(), json!(false));
+    };
+    if let Some(password) = s.password.as_ref().filter(|_| !s.empty_password) {
+        call("shadow.set_password", password)?;
+        if !py_eq(&spost("passwd")?, password) {
+            fail(format!(
+                "User {name} created but failed to set password to {REDACTED}"
+            ));
+        }
+        changes.insert("password".into(), json!(REDACTED));
+    }
+    if s.empty_password && s.password.is_none() {
+        c.host
+            .call("shadow.del_password", &[json!(name)], &none())?;
+        if spost("passwd")? != json!("") {
+            fail(format!("User {name} created but failed to empty password"));
+        }
+        changes.insert("password".into(), json!(""));
+    }
+    if let Some(date) = &s.date {
+        call("shadow.set_date", date)?;
+        if !py_eq(&spost("lstchg")?, date) {
+            fail(format!(
+                "User {name} created but failed to set last change date to {}",
+                py_text(date)
+            ));
+        }
+        changes.insert("date".into(), date.clone());
+    }
+    for (arg, key, fun, words) in SHADOW_FIELDS {
+        let Some(v) = s.field(arg).filter(|v| json_truthy(v)) else {
+            continue;
+        };
+        call(fun, v)?;
+        if !py_eq(&spost(key)?, v) {
+            fail(format!(
+                "User {name} created but failed to set {words} to {}",
+                py_text(v)
+            ));
+        }
+        changes.insert(arg.into(), v.clone());
+    }
+    Ok(())
 }
 
 fn absent(c: &Call) -> Result<Map<String, Value>, String> {

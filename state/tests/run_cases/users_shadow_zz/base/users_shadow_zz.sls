@@ -1,0 +1,5 @@
+brinetest_s1:
+  user.absent
+
+brinetest_s2:
+  user.absent
