@@ -10,14 +10,16 @@ use std::sync::Arc;
 
 use brine_protocol::payload::{from_json, to_json, Value};
 use brine_render::Context as RenderContext;
-use brine_state::states::MasterList;
 use brine_state::top::{Matcher, Top};
+use brine_state::states::MasterList;
 use brine_state::{call_high, Compiler, High, Host, Options};
 use serde_json::{json, Map, Value as Json};
 
 use super::args::{is_true, py_str, Bound, Signature};
 use super::{CallState, Context, FnError, Spec};
 use crate::fileclient::FileClient;
+
+mod more;
 
 /// The functions of the `state` module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +33,22 @@ pub enum Fun {
     Single,
     Sls,
     Test,
+    ShowLowSls,
+    ShowStates,
+    SlsExists,
+    IdExists,
+    ShowStateUsage,
+    Running,
+    ClearCache,
+    Template,
+    TemplateStr,
+    Top,
+    Low,
+    /// `state.high`.
+    HighData,
+    Disable,
+    Enable,
+    ListDisabled,
 }
 
 const SLS_PARAMS: &[&str] = &[
@@ -55,9 +73,27 @@ impl Fun {
         Fun::Single,
         Fun::Sls,
         Fun::Test,
+        Fun::ShowLowSls,
+        Fun::ShowStates,
+        Fun::SlsExists,
+        Fun::IdExists,
+        Fun::ShowStateUsage,
+        Fun::Running,
+        Fun::ClearCache,
+        Fun::Template,
+        Fun::TemplateStr,
+        Fun::Top,
+        Fun::Low,
+        Fun::HighData,
+        Fun::Disable,
+        Fun::Enable,
+        Fun::ListDisabled,
     ];
 
     pub(crate) fn spec(self) -> Spec {
+        if let Some(spec) = more::spec(self) {
+            return spec;
+        }
         let (name, pyname, sig, doc, out) = match self {
             Fun::Apply => (
                 "state.apply",
@@ -118,12 +154,7 @@ impl Fun {
             Fun::ShowSls => (
                 "state.show_sls",
                 "show_sls",
-                Signature::new(
-                    &["mods", "test", "queue", "saltenv", "pillar"],
-                    1,
-                    false,
-                    true,
-                ),
+                Signature::new(&["mods", "test", "queue", "saltenv", "pillar"], 1, false, true),
                 "
     Show the high data of the named SLS files.
 
@@ -187,6 +218,7 @@ impl Fun {
     ",
                 Some("highstate"),
             ),
+            _ => unreachable!("the spec of {self:?} is in state/more.rs"),
         };
         Spec {
             name,
@@ -203,13 +235,42 @@ impl Fun {
         b: &Bound,
         st: &mut CallState,
     ) -> Result<Value, FnError> {
+        if let Some(ret) = more::run_quick(self, ctx, b, st).await {
+            return ret;
+        }
+        // Salt's `_disabled(["highstate"])` comes before the check for a running state.
+        let highstate = match self {
+            Fun::Highstate => true,
+            Fun::Apply => b.opt("mods").or_else(|| b.kwarg("mods")).map(split_mods).unwrap_or_default().is_empty(),
+            Fun::Test => b.varargs.iter().flat_map(split_mods).next().is_none(),
+            _ => false,
+        };
+        if highstate && !more::disabled(&ctx.grains, &["highstate".to_string()]).is_empty() {
+            return Ok(more::highstate_disabled());
+        }
         if !matches!(
             self,
-            Fun::ShowHighstate | Fun::ShowLowstate | Fun::ShowSls | Fun::ShowTop
+            Fun::ShowHighstate | Fun::ShowLowstate | Fun::ShowSls | Fun::ShowTop | Fun::ShowLowSls | Fun::SlsExists | Fun::IdExists
         ) {
-            if let Some(conflict) = running_state(ctx) {
+            if let Some(conflict) = more::running(ctx).into_iter().next() {
                 st.retcode = 1;
                 return Ok(Value::Array(vec![Value::from(conflict)]));
+            }
+        }
+        // Salt's `state.sls` refuses disabled SLS names (given as a list, or as one string).
+        let sls_mods = match self {
+            Fun::Sls | Fun::Apply => b.opt("mods").or_else(|| b.kwarg("mods")),
+            _ => None,
+        };
+        if let Some(mods) = sls_mods {
+            let names = match mods {
+                Value::Array(items) => items.iter().map(py_str).collect(),
+                other => vec![py_str(other)],
+            };
+            let disabled = more::disabled(&ctx.grains, &names);
+            if !disabled.is_empty() {
+                st.retcode = 1;
+                return Ok(Value::Array(disabled.into_iter().map(Value::from).collect()));
             }
         }
         let ctx = ctx.clone();
@@ -222,14 +283,12 @@ impl Fun {
     }
 
     fn run_blocking(self, ctx: &Context, b: &Bound) -> Result<(Value, i32), FnError> {
+        if let Some(outcome) = more::run_blocking(self, ctx, b) {
+            return outcome;
+        }
         // Salt's high state (not `state.single`) takes some options from the master's.
         let run = Run::new(ctx, b, self != Fun::Single)?;
-        let mods = |key: &str| -> Vec<String> {
-            b.opt(key)
-                .or_else(|| b.kwarg(key))
-                .map(split_mods)
-                .unwrap_or_default()
-        };
+        let mods = |key: &str| -> Vec<String> { b.opt(key).or_else(|| b.kwarg(key)).map(split_mods).unwrap_or_default() };
         match self {
             Fun::Apply => {
                 let mods = mods("mods");
@@ -254,19 +313,8 @@ impl Fun {
             Fun::ShowHighstate => run.highstate(true),
             Fun::ShowLowstate => {
                 let (matches, _) = run.top()?;
-                match run.compile(&matches) {
-                    Ok(mut high) => {
-                        let errors = brine_state::low::requisite_in(&mut high);
-                        brine_state::low::apply_exclude(&mut high);
-                        if !errors.is_empty() {
-                            return Ok(errors_ret(errors));
-                        }
-                        let chunks = brine_state::low::compile_high_data(&high);
-                        Ok((
-                            from_json(&Json::Array(chunks.into_iter().map(Json::Object).collect())),
-                            0,
-                        ))
-                    }
+                match run.low_chunks(&matches) {
+                    Ok(chunks) => Ok((from_json(&Json::Array(chunks.into_iter().map(Json::Object).collect())), 0)),
                     Err(errors) => Ok(errors_ret(errors)),
                 }
             }
@@ -280,10 +328,7 @@ impl Fun {
                         matches
                             .into_iter()
                             .map(|(env, sls)| {
-                                (
-                                    Value::from(env),
-                                    Value::Array(sls.into_iter().map(Value::from).collect()),
-                                )
+                                (Value::from(env), Value::Array(sls.into_iter().map(Value::from).collect()))
                             })
                             .collect(),
                     ),
@@ -293,9 +338,7 @@ impl Fun {
             Fun::Single => {
                 let fun = b.get("fun").map(py_str).unwrap_or_default();
                 let Some((state, function)) = fun.split_once('.') else {
-                    return Err(FnError::Invocation(format!(
-                        "Invalid function passed: {fun}"
-                    )));
+                    return Err(FnError::Invocation(format!("Invalid function passed: {fun}")));
                 };
                 let name = b.get("name").map(to_json).unwrap_or(Json::Null);
                 let mut decl = vec![json!(function), json!({"name": name})];
@@ -313,6 +356,7 @@ impl Fun {
                 );
                 Ok(run.execute(&high))
             }
+            _ => unreachable!("{self:?} runs in state/more.rs"),
         }
     }
 }
@@ -330,33 +374,7 @@ fn split_mods(v: &Value) -> Vec<String> {
 }
 
 fn errors_ret(errors: Vec<String>) -> (Value, i32) {
-    (
-        Value::Array(errors.into_iter().map(Value::from).collect()),
-        1,
-    )
-}
-
-/// Salt's refusal of a state run while another one runs.
-fn running_state(ctx: &Context) -> Option<String> {
-    let own = ctx.jid().map(str::to_string);
-    for job in ctx.running.list() {
-        let fun = brine_protocol::payload::get_str(&job, "fun").unwrap_or_default();
-        let jid = brine_protocol::payload::get_str(&job, "jid").unwrap_or_default();
-        let is_state = matches!(
-            fun,
-            "state.apply" | "state.sls" | "state.highstate" | "state.single" | "state.test"
-        );
-        if is_state && Some(jid) != own.as_deref() {
-            let pid = brine_protocol::payload::get(&job, "pid")
-                .map(py_str)
-                .unwrap_or_default();
-            let started = brine_protocol::jid::jid_to_time(jid).unwrap_or_default();
-            return Some(format!(
-                "The function \"{fun}\" is running as PID {pid} and was started at {started} with jid {jid}"
-            ));
-        }
-    }
-    None
+    (Value::Array(errors.into_iter().map(Value::from).collect()), 1)
 }
 
 /// One state run: the minion's data, the file client and how to run.
@@ -381,6 +399,11 @@ struct Run {
     template_opts: serde_json::Map<String, Json>,
     /// The minion's options for http(s) sources.
     http: brine_state::url::HttpOptions,
+    /// The state top file (`state.top` names another) and the one saltenv it is read from.
+    top_file: String,
+    top_saltenv: Option<String>,
+    /// The `state_runs_disabled` grain: patterns of state functions not to run.
+    disabled: Vec<String>,
 }
 
 /// What a high state takes from the master's options (Salt's `_master_opts`): `renderer`,
@@ -394,10 +417,7 @@ struct MasterOpts {
 impl MasterOpts {
     /// A masterless minion's own options in place of the master's.
     fn local(opts: &serde_json::Map<String, Json>) -> MasterOpts {
-        let flag = |k: &str| {
-            opts.get(k)
-                .is_some_and(brine_protocol::payload::json_truthy)
-        };
+        let flag = |k: &str| opts.get(k).is_some_and(brine_protocol::payload::json_truthy);
         MasterOpts {
             renderer: opts
                 .get("renderer")
@@ -456,19 +476,17 @@ impl Run {
         }
         let exclude = match arg("exclude") {
             Some(Value::Array(items)) => items.iter().map(to_json).collect(),
-            Some(other) => py_str(other).split(',').map(|s| json!(s.trim())).collect(),
+            Some(other) => py_str(other)
+                .split(',')
+                .map(|s| json!(s.trim()))
+                .collect(),
             None => Vec::new(),
         };
         // `state_events` given to the call, else the minion's option or the master's.
-        let state_events = arg("state_events")
-            .map(|v| is_true(Some(v)))
-            .unwrap_or_else(|| {
-                ctx.services
-                    .opts
-                    .get("state_events")
-                    .is_some_and(brine_protocol::payload::json_truthy)
-                    || master_opts.as_ref().is_some_and(|m| m.state_events)
-            });
+        let state_events = arg("state_events").map(|v| is_true(Some(v))).unwrap_or_else(|| {
+            ctx.services.opts.get("state_events").is_some_and(brine_protocol::payload::json_truthy)
+                || master_opts.as_ref().is_some_and(|m| m.state_events)
+        });
         let job = ctx.jid().map(|jid| brine_state::Job {
             jid: jid.to_string(),
             id: ctx.id.clone(),
@@ -495,6 +513,9 @@ impl Run {
             renderer: master_opts.map_or_else(|| "jinja|yaml".to_string(), |m| m.renderer),
             template_opts: super::template_opts(ctx),
             http: brine_state::url::HttpOptions::from_opts(&ctx.services.opts),
+            top_file: "top.sls".into(),
+            top_saltenv: None,
+            disabled: more::disabled_runs(&ctx.grains),
         })
     }
 
@@ -519,28 +540,19 @@ impl Run {
         let mut tops = Vec::new();
         let mut errors = Vec::new();
         for env in &envs {
-            let Some(text) = self
-                .files
-                .read_text("top.sls", env)
-                .map_err(FnError::Execution)?
-            else {
+            if self.top_saltenv.as_ref().is_some_and(|only| only != env) {
+                continue;
+            }
+            let Some(text) = self.files.read_text(&self.top_file, env).map_err(FnError::Execution)? else {
                 continue;
             };
             let ctx = RenderContext {
                 saltenv: env.clone(),
                 ..self.render_context()
             };
-            match brine_render::render_sls(
-                &text,
-                "top.sls",
-                &ctx,
-                self.files.clone(),
-                self.functions.clone(),
-            ) {
+            match brine_render::render_sls(&text, "top.sls", &ctx, self.files.clone(), self.functions.clone()) {
                 Ok(data) => tops.push((env.clone(), vec![from_json(&data)])),
-                Err(e) => errors.push(format!(
-                    "Rendering Primary Top file failed, render error:\n{e}"
-                )),
+                Err(e) => errors.push(format!("Rendering Primary Top file failed, render error:\n{e}")),
             }
         }
         let top = Top::merge_states(&tops).map_err(|_| {
@@ -562,13 +574,19 @@ impl Run {
     /// High data of `matches`, or the compile errors.
     fn compile(&self, matches: &[(String, Vec<String>)]) -> Result<High, Vec<String>> {
         let envs = self.files.envs().map_err(|e| vec![e])?;
-        let mut compiler = Compiler::new(
-            self.files.clone(),
-            &envs,
-            self.functions.clone(),
-            self.render_context(),
-        );
+        let mut compiler = Compiler::new(self.files.clone(), &envs, self.functions.clone(), self.render_context());
         compiler.compile(matches, &self.exclude)
+    }
+
+    /// The low chunks of the high data of `matches` (as `state.show_lowstate` shows them).
+    fn low_chunks(&self, matches: &[(String, Vec<String>)]) -> Result<Vec<brine_state::low::Low>, Vec<String>> {
+        let mut high = self.compile(matches)?;
+        let errors = brine_state::low::requisite_in(&mut high);
+        brine_state::low::apply_exclude(&mut high);
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok(brine_state::low::compile_high_data(&high))
     }
 
     fn execute(&self, high: &High) -> (Value, i32) {
@@ -578,11 +596,12 @@ impl Run {
             failhard: self.failhard,
             job: self.job.clone(),
         };
-        match call_high(high, &host, opts) {
+        let mut high = high.clone();
+        let disabled = more::take_disabled(&mut high, &self.disabled);
+        match call_high(&high, &host, opts) {
             Ok(ret) => {
-                let failed = ret
-                    .values()
-                    .any(|r| r.get("result") == Some(&Json::Bool(false)));
+                let ret = if disabled.is_empty() { ret } else { more::merge_disabled(disabled, ret) };
+                let failed = ret.values().any(|r| r.get("result") == Some(&Json::Bool(false)));
                 (from_json(&Json::Object(ret)), if failed { 2 } else { 0 })
             }
             Err(errors) => errors_ret(errors),
@@ -666,14 +685,8 @@ impl Host for MinionHost<'_> {
             ..self.run.render_context()
         };
         let (path, _) = crate::fileclient::split_url(source, saltenv);
-        brine_render::render_template(
-            text,
-            &path,
-            &ctx,
-            self.run.files.clone(),
-            self.run.functions.clone(),
-        )
-        .map_err(|e| e.to_string())
+        brine_render::render_template(text, &path, &ctx, self.run.files.clone(), self.run.functions.clone())
+            .map_err(|e| e.to_string())
     }
 
     fn cachedir(&self) -> PathBuf {
@@ -714,5 +727,283 @@ impl Host for MinionHost<'_> {
         if let Err(e) = master.request(&load) {
             tracing::warn!("event {tag} not sent: {e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::super::{call, CoreGrains, GrainsSource, Services};
+    use super::*;
+    use brine_protocol::payload::get;
+    use sha2::Digest;
+    use std::path::Path;
+
+    /// A file server over a directory (the `base` saltenv), as a masterless minion has.
+    struct DirFiles(PathBuf);
+
+    impl crate::fileclient::FileSource for DirFiles {
+        fn request(&self, load: &Value) -> Result<Value, String> {
+            let arg = |k: &str| brine_protocol::payload::get_str(load, k).unwrap_or_default().to_string();
+            let files = || -> Vec<String> {
+                let mut out: Vec<String> = std::fs::read_dir(&self.0)
+                    .unwrap()
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect();
+                out.sort();
+                out
+            };
+            Ok(match arg("cmd").as_str() {
+                "_file_envs" => Value::Array(vec![Value::from("base")]),
+                "_file_list" => Value::Array(files().into_iter().map(Value::from).collect()),
+                "_file_hash" => match std::fs::read(self.0.join(arg("path"))) {
+                    Ok(b) => brine_protocol::payload::map(vec![
+                        ("hsum", Value::from(hex::encode(sha2::Sha256::digest(&b)))),
+                        ("hash_type", Value::from("sha256")),
+                    ]),
+                    Err(_) => Value::Map(vec![]),
+                },
+                "_serve_file" => {
+                    let data = if get(load, "loc").and_then(Value::as_u64) == Some(0) {
+                        std::fs::read(self.0.join(arg("path"))).unwrap_or_default()
+                    } else {
+                        Vec::new()
+                    };
+                    brine_protocol::payload::map(vec![("data", Value::Binary(data)), ("dest", Value::from(arg("path")))])
+                }
+                _ => Value::Array(vec![]),
+            })
+        }
+    }
+
+    /// A masterless minion whose state tree is `srv` and whose grains file and cache are in `etc`.
+    fn minion(srv: &Path, etc: &Path) -> Context {
+        let base = ctx();
+        let mut services = Services::detached()
+            .with_grains(GrainsSource {
+                core: CoreGrains::Fixed((*base.grains).clone()),
+                config_dir: Some(etc.to_path_buf()),
+                config_grains: Value::Map(vec![]),
+            })
+            .with_local_files(Arc::new(DirFiles(srv.to_path_buf())));
+        services.cachedir = etc.join("cache");
+        Context {
+            grains: services.grains(),
+            services: Arc::new(services),
+            ..base
+        }
+    }
+
+    /// The next job's context: the grains as the minion holds them now.
+    fn next(c: &Context) -> Context {
+        Context {
+            grains: c.services.grains(),
+            ..c.clone()
+        }
+    }
+
+    fn tree() -> (tempfile::TempDir, tempfile::TempDir) {
+        let srv = tempfile::tempdir().unwrap();
+        let etc = tempfile::tempdir().unwrap();
+        let w = |name: &str, text: &str| std::fs::write(srv.path().join(name), text).unwrap();
+        w("top.sls", "base:\n  '*':\n    - web\n    - db\n");
+        w("alt_top.sls", "base:\n  '*':\n    - db\n");
+        w(
+            "web.sls",
+            "include:\n  - db\n\nweb_pkg:\n  test.succeed_without_changes:\n    - name: nginx\n    - require:\n      - test: db_setup\n\nweb_conf:\n  test.succeed_with_changes:\n    - watch:\n      - test: web_pkg\n",
+        );
+        w("db.sls", "db_setup:\n  test.nop:\n    - name: dbname\n");
+        w("unused.sls", "u:\n  test.nop\n");
+        (srv, etc)
+    }
+
+    async fn run(c: &Context, fun: &str, args: &[Value]) -> (Json, i32) {
+        let r = call(&next(c), fun, args).await;
+        (to_json(&r.ret), r.retcode)
+    }
+
+    fn strip_times(mut v: Json) -> Json {
+        if let Json::Object(m) = &mut v {
+            for ret in m.values_mut() {
+                if let Json::Object(r) = ret {
+                    r.remove("start_time");
+                    r.remove("duration");
+                }
+            }
+        }
+        v
+    }
+
+    // The answers below are those of Salt 3007's `salt-call --local` on the same tree.
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn low_sls_states_usage_and_existence() {
+        let (srv, etc) = tree();
+        let c = minion(srv.path(), etc.path());
+        let (low, rc) = run(&c, "state.show_low_sls", &[s("web")]).await;
+        assert_eq!(rc, 0);
+        let ids: Vec<(&str, &str, i64)> = low
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["__id__"].as_str().unwrap(), c["fun"].as_str().unwrap(), c["order"].as_i64().unwrap()))
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                ("db_setup", "nop", 10000),
+                ("web_pkg", "succeed_without_changes", 10001),
+                ("web_conf", "succeed_with_changes", 10002)
+            ]
+        );
+        assert_eq!(low[0]["__sls_included_from__"], json!(["web"]));
+        assert_eq!(low[1]["require"], json!([{"test": "db_setup"}]));
+        let (err, rc) = run(&c, "state.show_low_sls", &[s("nope")]).await;
+        assert_eq!(rc, 1);
+        assert_eq!(
+            err,
+            json!(["No matching sls found for 'nope' in env 'base'"])
+        );
+        assert_eq!(run(&c, "state.show_states", &[]).await, (json!(["db", "web"]), 0));
+        assert_eq!(run(&c, "state.sls_exists", &[s("web")]).await, (json!(true), 0));
+        assert_eq!(run(&c, "state.sls_exists", &[s("nope")]).await, (json!(false), 1));
+        assert_eq!(run(&c, "state.id_exists", &[s("web_pkg,db_setup"), s("web")]).await, (json!(true), 0));
+        assert_eq!(run(&c, "state.id_exists", &[s("x"), s("web")]).await, (json!(false), 0));
+        assert_eq!(
+            run(&c, "state.show_state_usage", &[]).await,
+            (
+                json!({"base": {"used": ["db", "web"], "unused": ["alt_top", "top", "unused"],
+                    "count_all": 5, "count_used": 2, "count_unused": 3}}),
+                0
+            )
+        );
+        let (ret, rc) = run(&c, "state.top", &[s("alt_top.sls")]).await;
+        assert_eq!(rc, 0);
+        assert_eq!(ret.as_object().unwrap().keys().collect::<Vec<_>>(), ["test_|-db_setup_|-dbname_|-nop"]);
+        let (ret, rc) = run(&c, "state.top", &[s("nosuch.sls")]).await;
+        assert_eq!((ret["no_|-states_|-states_|-None"]["name"].clone(), rc), (json!("No States"), 2));
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn low_high_and_templates() {
+        let (srv, etc) = tree();
+        let c = minion(srv.path(), etc.path());
+        let low = from_json(&json!({"state": "test", "fun": "nop", "name": "vi", "__id__": "vi"}));
+        let (ret, rc) = run(&c, "state.low", &[low]).await;
+        assert_eq!(
+            strip_times(json!({"x": ret}))["x"],
+            json!({"name": "vi", "changes": {}, "result": true, "comment": "Success!", "__sls__": null, "__run_num__": 0, "__id__": "vi"})
+        );
+        assert_eq!(rc, 0);
+        let fails = from_json(&json!({"state": "test", "fun": "fail_without_changes", "name": "vi", "__id__": "x"}));
+        assert_eq!(run(&c, "state.low", &[fails]).await.1, 1);
+        let nosuch = from_json(&json!({"state": "test", "fun": "nosuch", "name": "vi"}));
+        assert_eq!(run(&c, "state.low", &[nosuch]).await, (json!(["Specified state 'test.nosuch' was not found"]), 1));
+        let nofun = from_json(&json!({"state": "test", "name": "vi"}));
+        assert_eq!(run(&c, "state.low", &[nofun]).await, (json!(["Missing \"fun\" data"]), 1));
+
+        let high = from_json(&json!({"vim": {"test": ["nop"]}}));
+        let (ret, rc) = run(&c, "state.high", &[high]).await;
+        assert_eq!(rc, 0);
+        assert_eq!(
+            strip_times(ret),
+            json!({"test_|-vim_|-vim_|-nop": {"name": "vim", "changes": {}, "result": true, "comment": "Success!", "__sls__": null, "__run_num__": 0, "__id__": "vim"}})
+        );
+
+        let (ret, rc) = run(&c, "state.template_str", &[s("x: test.nop")]).await;
+        assert_eq!((ret["test_|-x_|-x_|-nop"]["comment"].clone(), rc), (json!("Success!"), 0));
+        assert_eq!(
+            run(&c, "state.template_str", &[s("include: [a]")]).await,
+            (json!(["The 'include' declaration found on '<template-str>' is invalid when rendering single templates"]), 1)
+        );
+        let tem = etc.path().join("tem.sls");
+        std::fs::write(&tem, "tid:\n  test.succeed_with_changes:\n    - name: {{ grains['id'] }}\n").unwrap();
+        let path = tem.to_string_lossy().to_string();
+        let (ret, rc) = run(&c, "state.template", &[s(path.strip_suffix(".sls").unwrap())]).await;
+        let r = &ret["test_|-tid_|-m1_|-succeed_with_changes"];
+        assert_eq!((r["__sls__"].clone(), r["result"].clone(), rc), (json!(path), json!(true), 0));
+        let missing = etc.path().join("none.sls").to_string_lossy().to_string();
+        assert_eq!(
+            run(&c, "state.template", &[s(&missing)]).await,
+            (json!([format!("Specified SLS {missing} on local filesystem cannot be found.")]), 1)
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn disabled_states_are_kept_in_the_grain_and_refused() {
+        let (srv, etc) = tree();
+        let c = minion(srv.path(), etc.path());
+        assert_eq!(run(&c, "state.list_disabled", &[]).await, (json!(""), 0));
+        assert_eq!(
+            run(&c, "state.disable", &[s("highstate,test.succeed_with_changes")]).await,
+            (json!({"res": true, "msg": "Info: highstate state disabled.\nInfo: test.succeed_with_changes state disabled."}), 0)
+        );
+        assert_eq!(
+            std::fs::read_to_string(etc.path().join("grains")).unwrap(),
+            "state_runs_disabled:\n- highstate\n- test.succeed_with_changes\n"
+        );
+        assert_eq!(
+            run(&c, "state.disable", &[s("highstate")]).await.0,
+            json!({"res": true, "msg": "Info: highstate state already disabled."})
+        );
+        assert_eq!(run(&c, "state.list_disabled", &[]).await.0, json!(["highstate", "test.succeed_with_changes"]));
+        let hs = json!({"name": "Salt highstate run is disabled. To re-enable, run state.enable highstate", "result": "False", "comment": "Disabled"});
+        assert_eq!(run(&c, "state.highstate", &[]).await, (hs.clone(), 0));
+        assert_eq!(run(&c, "state.apply", &[]).await, (hs, 0));
+        // A disabled state function fails first; the others run after it.
+        let (ret, rc) = run(&c, "state.sls", &[s("web")]).await;
+        assert_eq!(rc, 2);
+        assert_eq!(
+            ret["test_|-web_conf_|-web_conf_|-succeed_with_changes"],
+            json!({"changes": {}, "result": false, "__run_num__": 0, "__sls__": "web",
+                "comment": "The state function \"test.succeed_with_changes\" is currently disabled by \"test.succeed_with_changes\", to re-enable, run state.enable test.succeed_with_changes."})
+        );
+        assert_eq!(ret["test_|-db_setup_|-dbname_|-nop"]["__run_num__"], json!(1));
+        assert_eq!(ret["test_|-web_pkg_|-nginx_|-succeed_without_changes"]["__run_num__"], json!(2));
+        run(&c, "state.disable", &[s("db.*")]).await;
+        let (ret, rc) = run(&c, "state.sls", &[s("db")]).await;
+        assert_eq!(
+            (ret["test_|-db_setup_|-dbname_|-nop"]["result"].clone(), rc),
+            (json!(true), 0),
+            "`db.*` disables what is under db, not db"
+        );
+        assert_eq!(
+            run(&c, "state.sls", &[s("db.sub")]).await,
+            (json!(["The state file \"db.sub\" is currently disabled by \"db.*\", to re-enable, run state.enable db.*."]), 1)
+        );
+        run(&c, "state.disable", &[s("db")]).await;
+        assert_eq!(
+            run(&c, "state.apply", &[s("db")]).await,
+            (json!(["The state file \"db\" is currently disabled, to re-enable, run state.enable db."]), 1)
+        );
+        assert_eq!(
+            run(&c, "state.enable", &[s("highstate,db,nope")]).await.0,
+            json!({"res": true, "msg": "Info: highstate state enabled.\nInfo: db state enabled.\nInfo: nope state already enabled."})
+        );
+        assert_eq!(run(&c, "state.list_disabled", &[]).await.0, json!(["test.succeed_with_changes", "db.*"]));
+    }
+
+    #[tokio::test]
+    async fn running_and_cache() {
+        let etc = tempfile::tempdir().unwrap();
+        let c = minion(etc.path(), etc.path());
+        c.running.insert(
+            "20260101000000000001",
+            super::super::RunningJob {
+                load: publish_load("state.sls", vec![s("web")], "20260101000000000001"),
+                abort: None,
+            },
+        );
+        let (lines, _) = run(&c, "state.running", &[]).await;
+        assert!(lines[0].as_str().unwrap().starts_with("The function \"state.sls\" is running as PID "), "{lines}");
+        assert_eq!(run(&c, "state.running", &[s("concurrent=True")]).await.0, json!([]));
+        let (ret, rc) = run(&c, "state.sls", &[s("web")]).await;
+        assert_eq!((ret, rc), (lines, 1));
+
+        std::fs::create_dir_all(etc.path().join("cache")).unwrap();
+        std::fs::write(etc.path().join("cache/highstate.cache.p"), "x").unwrap();
+        assert_eq!(run(&c, "state.clear_cache", &[]).await, (json!(["highstate.cache.p"]), 0));
+        assert_eq!(run(&c, "state.clear_cache", &[]).await, (json!([]), 0));
     }
 }

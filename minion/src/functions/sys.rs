@@ -8,6 +8,8 @@ use super::{CallState, Context};
 use super::{FnError, Function, Spec};
 use brine_protocol::payload::map;
 
+mod more;
+
 /// The functions of the `sys` module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fun {
@@ -16,6 +18,17 @@ pub enum Fun {
     ListModules,
     ListRunnerFunctions,
     RunnerDoc,
+    ListStateModules,
+    ListStateFunctions,
+    StateDoc,
+    StateArgspec,
+    Argspec,
+    ListRenderers,
+    RendererDoc,
+    ListReturners,
+    ReturnerDoc,
+    ListRunners,
+    ReloadModules,
 }
 
 impl Fun {
@@ -25,9 +38,23 @@ impl Fun {
         Fun::ListModules,
         Fun::ListRunnerFunctions,
         Fun::RunnerDoc,
+        Fun::ListStateModules,
+        Fun::ListStateFunctions,
+        Fun::StateDoc,
+        Fun::StateArgspec,
+        Fun::Argspec,
+        Fun::ListRenderers,
+        Fun::RendererDoc,
+        Fun::ListReturners,
+        Fun::ReturnerDoc,
+        Fun::ListRunners,
+        Fun::ReloadModules,
     ];
 
     pub(crate) fn spec(self) -> Spec {
+        if let Some(spec) = more::spec(self) {
+            return spec;
+        }
         let (name, pyname, sig, doc) = match self {
             Fun::Doc => (
                 "sys.doc",
@@ -94,6 +121,7 @@ impl Fun {
         salt '*' sys.runner_doc jobs
     ",
             ),
+            _ => unreachable!("the spec of {self:?} is in sys/more.rs"),
         };
         Spec {
             name,
@@ -111,12 +139,16 @@ impl Fun {
         _st: &mut CallState,
     ) -> Result<Value, FnError> {
         let patterns: Vec<String> = b.varargs.iter().map(py_str).collect();
+        if let Some(ret) = more::run(self, b, &patterns) {
+            return Ok(ret);
+        }
         Ok(match self {
             Fun::Doc => docs(&patterns),
             Fun::ListFunctions => strings(list_functions(&patterns)),
             Fun::ListModules => strings(list_modules(&patterns)),
             Fun::ListRunnerFunctions => strings(list_runner_functions(&patterns)),
             Fun::RunnerDoc => runner_docs(&patterns),
+            _ => unreachable!("{self:?} runs in sys/more.rs"),
         })
     }
 }
@@ -290,28 +322,28 @@ mod tests {
 
     #[tokio::test]
     async fn list_modules() {
+        // Other modules get registered over time: check the ones this test knows of, and the
+        // order and uniqueness of the whole list.
         let r = call(&ctx(), "sys.list_modules", &[]).await;
-        assert_eq!(
-            r.ret,
-            Value::Array(
-                [
-                    "archive", "beacons", "cmd", "config", "cp", "cron", "disk", "event", "file", "git",
-                    "grains", "group", "hosts", "mine", "network", "pillar", "pkg", "saltutil",
-                    "schedule", "service", "state", "status", "sys", "test", "user"
-                ]
-                .map(Value::from)
-                .to_vec()
-            )
-        );
+        let all = names(&r.ret);
+        for m in [
+            "archive", "beacons", "cmd", "config", "cp", "cron", "disk", "event", "file", "git",
+            "grains", "group", "hosts", "mine", "network", "pillar", "pkg", "saltutil", "schedule",
+            "service", "state", "status", "sys", "test", "user",
+        ] {
+            assert!(all.contains(&m), "{m}");
+        }
+        let mut sorted = all.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(all, sorted);
         let r = call(&ctx(), "sys.list_modules", &[s("s*")]).await;
-        assert_eq!(
-            r.ret,
-            Value::Array(
-                ["saltutil", "schedule", "service", "state", "status", "sys"]
-                    .map(Value::from)
-                    .to_vec()
-            )
-        );
+        let some = names(&r.ret);
+        assert!(some.iter().all(|m| m.starts_with('s')));
+        for m in ["saltutil", "schedule", "service", "state", "status", "sys"] {
+            assert!(some.contains(&m), "{m}");
+        }
+        assert_eq!(some.len(), all.iter().filter(|m| m.starts_with('s')).count());
     }
 
     #[tokio::test]
@@ -334,5 +366,107 @@ mod tests {
             r.ret.as_map().unwrap().len(),
             crate::functions::list_functions().len()
         );
+    }
+
+    // The answers below are those of Salt 3007's `salt-call --local` where the modules
+    // agree (Salt's minion has many more state modules, runners and returners).
+
+    fn names(v: &Value) -> Vec<&str> {
+        v.as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect()
+    }
+
+    #[tokio::test]
+    async fn state_modules_and_functions() {
+        let r = call(&ctx(), "sys.list_state_functions", &[s("test")]).await;
+        let funs = names(&r.ret);
+        assert!(funs.contains(&"test.nop") && funs.contains(&"test.mod_watch"));
+        assert!(funs.iter().all(|f| f.starts_with("test.")));
+        let r = call(&ctx(), "sys.list_state_functions", &[s("test.s*"), s("cmd.run")]).await;
+        assert_eq!(
+            names(&r.ret),
+            [
+                "cmd.run",
+                "test.show_notification",
+                "test.succeed_with_changes",
+                "test.succeed_without_changes"
+            ]
+        );
+        let r = call(&ctx(), "sys.list_state_modules", &[s("t*")]).await;
+        assert_eq!(names(&r.ret), ["test"]);
+        let r = call(&ctx(), "sys.list_state_modules", &[s("file"), s("nope")]).await;
+        assert_eq!(names(&r.ret), ["file"]);
+        let all = call(&ctx(), "sys.list_state_modules", &[]).await;
+        assert!(names(&all.ret).contains(&"pkg"));
+        let d = call(&ctx(), "sys.state_doc", &[s("test.nop")]).await;
+        assert_eq!(d.ret.as_map().unwrap().len(), 1);
+        let d = call(&ctx(), "sys.state_doc", &[s("test")]).await;
+        assert_eq!(d.ret.as_map().unwrap().len(), funs.len());
+    }
+
+    #[tokio::test]
+    async fn argspecs() {
+        let spec = |args: Value, defaults: Value, varargs: Value, kwargs: Value| {
+            map([
+                ("args", args),
+                ("defaults", defaults),
+                ("varargs", varargs),
+                ("kwargs", kwargs),
+            ])
+        };
+        let r = call(&ctx(), "sys.state_argspec", &[s("test.nop")]).await;
+        assert_eq!(
+            r.ret,
+            map([(
+                "test.nop",
+                spec(Value::Array(vec![s("name")]), Value::Nil, Value::Nil, Value::Boolean(true))
+            )])
+        );
+        let r = call(&ctx(), "sys.argspec", &[s("test.echo")]).await;
+        assert_eq!(
+            r.ret,
+            map([(
+                "test.echo",
+                spec(Value::Array(vec![s("text")]), Value::Nil, Value::Nil, Value::Nil)
+            )])
+        );
+        let r = call(&ctx(), "sys.argspec", &[s("test.arg")]).await;
+        assert_eq!(
+            r.ret,
+            map([(
+                "test.arg",
+                spec(Value::Nil, Value::Nil, Value::Boolean(true), Value::Boolean(true))
+            )])
+        );
+        let r = call(&ctx(), "sys.argspec", &[s("state.show_top")]).await;
+        assert_eq!(
+            get(&get(&r.ret, "state.show_top").unwrap().clone(), "defaults"),
+            Some(&Value::Array(vec![Value::Nil]))
+        );
+        // No module selects nothing, as in Salt.
+        assert_eq!(call(&ctx(), "sys.argspec", &[]).await.ret, Value::Map(vec![]));
+        let r = call(&ctx(), "sys.argspec", &[s("test")]).await;
+        assert_eq!(r.ret.as_map().unwrap().len(), super::super::test::Fun::ALL.len());
+    }
+
+    #[tokio::test]
+    async fn renderers_returners_runners() {
+        let r = call(&ctx(), "sys.list_renderers", &[s("j*")]).await;
+        assert_eq!(names(&r.ret), ["jinja", "json"]);
+        let r = call(&ctx(), "sys.list_renderers", &[]).await;
+        assert_eq!(names(&r.ret), ["jinja", "json", "yaml"]);
+        // A bare name selects `name.` functions, which renderers have none of (as in Salt).
+        let r = call(&ctx(), "sys.renderer_doc", &[s("jinja")]).await;
+        assert_eq!(r.ret, Value::Map(vec![]));
+        let r = call(&ctx(), "sys.renderer_doc", &[s("y*")]).await;
+        assert_eq!(r.ret.as_map().unwrap().len(), 1);
+        assert_eq!(call(&ctx(), "sys.list_returners", &[]).await.ret, Value::Array(vec![]));
+        assert_eq!(call(&ctx(), "sys.returner_doc", &[]).await.ret, Value::Map(vec![]));
+        let r = call(&ctx(), "sys.list_runners", &[]).await;
+        let runners = names(&r.ret);
+        assert!(runners.contains(&"jobs") && runners.contains(&"test"));
+        let r = call(&ctx(), "sys.list_runners", &[s("jobs")]).await;
+        assert_eq!(names(&r.ret), ["jobs"]);
+        let r = call(&ctx(), "sys.reload_modules", &[]).await;
+        assert_eq!((r.ret, r.retcode), (Value::Nil, 0));
     }
 }
