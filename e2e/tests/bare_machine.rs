@@ -20,8 +20,9 @@ const BINARIES: &[&str] = &[
     "salt-call",
 ];
 
-/// Shared libraries of a bare Debian 12 (glibc, libgcc-s1, libstdc++6), plus libssl3, which
-/// scripts/build-deps installs with libssl-dev (and the Dockerfile's runtime image has).
+/// Shared libraries of a bare Debian 12 (glibc, libgcc-s1, libstdc++6, libcrypt1, which the
+/// essential perl-base and login need), plus libssl3, which scripts/build-deps installs with
+/// libssl-dev (and the Dockerfile's runtime image has).
 fn runtime_library(name: &str) -> bool {
     const GLIBC: &[&str] = &[
         "libc.so.6",
@@ -35,7 +36,7 @@ fn runtime_library(name: &str) -> bool {
         || name.starts_with("ld-linux")
         || matches!(
             name,
-            "libgcc_s.so.1" | "libstdc++.so.6" | "libssl.so.3" | "libcrypto.so.3"
+            "libgcc_s.so.1" | "libstdc++.so.6" | "libcrypt.so.1" | "libssl.so.3" | "libcrypto.so.3"
         )
 }
 
