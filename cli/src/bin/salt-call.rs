@@ -165,12 +165,12 @@ fn main() {
                 std::process::exit(1);
             }
         };
-        services.set_pillar(pillar.clone());
+        let pillar = services.set_pillar(pillar);
         let ctx = Context {
             id: cfg.id.clone(),
             grains,
             running: Arc::new(RunningJobs::default()),
-            pillar: Arc::new(pillar),
+            pillar,
             pub_load: map(vec![
                 ("fun", Value::from(cli.function.clone())),
                 ("pid", Value::from(std::process::id())),

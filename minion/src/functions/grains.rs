@@ -521,6 +521,15 @@ fn type_name(v: &Value) -> &'static str {
 /// `grains.filter_by`: Salt's `salt.utils.data.filter_by` over the grains (the one the
 /// templates use).
 fn filter_by(grains: &Value, b: &Bound) -> Result<Value, FnError> {
+    let grain = b
+        .get("grain")
+        .map_or_else(|| "os_family".to_string(), py_str);
+    filter_by_in(grains, &grain, b)
+}
+
+/// Salt's `filter_by` over `data` (grains or pillar) with the key `lookup` in it, the other
+/// arguments (`lookup_dict`, `default`, `merge`, `base`) from the call.
+pub(crate) fn filter_by_in(data: &Value, lookup: &str, b: &Bound) -> Result<Value, FnError> {
     let lookup_dict = b.get("lookup_dict").unwrap_or(&Value::Nil);
     if !lookup_dict.is_map() {
         return Err(FnError::InvalidArgs(format!(
@@ -528,9 +537,6 @@ fn filter_by(grains: &Value, b: &Bound) -> Result<Value, FnError> {
             type_name(lookup_dict)
         )));
     }
-    let grain = b
-        .get("grain")
-        .map_or_else(|| "os_family".to_string(), py_str);
     let default = b
         .get("default")
         .map_or_else(|| "default".to_string(), py_str);
@@ -538,8 +544,8 @@ fn filter_by(grains: &Value, b: &Bound) -> Result<Value, FnError> {
     let base = b.get("base").map(to_json);
     brine_render::filter_by_json(
         &to_json(lookup_dict),
-        &grain,
-        &to_json(grains),
+        lookup,
+        &to_json(data),
         merge.as_ref(),
         &default,
         base.as_ref(),

@@ -6,7 +6,7 @@ use rmpv::Value;
 
 use super::{CallState};
 use super::args::{is_true, py_str, py_type, Bound, Signature};
-use super::grains::{item_map, lookup, traverse, DEFAULT_DELIMITER};
+use super::grains::{filter_by_in, item_map, lookup, traverse, DEFAULT_DELIMITER};
 use super::{Context, FnError, Spec};
 
 /// The functions of the `pillar` module.
@@ -205,7 +205,10 @@ impl Fun {
         Ok(match self {
             Fun::Data => items(pillar, b),
             Fun::FileExists => file_exists(ctx, b),
-            Fun::FilterBy => filter_by(pillar, b)?,
+            Fun::FilterBy => {
+                let key = b.get("pillar").map(py_str).unwrap_or_default();
+                filter_by_in(pillar, &key, b)?
+            }
             Fun::Keys => {
                 let key = b.get("key").unwrap_or(&Value::Nil);
                 let text = py_str(key);
@@ -290,28 +293,6 @@ fn file_exists(ctx: &Context, b: &Bound) -> Value {
             })
     });
     Value::Boolean(found)
-}
-
-/// `pillar.filter_by`: Salt's `filter_by` with a pillar key as the lookup.
-fn filter_by(pillar: &Value, b: &Bound) -> Result<Value, FnError> {
-    use brine_protocol::payload::{from_json, to_json};
-    let lookup_dict = b.get("lookup_dict").unwrap_or(&Value::Nil);
-    let key = b.get("pillar").map(py_str).unwrap_or_default();
-    let default = b
-        .get("default")
-        .map_or_else(|| "default".to_string(), py_str);
-    let merge = b.get("merge").filter(|v| !v.is_nil()).map(to_json);
-    let base = b.get("base").filter(|v| !v.is_nil()).map(to_json);
-    brine_render::filter_by_json(
-        &to_json(lookup_dict),
-        &key,
-        &to_json(pillar),
-        merge.as_ref(),
-        &default,
-        base.as_ref(),
-    )
-    .map(|v| from_json(&v))
-    .map_err(|e| FnError::Exception(format!("salt.exceptions.SaltException: {e}")))
 }
 
 /// The pillar, with a `pillar={...}` keyword merged over it.

@@ -12,39 +12,10 @@ pub(super) fn number(text: &str) -> Value {
             return Value::from(n);
         }
     }
-    match python_float(text) {
+    match brine_protocol::optparse::py_float(text) {
         Some(f) => Value::F64(f),
         None => Value::from(text),
     }
-}
-
-/// Python's `float()` of a text (surrounding whitespace, `inf`, `nan`, underscores between
-/// digits).
-fn python_float(text: &str) -> Option<f64> {
-    let t = text.trim();
-    let lower = t.to_ascii_lowercase();
-    let unsigned = lower.trim_start_matches(['+', '-']);
-    if ["inf", "infinity", "nan"].contains(&unsigned) {
-        return lower.parse().ok().or(Some(if lower.starts_with('-') {
-            f64::NEG_INFINITY
-        } else if unsigned == "nan" {
-            f64::NAN
-        } else {
-            f64::INFINITY
-        }));
-    }
-    if t.contains("__") || t.starts_with('_') || t.ends_with('_') {
-        return None;
-    }
-    let plain = t.replace('_', "");
-    if plain.is_empty()
-        || !plain
-            .chars()
-            .all(|c| c.is_ascii_digit() || "+-.eE".contains(c))
-    {
-        return None;
-    }
-    plain.parse().ok()
 }
 
 /// `/proc/meminfo`: `{name: {"value": text, "unit": text}}`.
