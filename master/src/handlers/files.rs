@@ -59,91 +59,89 @@ impl brine_minion::fileclient::FileSource for LocalFiles {
 /// The answer of the file server `fs` to a file server command; `None` for a command that is
 /// not one.
 fn answer(fs: &FileServer, cmd: &AesCmd, load: &Value) -> Option<Value> {
-    {
-        let req = FileRequest::parse(load);
-        let lists = |pick: fn(&Lists) -> &Vec<String>| {
-            let Some(saltenv) = req.saltenv.as_deref() else {
-                return Value::Array(vec![]);
-            };
-            match fs.lists(saltenv) {
-                Some(l) => strings(pick(&l), &req.prefix),
-                None => Value::Array(vec![]),
-            }
+    let req = FileRequest::parse(load);
+    let lists = |pick: fn(&Lists) -> &Vec<String>| {
+        let Some(saltenv) = req.saltenv.as_deref() else {
+            return Value::Array(vec![]);
         };
-        let found = || {
-            let (path, saltenv) = (req.path.as_deref()?, req.saltenv.as_deref()?);
-            fs.find(path, saltenv)
-        };
-        let hash = |f: &Found| {
-            fs.hash(f).map(|hsum| {
-                map(vec![
-                    ("hash_type", Value::from(fs.hash_type())),
-                    ("hsum", Value::from(hsum)),
-                ])
-            })
-        };
-        Some(match cmd {
-            AesCmd::FileEnvs => Value::Array(fs.envs().into_iter().map(Value::from).collect()),
-            AesCmd::FileList => lists(|l| &l.files),
-            AesCmd::FileListEmptydirs => lists(|l| &l.empty_dirs),
-            AesCmd::DirList => lists(|l| &l.dirs),
-            AesCmd::SymlinkList => {
-                let links = req
-                    .saltenv
-                    .as_deref()
-                    .and_then(|s| fs.lists(s))
-                    .map(|l| {
-                        l.links
-                            .iter()
-                            .filter(|(k, _)| k.starts_with(&req.prefix))
-                            .map(|(k, v)| (Value::from(k.as_str()), Value::from(v.as_str())))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                Value::Map(links)
-            }
-            AesCmd::FileHash => found()
-                .and_then(|f| hash(&f))
-                .unwrap_or_else(|| Value::from("")),
-            AesCmd::FileHashAndStat => match found().and_then(|f| Some((hash(&f)?, stat(&f)))) {
-                Some((h, s)) => Value::Array(vec![h, s]),
-                None => Value::Array(vec![Value::from(""), Value::Nil]),
-            },
-            AesCmd::FileFind => match found() {
-                Some(f) => map(vec![
-                    ("path", Value::from(f.path.as_str())),
-                    ("rel", Value::from(f.rel.as_str())),
-                    ("stat", stat(&f)),
-                    ("back", Value::from("roots")),
-                ]),
-                None => map(vec![("path", Value::from("")), ("rel", Value::from(""))]),
-            },
-            AesCmd::ServeFile => {
-                let empty = || map(vec![("data", Value::from("")), ("dest", Value::from(""))]);
-                let (Some(path), Some(saltenv), Some(loc)) =
-                    (req.path.as_deref(), req.saltenv.as_deref(), req.loc)
-                else {
-                    return Some(empty());
-                };
-                let Ok(loc) = u64::try_from(loc) else {
-                    return Some(empty());
-                };
-                match fs.serve(path, saltenv, loc, req.gzip) {
-                    Some(chunk) => {
-                        let mut m = vec![
-                            ("data", Value::Binary(chunk.data)),
-                            ("dest", Value::from(chunk.dest)),
-                        ];
-                        if let Some(level) = chunk.gzip {
-                            m.push(("gzip", Value::from(level)));
-                        }
-                        map(m)
-                    }
-                    None => empty(),
-                }
-            }
-            AesCmd::MasterTops => Value::Map(vec![]),
-            _ => return None,
+        match fs.lists(saltenv) {
+            Some(l) => strings(pick(&l), &req.prefix),
+            None => Value::Array(vec![]),
+        }
+    };
+    let found = || {
+        let (path, saltenv) = (req.path.as_deref()?, req.saltenv.as_deref()?);
+        fs.find(path, saltenv)
+    };
+    let hash = |f: &Found| {
+        fs.hash(f).map(|hsum| {
+            map(vec![
+                ("hash_type", Value::from(fs.hash_type())),
+                ("hsum", Value::from(hsum)),
+            ])
         })
-    }
+    };
+    Some(match cmd {
+        AesCmd::FileEnvs => Value::Array(fs.envs().into_iter().map(Value::from).collect()),
+        AesCmd::FileList => lists(|l| &l.files),
+        AesCmd::FileListEmptydirs => lists(|l| &l.empty_dirs),
+        AesCmd::DirList => lists(|l| &l.dirs),
+        AesCmd::SymlinkList => {
+            let links = req
+                .saltenv
+                .as_deref()
+                .and_then(|s| fs.lists(s))
+                .map(|l| {
+                    l.links
+                        .iter()
+                        .filter(|(k, _)| k.starts_with(&req.prefix))
+                        .map(|(k, v)| (Value::from(k.as_str()), Value::from(v.as_str())))
+                        .collect()
+                })
+                .unwrap_or_default();
+            Value::Map(links)
+        }
+        AesCmd::FileHash => found()
+            .and_then(|f| hash(&f))
+            .unwrap_or_else(|| Value::from("")),
+        AesCmd::FileHashAndStat => match found().and_then(|f| Some((hash(&f)?, stat(&f)))) {
+            Some((h, s)) => Value::Array(vec![h, s]),
+            None => Value::Array(vec![Value::from(""), Value::Nil]),
+        },
+        AesCmd::FileFind => match found() {
+            Some(f) => map(vec![
+                ("path", Value::from(f.path.as_str())),
+                ("rel", Value::from(f.rel.as_str())),
+                ("stat", stat(&f)),
+                ("back", Value::from("roots")),
+            ]),
+            None => map(vec![("path", Value::from("")), ("rel", Value::from(""))]),
+        },
+        AesCmd::ServeFile => {
+            let empty = || map(vec![("data", Value::from("")), ("dest", Value::from(""))]);
+            let (Some(path), Some(saltenv), Some(loc)) =
+                (req.path.as_deref(), req.saltenv.as_deref(), req.loc)
+            else {
+                return Some(empty());
+            };
+            let Ok(loc) = u64::try_from(loc) else {
+                return Some(empty());
+            };
+            match fs.serve(path, saltenv, loc, req.gzip) {
+                Some(chunk) => {
+                    let mut m = vec![
+                        ("data", Value::Binary(chunk.data)),
+                        ("dest", Value::from(chunk.dest)),
+                    ];
+                    if let Some(level) = chunk.gzip {
+                        m.push(("gzip", Value::from(level)));
+                    }
+                    map(m)
+                }
+                None => empty(),
+            }
+        }
+        AesCmd::MasterTops => Value::Map(vec![]),
+        _ => return None,
+    })
 }
