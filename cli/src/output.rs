@@ -6,14 +6,16 @@
 //! skips empty text).
 
 mod highstate;
+mod pprint;
+mod table;
 
 pub(crate) use brine_protocol::nested::{
-    nested, python_repr, python_repr_sorted, python_rstrip, python_str, splitlines, Colors, Nested,
+    nested, python_repr, python_rstrip, python_str, splitlines, Colors, Nested,
 };
 
 use std::fmt::Write as _;
 
-use brine_protocol::pyrepr::{float_repr as python_float, str_repr as python_str_repr};
+use brine_protocol::pyrepr::float_repr as python_float;
 use brine_protocol::yaml::{sorted, Style};
 use serde_json::Value;
 
@@ -38,13 +40,24 @@ pub enum Outputter {
     NoReturn,
     /// `highstate`: state returns, one block per state and a summary.
     Highstate,
+    /// `pprint`: Python's `pprint.pformat` (indent from `--out-indent`).
+    Pprint,
+    /// `quiet`: nothing.
+    Quiet,
+    /// `newline_values_only`: each minion's value (a list's items) on lines of their own.
+    NewlineValuesOnly,
+    /// `table`: lists of rows as tables, under their keys.
+    Table,
+    /// `profile`: the states of state returns as a table of their durations.
+    Profile,
 }
+
+/// Every name `--out` takes, as listed in the error for another name.
+const OUTPUTTER_NAMES: &str = "nested, json, yaml, txt, raw, key, no_return, highstate, pprint, quiet, newline_values_only, table, profile";
 
 /// An `--out` value that names no outputter.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "invalid outputter '{0}': valid outputters are nested, json, yaml, txt, raw, key, no_return, highstate"
-)]
+#[error("invalid outputter '{0}': valid outputters are {OUTPUTTER_NAMES}")]
 pub struct UnknownOutputter(pub String);
 
 impl std::str::FromStr for Outputter {
@@ -60,9 +73,25 @@ impl std::str::FromStr for Outputter {
             "key" => Ok(Self::Key),
             "no_return" => Ok(Self::NoReturn),
             "highstate" => Ok(Self::Highstate),
+            "pprint" => Ok(Self::Pprint),
+            "quiet" => Ok(Self::Quiet),
+            "newline_values_only" => Ok(Self::NewlineValuesOnly),
+            "table" => Ok(Self::Table),
+            "profile" => Ok(Self::Profile),
             other => Err(UnknownOutputter(other.to_owned())),
         }
     }
+}
+
+/// The outputter `--out NAME` asks for. As Salt's tools do, a name that is not an outputter
+/// is reported on stderr (unless the console log level is `quiet`) and `nested` is used.
+pub fn outputter_named(name: &str, log_level: &str) -> Outputter {
+    name.parse().unwrap_or_else(|_| {
+        if !log_level.eq_ignore_ascii_case("quiet") {
+            eprintln!("[ERROR   ] Invalid outputter {name} specified, fall back to nested");
+        }
+        Outputter::Nested
+    })
 }
 
 /// `--out-indent` with a negative value (Salt: "negative values disable indentation").
@@ -114,6 +143,24 @@ pub fn render_with_retcode(
         Outputter::Key => key(data, &colors).unwrap_or_else(|| nested(data, &colors, retcode)),
         Outputter::NoReturn => no_return(data, &colors),
         Outputter::Highstate => highstate::highstate(data, &colors, &opts.state),
+        Outputter::Pprint => pprint::pformat(
+            data,
+            match opts.indent {
+                None | Some(NO_INDENT) => 1,
+                Some(n) => n,
+            },
+        ),
+        Outputter::Quiet => String::new(),
+        // Salt's outputters that fail on the data fall back to nested.
+        Outputter::NewlineValuesOnly => {
+            newline_values_only(data).unwrap_or_else(|| nested(data, &colors, retcode))
+        }
+        Outputter::Table => {
+            table::table(data, &colors).unwrap_or_else(|| nested(data, &colors, retcode))
+        }
+        Outputter::Profile => {
+            table::profile(data, &colors).unwrap_or_else(|| nested(data, &colors, retcode))
+        }
     };
     python_rstrip(&text).to_owned()
 }
@@ -225,6 +272,20 @@ fn key(data: &Value, colors: &Colors) -> Option<String> {
     Some(out)
 }
 
+// ---------------------------------------------------------------- newline_values_only
+
+/// Each minion's value on a line (`str()` of it), a list's items each on their own.
+fn newline_values_only(data: &Value) -> Option<String> {
+    let mut values = Vec::new();
+    for value in data.as_object()?.values() {
+        match value {
+            Value::Array(items) => values.extend(items.iter().map(python_str)),
+            other => values.push(python_str(other)),
+        }
+    }
+    Some(values.join("\n"))
+}
+
 // ---------------------------------------------------------------- txt
 
 fn txt(data: &Value) -> String {
@@ -249,58 +310,11 @@ fn txt(data: &Value) -> String {
             out.push('\n');
         }
         other => {
-            out.push_str(&pformat(other, 0, 0));
+            out.push_str(&pprint::pformat(other, 1));
             out.push('\n');
         }
     }
     out
-}
-
-/// Python's `pprint.pformat` (width 80, dict keys sorted).
-fn pformat(value: &Value, indent: usize, allowance: usize) -> String {
-    const WIDTH: usize = 80;
-    let rep = python_repr_sorted(value);
-    let max_width = WIDTH.saturating_sub(indent + allowance);
-    if rep.chars().count() <= max_width {
-        return rep;
-    }
-    match value {
-        Value::Object(map) if !map.is_empty() => {
-            let inner = indent + 1;
-            let items = sorted(map);
-            let last = items.len() - 1;
-            let mut out = String::from("{");
-            for (i, (k, v)) in items.into_iter().enumerate() {
-                let key_rep = python_str_repr(k);
-                let a = if i == last { allowance + 1 } else { 1 };
-                let _ = write!(
-                    out,
-                    "{key_rep}: {}",
-                    pformat(v, inner + key_rep.chars().count() + 2, a)
-                );
-                if i != last {
-                    let _ = write!(out, ",\n{:inner$}", "");
-                }
-            }
-            out.push('}');
-            out
-        }
-        Value::Array(items) if !items.is_empty() => {
-            let inner = indent + 1;
-            let last = items.len() - 1;
-            let mut out = String::from("[");
-            for (i, v) in items.iter().enumerate() {
-                let a = if i == last { allowance + 1 } else { 1 };
-                out.push_str(&pformat(v, inner, a));
-                if i != last {
-                    let _ = write!(out, ",\n{:inner$}", "");
-                }
-            }
-            out.push(']');
-            out
-        }
-        _ => rep,
-    }
 }
 
 // ---------------------------------------------------------------- Python repr
@@ -398,7 +412,11 @@ mod tests {
         assert_eq!("text".parse::<Outputter>(), Ok(Outputter::Txt));
         assert_eq!("yaml".parse::<Outputter>(), Ok(Outputter::Yaml));
         let err = "pony".parse::<Outputter>().expect_err("not an outputter");
-        assert_eq!(err.to_string(), "invalid outputter 'pony': valid outputters are nested, json, yaml, txt, raw, key, no_return, highstate");
+        assert!(err
+            .to_string()
+            .starts_with("invalid outputter 'pony': valid outputters are nested, json,"));
+        assert_eq!(outputter_named("pony", "quiet"), Outputter::Nested);
+        assert_eq!(outputter_named("table", "warning"), Outputter::Table);
         assert_eq!(
             choose_outputter(None, Some("no_return")),
             Outputter::NoReturn
@@ -407,7 +425,7 @@ mod tests {
             choose_outputter(Some(Outputter::Json), Some("no_return")),
             Outputter::Json
         );
-        assert_eq!(choose_outputter(None, Some("pprint")), Outputter::Nested);
+        assert_eq!(choose_outputter(None, Some("pony")), Outputter::Nested);
         assert_eq!(
             choose_outputter(None, Some("highstate")),
             Outputter::Highstate

@@ -231,3 +231,65 @@ fn masterless_pillar_and_states_are_salts() {
         std::fs::read_to_string(s.path().join(conf)).unwrap(),
     );
 }
+
+/// `--out` with each of Salt's general outputters (`pprint` with and without `--out-indent`,
+/// `quiet`, `newline_values_only`, `table`) and with a name that is no outputter (Salt logs
+/// an error and prints `nested`): Brine's salt-call prints what Salt 3007's prints, byte for
+/// byte, with the same exit code. (The data comes from the minion's configuration: Salt's
+/// own pillar and arguments are ordered dicts and tuples in a local call, which only
+/// `--local` shows; through a master they are dicts and lists, as here.)
+#[test]
+fn outputters_print_what_salts_print() {
+    let Some((salt3007, _)) = brine_e2e::real::venvs() else {
+        return;
+    };
+    let config = |root: &std::path::Path| {
+        std::fs::write(
+            root.join("minion"),
+            format!(
+                "id: solo\nroot_dir: {}\nfile_client: local\nshop:\n  motd: \"Welcome to the shop server, which runs the storefront, the checkout and the warehouse jobs.\\nAsk the operations team before changing anything here.\\n\"\n  users: [ann, bob, carla, dmitri, eve, frank, gertrude, heinrich, ingrid, jules]\n  hosts:\n    - {{name: web one, ip: 10.0.0.1, role: frontend}}\n    - {{name: db, ip: 10.0.0.2, role: database server of the shop}}\n",
+                root.display()
+            ),
+        )
+        .unwrap();
+    };
+    let (b, s) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    config(b.path());
+    config(s.path());
+    let run = |exe: &std::path::Path, root: &std::path::Path, args: &[&str]| {
+        let o = std::process::Command::new(exe)
+            .arg("-c")
+            .arg(root)
+            .arg("--local")
+            .args(args)
+            .output()
+            .unwrap();
+        (stdout(&o), o.status.code(), stderr(&o))
+    };
+    let salt_call_3007 = salt3007.join("bin/salt-call");
+    for args in [
+        &["--out", "pprint", "config.get", "shop"][..],
+        &["--out", "pprint", "--out-indent", "4", "config.get", "shop"],
+        &["config.get", "shop:hosts", "--out=pprint", "--out-indent=0"],
+        &["--out", "quiet", "test.ping"],
+        &["--out", "newline_values_only", "config.get", "shop:users"],
+        &["--out", "newline_values_only", "test.ping"],
+        &["--out", "table", "config.get", "shop"],
+        &["--out", "nosuch", "config.get", "shop:users"],
+    ] {
+        let (got, got_rc, got_err) = run(&bin("salt-call"), b.path(), args);
+        let (want, want_rc, _) = run(&salt_call_3007, s.path(), args);
+        assert_eq!(
+            (&got, got_rc),
+            (&want, want_rc),
+            "salt-call --local {args:?}"
+        );
+        if args.contains(&"nosuch") {
+            assert!(
+                got_err
+                    .contains("[ERROR   ] Invalid outputter nosuch specified, fall back to nested"),
+                "{got_err}"
+            );
+        }
+    }
+}

@@ -95,6 +95,9 @@ pub struct Colors {
     pub magenta: &'static str,
     pub light_magenta: &'static str,
     pub cyan: &'static str,
+    pub dark_gray: &'static str,
+    pub light_gray: &'static str,
+    pub white: &'static str,
     pub endc: &'static str,
 }
 
@@ -112,6 +115,9 @@ impl Colors {
             magenta: pick("\x1b[0;35m"),
             light_magenta: pick("\x1b[0;1;35m"),
             cyan: pick("\x1b[0;36m"),
+            dark_gray: pick("\x1b[0;1;30m"),
+            light_gray: pick("\x1b[0;37m"),
+            white: pick("\x1b[0;1;37m"),
             endc: pick("\x1b[0;0m"),
         }
     }

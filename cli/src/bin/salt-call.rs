@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use brine_cli::local::parse_args;
 use brine_cli::output::{
-    choose_outputter, render_with_retcode, OutputOptions, Outputter, NO_INDENT,
+    choose_outputter, outputter_named, render_with_retcode, OutputOptions, Outputter, NO_INDENT,
 };
 use brine_minion::caller;
 use brine_minion::daemon::Minion;
@@ -101,13 +101,7 @@ fn main() {
         brine_transport::logging::init(l, None);
     }
     let out: Option<Outputter> = match &cli.out {
-        Some(o) => match o.parse() {
-            Ok(o) => Some(o),
-            Err(e) => {
-                eprintln!("salt-call: {e}");
-                std::process::exit(2);
-            }
-        },
+        Some(o) => Some(outputter_named(o, &cli.log_level)),
         None => None,
     };
     let mut cfg = match MinionConfig::load(&cli.config_dir) {

@@ -4,7 +4,7 @@
 use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
 
-use brine_cli::output::{render, OutputOptions, Outputter, NO_INDENT};
+use brine_cli::output::{outputter_named, render, OutputOptions, Outputter, NO_INDENT};
 use brine_master::keys::{KeyState, KeyStore};
 use brine_protocol::config::MasterConfig;
 use brine_protocol::crypt::{pem_finger, HashType};
@@ -154,9 +154,7 @@ fn run(cli: Cli) -> Result<i32, String> {
     let keys =
         KeyStore::open(&cfg.pki_dir).map_err(|e| format!("{}: {e}", cfg.pki_dir.display()))?;
     let out: Outputter = match &cli.out {
-        Some(o) => o
-            .parse()
-            .map_err(|e: brine_cli::output::UnknownOutputter| e.to_string())?,
+        Some(o) => outputter_named(o, &cli.log_level),
         None => Outputter::Key,
     };
     let opts = OutputOptions {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use brine_cli::local::{parse_args, CliError, Local};
-use brine_cli::output::{render, OutputOptions, Outputter, NO_INDENT};
+use brine_cli::output::{outputter_named, render, OutputOptions, Outputter, NO_INDENT};
 use brine_protocol::optparse::tools;
 use brine_protocol::payload::{get, get_str, map, to_json, Value};
 
@@ -87,9 +87,7 @@ fn run(cli: Cli) -> Result<i32, CliError> {
         brine_transport::logging::init(l, None);
     }
     let out: Outputter = match &cli.out {
-        Some(o) => o
-            .parse()
-            .map_err(|e: brine_cli::output::UnknownOutputter| CliError::new(e.to_string(), 2))?,
+        Some(o) => outputter_named(o, &cli.log_level),
         None => Outputter::Nested,
     };
     let opts = OutputOptions {

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use brine_cli::local::{parse_args, CliError, Local};
 use brine_cli::output::{
-    choose_outputter, no_response_message, render_with_retcode, OutputOptions, Outputter,
-    NO_INDENT, NO_MINIONS_MATCHED,
+    choose_outputter, no_response_message, outputter_named, render_with_retcode, OutputOptions,
+    Outputter, NO_INDENT, NO_MINIONS_MATCHED,
 };
 use brine_client::batch::{batch_retcode, invalid_batch_text};
 use brine_client::link::LinkPublisher;
@@ -195,12 +195,7 @@ fn run(cli: Cli) -> Result<i32, CliError> {
         ));
     }
     let out: Option<Outputter> = match &cli.out {
-        Some(o) => Some(
-            o.parse()
-                .map_err(|e: brine_cli::output::UnknownOutputter| {
-                    CliError::new(e.to_string(), 2)
-                })?,
-        ),
+        Some(o) => Some(outputter_named(o, &cli.log_level)),
         None => None,
     };
     let (fun, words) = (cli.function.clone(), cli.args.clone());
