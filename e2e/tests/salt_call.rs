@@ -232,6 +232,42 @@ fn masterless_pillar_and_states_are_salts() {
     );
 }
 
+/// Two masterless minion roots (Brine's, Salt's) whose `minion` file holds `extra` after the
+/// id, root and `file_client: local`.
+fn two_roots(extra: &str) -> (tempfile::TempDir, tempfile::TempDir) {
+    let (b, s) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for root in [b.path(), s.path()] {
+        let text = format!(
+            "id: solo\nroot_dir: {}\nfile_client: local\n{extra}",
+            root.display()
+        );
+        std::fs::write(root.join("minion"), text).unwrap();
+    }
+    (b, s)
+}
+
+/// `salt-call -c root --local args...`: exit code, stdout, and stderr without Python's own
+/// warnings.
+fn local_call(
+    exe: &std::path::Path,
+    root: &std::path::Path,
+    args: &[&str],
+) -> (Option<i32>, String, String) {
+    let o = std::process::Command::new(exe)
+        .arg("-c")
+        .arg(root)
+        .arg("--local")
+        .args(args)
+        .output()
+        .unwrap();
+    let err: String = stderr(&o)
+        .lines()
+        .filter(|l| !l.contains("crypt"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    (o.status.code(), stdout(&o), err)
+}
+
 /// `--out` with each of Salt's general outputters (`pprint` with and without `--out-indent`,
 /// `quiet`, `newline_values_only`, `table`) and with a name that is no outputter (Salt logs
 /// an error and prints `nested`): Brine's salt-call prints what Salt 3007's prints, byte for
@@ -243,29 +279,9 @@ fn outputters_print_what_salts_print() {
     let Some((salt3007, _)) = brine_e2e::real::venvs() else {
         return;
     };
-    let config = |root: &std::path::Path| {
-        std::fs::write(
-            root.join("minion"),
-            format!(
-                "id: solo\nroot_dir: {}\nfile_client: local\nshop:\n  motd: \"Welcome to the shop server, which runs the storefront, the checkout and the warehouse jobs.\\nAsk the operations team before changing anything here.\\n\"\n  users: [ann, bob, carla, dmitri, eve, frank, gertrude, heinrich, ingrid, jules]\n  hosts:\n    - {{name: web one, ip: 10.0.0.1, role: frontend}}\n    - {{name: db, ip: 10.0.0.2, role: database server of the shop}}\n",
-                root.display()
-            ),
-        )
-        .unwrap();
-    };
-    let (b, s) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    config(b.path());
-    config(s.path());
-    let run = |exe: &std::path::Path, root: &std::path::Path, args: &[&str]| {
-        let o = std::process::Command::new(exe)
-            .arg("-c")
-            .arg(root)
-            .arg("--local")
-            .args(args)
-            .output()
-            .unwrap();
-        (stdout(&o), o.status.code(), stderr(&o))
-    };
+    let (b, s) = two_roots(
+        "shop:\n  motd: \"Welcome to the shop server, which runs the storefront, the checkout and the warehouse jobs.\\nAsk the operations team before changing anything here.\\n\"\n  users: [ann, bob, carla, dmitri, eve, frank, gertrude, heinrich, ingrid, jules]\n  hosts:\n    - {name: web one, ip: 10.0.0.1, role: frontend}\n    - {name: db, ip: 10.0.0.2, role: database server of the shop}\n",
+    );
     let salt_call_3007 = salt3007.join("bin/salt-call");
     for args in [
         &["--out", "pprint", "config.get", "shop"][..],
@@ -277,8 +293,8 @@ fn outputters_print_what_salts_print() {
         &["--out", "table", "config.get", "shop"],
         &["--out", "nosuch", "config.get", "shop:users"],
     ] {
-        let (got, got_rc, got_err) = run(&bin("salt-call"), b.path(), args);
-        let (want, want_rc, _) = run(&salt_call_3007, s.path(), args);
+        let (got_rc, got, got_err) = local_call(&bin("salt-call"), b.path(), args);
+        let (want_rc, want, _) = local_call(&salt_call_3007, s.path(), args);
         assert_eq!(
             (&got, got_rc),
             (&want, want_rc),
@@ -291,5 +307,35 @@ fn outputters_print_what_salts_print() {
                 "{got_err}"
             );
         }
+    }
+}
+
+/// A function that does not return (wrong arguments, `SaltInvocationError`,
+/// `CommandExecutionError`) is shown as Salt's salt-call shows it: its message on stderr, for
+/// wrong arguments the function's documentation on stdout, no return, exit 1.
+#[test]
+fn failures_are_shown_as_salts_salt_call_shows_them() {
+    let Some((salt3007, _)) = brine_e2e::real::venvs() else {
+        return;
+    };
+    let (b, s) = two_roots("");
+    let salt_call_3007 = salt3007.join("bin/salt-call");
+    for args in [
+        &["test.echo", "a", "b"][..],
+        &["user.info"],
+        &["file.readdir", "/nonexistent"],
+        &["file.get_mode", "/nonexistent/x"],
+    ] {
+        let args = [&["--out", "json"][..], args].concat();
+        let (rc, out, err) = local_call(&bin("salt-call"), b.path(), &args);
+        let (want_rc, want_out, want_err) = local_call(&salt_call_3007, s.path(), &args);
+        assert_eq!(
+            (rc, &err),
+            (want_rc, &want_err),
+            "salt-call --local {args:?}"
+        );
+        // The documentation is each implementation's own: both print it, or neither.
+        assert_eq!(out.is_empty(), want_out.is_empty(), "{args:?}: {out}");
+        assert!(!out.contains("\"local\""), "{args:?}: {out}");
     }
 }

@@ -82,7 +82,8 @@ pub async fn call(
         services: Arc::clone(&minion.services),
     };
     let r = functions::call(&ctx, fun, args).await;
-    if return_event {
+    // Salt's caller stops at a failure before it returns anything to the master.
+    if return_event && r.failure.is_none() {
         let mut ret = ReturnLoad::new(
             &minion.cfg.id,
             "req",

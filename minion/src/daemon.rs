@@ -481,6 +481,7 @@ impl Minion {
                     )),
                     retcode: 1,
                     out: Some("nested".into()),
+                    failure: None,
                 },
             },
             None => functions::call(ctx, fun, arg).await,

@@ -156,14 +156,62 @@ pub fn call_high(
     if !req_in_errors.is_empty() {
         return Err(req_in_errors);
     }
+    let chunks = low::compile_high_data(&high);
+    Ok(run_chunks(&high, chunks, host, opts, |runner| {
+        runner.call_chunks();
+        runner.call_listen();
+    }))
+}
+
+/// Salt's `state.sls_id`: the high data checked and its `*_in` requisites turned around (no
+/// exclude), compiled, and each chunk of ID `id` called with the requisites it needs, as Salt
+/// calls them: each from a run of its own (a state two of them require runs for both), one
+/// `__run_num__` count, the results merged. Errors in the high data are returned instead.
+pub fn call_id(
+    high: &High,
+    host: &dyn Host,
+    opts: Options,
+    id: &str,
+) -> Result<Map<String, Value>, Vec<String>> {
+    let mut high = high.clone();
+    let mut errors = crate::verify_high(&high);
+    errors.extend(low::requisite_in(&mut high));
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let chunks = low::compile_high_data(&high);
+    Ok(run_chunks(&high, chunks, host, opts, |runner| {
+        let mut merged = Map::new();
+        for idx in 0..runner.chunks.len() {
+            if text_ref(&runner.chunks[idx], "__id__") != id {
+                continue;
+            }
+            runner.running = Map::new();
+            runner.active.clear();
+            runner.call_chunk(idx, 0);
+            runner.reconcile_procs(None, true);
+            merged.extend(std::mem::take(&mut runner.running));
+        }
+        runner.running = merged;
+    }))
+}
+
+/// A run of `chunks` (compiled from `high`) made by `drive`, its results once every thread
+/// it started has ended.
+fn run_chunks(
+    high: &High,
+    chunks: Vec<Low>,
+    host: &dyn Host,
+    opts: Options,
+    drive: impl FnOnce(&mut Runner<'_, '_>),
+) -> Map<String, Value> {
     let processed_sls = high
         .iter()
         .filter(|(k, _)| !k.starts_with("__"))
         .filter_map(|(_, b)| b.get("__sls__").map(py_text))
         .collect();
-    let chunks = low::compile_high_data(&high);
     let store = Store::default();
-    let running = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         let mut runner = Runner {
             host,
             scope,
@@ -179,11 +227,9 @@ pub fn call_high(
             failhard_hit: false,
             mod_inited: HashSet::new(),
         };
-        runner.call_chunks();
-        runner.call_listen();
+        drive(&mut runner);
         runner.finish()
-    });
-    Ok(running)
+    })
 }
 
 fn truthy(v: Option<&Value>) -> bool {

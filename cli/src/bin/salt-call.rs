@@ -10,7 +10,7 @@ use brine_cli::output::{
 };
 use brine_minion::caller;
 use brine_minion::daemon::Minion;
-use brine_minion::functions::{self, Context, RunningJobs};
+use brine_minion::functions::{self, Context, Failure, RunningJobs};
 use brine_protocol::config::MinionConfig;
 use brine_protocol::optparse::tools;
 use brine_protocol::payload::{map, to_json, Value};
@@ -199,6 +199,19 @@ fn main() {
             }
         }
     };
+    // As Salt's salt-call shows a function that did not return: no return printed.
+    match &r.failure {
+        Some(Failure::InvalidArguments { message, doc }) => {
+            eprint!("\nPassed invalid arguments: {message}.\n\nUsage:\n");
+            println!("{doc}");
+            std::process::exit(1);
+        }
+        Some(Failure::Execution(message)) => {
+            eprintln!("Error running '{}': {message}", cli.function);
+            std::process::exit(1);
+        }
+        None => {}
+    }
     let opts = OutputOptions {
         color: !cli.no_color
             && (cli.force_color || std::io::IsTerminal::is_terminal(&std::io::stdout())),

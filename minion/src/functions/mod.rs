@@ -438,6 +438,20 @@ pub struct CallResult {
     pub retcode: i32,
     /// `out`, the outputter Salt names for this function or error.
     pub out: Option<String>,
+    /// What failed, for salt-call, which shows these failures as Salt's does instead of
+    /// a return; `None` when the function returned (whatever its retcode).
+    pub failure: Option<Failure>,
+}
+
+/// A function that did not return, as salt-call shows it (Salt's caller catches these
+/// before it prints or sends any return).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Failure {
+    /// Wrong arguments (`TypeError`, `SaltInvocationError`): "Passed invalid arguments:
+    /// <message>." and the function's documentation.
+    InvalidArguments { message: String, doc: &'static str },
+    /// `CommandExecutionError`: "Error running '<function>': <message>".
+    Execution(String),
 }
 
 /// The ways a function fails, each with Salt's wording in the return.
@@ -624,7 +638,17 @@ pub fn list_functions() -> Vec<&'static str> {
     names
 }
 
-fn error_result(fun: &str, doc: &str, err: FnError) -> CallResult {
+fn error_result(fun: &str, doc: &'static str, err: FnError) -> CallResult {
+    let failure = match &err {
+        FnError::InvalidArgs(message) | FnError::Invocation(message) => {
+            Some(Failure::InvalidArguments {
+                message: message.clone(),
+                doc,
+            })
+        }
+        FnError::Execution(message) => Some(Failure::Execution(message.clone())),
+        FnError::Exception(_) => None,
+    };
     let text = match err {
         FnError::InvalidArgs(msg) => format!("Passed invalid arguments to {fun}: {msg}\n{doc}"),
         FnError::Invocation(msg) => format!("ERROR executing '{fun}': {msg}"),
@@ -635,6 +659,7 @@ fn error_result(fun: &str, doc: &str, err: FnError) -> CallResult {
         ret: Value::from(text),
         retcode: 1,
         out: Some("nested".into()),
+        failure,
     }
 }
 
@@ -662,6 +687,7 @@ pub async fn call(ctx: &Context, fun: &str, arg: &[Value]) -> CallResult {
             ret,
             retcode: 1,
             out: Some("nested".into()),
+            failure: None,
         };
     };
     let spec = function.spec();
@@ -674,6 +700,7 @@ pub async fn call(ctx: &Context, fun: &str, arg: &[Value]) -> CallResult {
                 ret,
                 retcode,
                 out: spec.out.map(str::to_string),
+                failure: None,
             }
         }
         Err(e) => error_result(fun, spec.doc, e),

@@ -32,6 +32,7 @@ pub enum Fun {
     ShowTop,
     Single,
     Sls,
+    SlsId,
     Test,
     ShowLowSls,
     ShowStates,
@@ -72,6 +73,7 @@ impl Fun {
         Fun::ShowTop,
         Fun::Single,
         Fun::Sls,
+        Fun::SlsId,
         Fun::Test,
         Fun::ShowLowSls,
         Fun::ShowStates,
@@ -205,6 +207,22 @@ impl Fun {
     ",
                 Some("highstate"),
             ),
+            Fun::SlsId => (
+                "state.sls_id",
+                "sls_id",
+                Signature::new(&["id_", "mods", "test", "queue", "state_events"], 2, false, true),
+                "
+    Run one ID of the named SLS files (comma separated or a list) from saltenv
+    (default base), with the states it requires; test=True reports what would
+    change; pillar= adds pillar data for the run.
+
+    CLI Example:
+
+        salt '*' state.sls_id my_state my_module
+        salt '*' state.sls_id my_state my_module,a_common_module test=True
+    ",
+                Some("highstate"),
+            ),
             Fun::Test => (
                 "state.test",
                 "test",
@@ -308,6 +326,23 @@ impl Fun {
                 }
             }
             Fun::Sls => run.sls(&mods("mods"), false),
+            Fun::SlsId => {
+                let id = b.get("id_").map(py_str).unwrap_or_default();
+                let given = b.get("mods").cloned().unwrap_or(Value::Nil);
+                let high = match run.compile(&[(run.saltenv.clone(), split_mods(&given))]) {
+                    Ok(high) => high,
+                    Err(errors) => return Ok(errors_ret(errors)),
+                };
+                let (ret, retcode) = run.execute_id(&high, &id);
+                if matches!(&ret, Value::Map(m) if m.is_empty()) {
+                    return Err(FnError::Invocation(format!(
+                        "No matches for ID '{id}' found in SLS '{}' within saltenv '{}'",
+                        py_str(&given),
+                        run.saltenv
+                    )));
+                }
+                Ok((ret, retcode))
+            }
             Fun::Highstate => run.highstate(false),
             Fun::ShowSls => run.sls(&mods("mods"), true),
             Fun::ShowHighstate => run.highstate(true),
@@ -608,6 +643,24 @@ impl Run {
         }
     }
 
+    /// `state.sls_id`'s run of one ID of `high` (no state is left out as disabled: Salt's
+    /// `sls_id` does not read `state_runs_disabled`).
+    fn execute_id(&self, high: &High, id: &str) -> (Value, i32) {
+        let host = MinionHost { run: self };
+        let opts = Options {
+            test: self.test,
+            failhard: self.failhard,
+            job: self.job.clone(),
+        };
+        match brine_state::call_id(high, &host, opts, id) {
+            Ok(ret) => {
+                let failed = ret.values().any(|r| r.get("result") == Some(&Json::Bool(false)));
+                (from_json(&Json::Object(ret)), if failed { 2 } else { 0 })
+            }
+            Err(errors) => errors_ret(errors),
+        }
+    }
+
     fn sls(&self, mods: &[String], show: bool) -> Result<(Value, i32), FnError> {
         match self.compile(&[(self.saltenv.clone(), mods.to_vec())]) {
             Ok(high) if show => Ok((from_json(&Json::Object(high)), 0)),
@@ -836,6 +889,49 @@ mod tests {
     }
 
     // The answers below are those of Salt 3007's `salt-call --local` on the same tree.
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn sls_id_runs_one_id_with_what_it_requires() {
+        let (srv, etc) = tree();
+        let c = minion(srv.path(), etc.path());
+        let summary = |ret: &Json| -> Vec<(String, i64, Json, Json)> {
+            let mut rows: Vec<_> = ret
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.clone(), v["__run_num__"].as_i64().unwrap(), v["result"].clone(), v["comment"].clone()))
+                .collect();
+            rows.sort_by_key(|r| r.1);
+            rows
+        };
+        let (ret, rc) = run(&c, "state.sls_id", &[s("web_conf"), s("web")]).await;
+        assert_eq!(rc, 0);
+        assert_eq!(
+            summary(&ret),
+            [
+                ("test_|-db_setup_|-dbname_|-nop".to_string(), 0, json!(true), json!("Success!")),
+                ("test_|-web_pkg_|-nginx_|-succeed_without_changes".into(), 1, json!(true), json!("Success!")),
+                ("test_|-web_conf_|-web_conf_|-succeed_with_changes".into(), 2, json!(true), json!("Success!")),
+            ]
+        );
+        let (ret, rc) = run(&c, "state.sls_id", &[s("web_conf"), s("web"), s("test=True")]).await;
+        assert_eq!(rc, 0);
+        let conf = &summary(&ret)[2];
+        assert_eq!(
+            (&conf.2, &conf.3),
+            (&json!(null), &json!("If we weren't testing, this would be successful with changes"))
+        );
+        let (ret, _) = run(&c, "state.sls_id", &[s("db_setup"), Value::Array(vec![s("web"), s("db")])]).await;
+        assert_eq!(summary(&ret).len(), 1);
+        assert_eq!(
+            run(&c, "state.sls_id", &[s("web_conf"), s("nosuch")]).await,
+            (json!(["No matching sls found for 'nosuch' in env 'base'"]), 1)
+        );
+        assert_eq!(
+            run(&c, "state.sls_id", &[s("nope"), s("web")]).await,
+            (json!("ERROR executing 'state.sls_id': No matches for ID 'nope' found in SLS 'web' within saltenv 'base'"), 1)
+        );
+    }
 
     #[tokio::test(flavor = "multi_thread")]
     async fn low_sls_states_usage_and_existence() {
