@@ -8,9 +8,9 @@
 
 use rmpv::Value;
 
-use super::{CallState};
 use super::args::{py_int, py_str, Bound, Signature};
 use super::sys::fnmatch;
+use super::CallState;
 use super::{Context, FnError, Spec};
 use brine_protocol::payload::{get, py_truthy};
 
@@ -27,11 +27,21 @@ pub enum Fun {
     Running,
     SignalJob,
     TermJob,
+    KillAllJobs,
+    TermAllJobs,
     RefreshPillar,
+    /// `saltutil.pillar_refresh`, Salt's alias of `refresh_pillar`.
+    PillarRefresh,
     RefreshGrains,
     RefreshModules,
+    RefreshBeacons,
+    RefreshMatchers,
+    ClearCache,
+    ClearJobCache,
     SyncAll,
     Sync(Kind),
+    /// `saltutil.sync_outputters`, Salt's alias of `sync_output`.
+    SyncOutputters,
 }
 
 /// The kinds of custom modules `saltutil.sync_<kind>` copies from the file server's
@@ -91,8 +101,18 @@ impl Kind {
     fn names(self) -> (&'static str, &'static str, &'static str, &'static str) {
         match self {
             Kind::Clouds => ("saltutil.sync_clouds", "sync_clouds", "clouds", "clouds"),
-            Kind::Beacons => ("saltutil.sync_beacons", "sync_beacons", "beacons", "beacons"),
-            Kind::Modules => ("saltutil.sync_modules", "sync_modules", "modules", "modules"),
+            Kind::Beacons => (
+                "saltutil.sync_beacons",
+                "sync_beacons",
+                "beacons",
+                "beacons",
+            ),
+            Kind::Modules => (
+                "saltutil.sync_modules",
+                "sync_modules",
+                "modules",
+                "modules",
+            ),
             Kind::States => ("saltutil.sync_states", "sync_states", "states", "states"),
             Kind::Sdb => ("saltutil.sync_sdb", "sync_sdb", "sdb", "sdb"),
             Kind::Grains => ("saltutil.sync_grains", "sync_grains", "grains", "grains"),
@@ -128,8 +148,18 @@ impl Kind {
                 "proxymodules",
                 "proxy",
             ),
-            Kind::Engines => ("saltutil.sync_engines", "sync_engines", "engines", "engines"),
-            Kind::Thorium => ("saltutil.sync_thorium", "sync_thorium", "thorium", "thorium"),
+            Kind::Engines => (
+                "saltutil.sync_engines",
+                "sync_engines",
+                "engines",
+                "engines",
+            ),
+            Kind::Thorium => (
+                "saltutil.sync_thorium",
+                "sync_thorium",
+                "thorium",
+                "thorium",
+            ),
             Kind::Serializers => (
                 "saltutil.sync_serializers",
                 "sync_serializers",
@@ -144,7 +174,12 @@ impl Kind {
             ),
             Kind::Pillar => ("saltutil.sync_pillar", "sync_pillar", "pillar", "pillar"),
             Kind::Tops => ("saltutil.sync_tops", "sync_tops", "tops", "tops"),
-            Kind::Wrapper => ("saltutil.sync_wrapper", "sync_wrapper", "wrapper", "wrapper"),
+            Kind::Wrapper => (
+                "saltutil.sync_wrapper",
+                "sync_wrapper",
+                "wrapper",
+                "wrapper",
+            ),
         }
     }
 
@@ -162,10 +197,18 @@ impl Fun {
         Fun::Running,
         Fun::SignalJob,
         Fun::TermJob,
+        Fun::KillAllJobs,
+        Fun::TermAllJobs,
         Fun::RefreshPillar,
+        Fun::PillarRefresh,
         Fun::RefreshGrains,
         Fun::RefreshModules,
+        Fun::RefreshBeacons,
+        Fun::RefreshMatchers,
+        Fun::ClearCache,
+        Fun::ClearJobCache,
         Fun::SyncAll,
+        Fun::SyncOutputters,
         Fun::Sync(Kind::Clouds),
         Fun::Sync(Kind::Beacons),
         Fun::Sync(Kind::Modules),
@@ -268,14 +311,93 @@ impl Fun {
                 "saltutil.refresh_pillar",
                 "refresh_pillar",
                 Signature::new(&["wait", "timeout", "clean_cache"], 0, false, false),
+                REFRESH_PILLAR_DOC,
+            ),
+            Fun::PillarRefresh => (
+                "saltutil.pillar_refresh",
+                "pillar_refresh",
+                Signature::new(&["wait", "timeout", "clean_cache"], 0, false, false),
+                REFRESH_PILLAR_DOC,
+            ),
+            Fun::KillAllJobs => (
+                "saltutil.kill_all_jobs",
+                "kill_all_jobs",
+                Signature::NONE,
                 "
-    Fetch this minion's pillar from the master again. Brine waits for the new
-    pillar whatever `wait` says, and returns True once it is in, False when
-    the master did not send it.
+    Kill every job running on the minion but this one (signal 9); one line per
+    job signalled.
 
     CLI Example:
 
-        salt '*' saltutil.refresh_pillar
+        salt '*' saltutil.kill_all_jobs
+    ",
+            ),
+            Fun::TermAllJobs => (
+                "saltutil.term_all_jobs",
+                "term_all_jobs",
+                Signature::NONE,
+                "
+    Terminate every job running on the minion but this one (signal 15); one
+    line per job signalled.
+
+    CLI Example:
+
+        salt '*' saltutil.term_all_jobs
+    ",
+            ),
+            Fun::RefreshBeacons => (
+                "saltutil.refresh_beacons",
+                "refresh_beacons",
+                Signature::NONE,
+                "
+    Reload the beacons. Brine's beacons are built in and follow the beacons
+    option and the pillar as they change, so there is nothing to reload:
+    returns True.
+
+    CLI Example:
+
+        salt '*' saltutil.refresh_beacons
+    ",
+            ),
+            Fun::RefreshMatchers => (
+                "saltutil.refresh_matchers",
+                "refresh_matchers",
+                Signature::NONE,
+                "
+    Reload the matchers. Brine's matchers are built in, so there is nothing
+    to reload: returns True.
+
+    CLI Example:
+
+        salt '*' saltutil.refresh_matchers
+    ",
+            ),
+            Fun::ClearCache => (
+                "saltutil.clear_cache",
+                "clear_cache",
+                Signature::NONE,
+                "
+    Remove every file in the minion's cache directory (the file client's
+    cache, the job and data caches) but the returns still waiting for the
+    master in cachedir/outbox. Returns True, or False when a file could not
+    be removed. Stopping the minion first is the safer way.
+
+    CLI Example:
+
+        salt '*' saltutil.clear_cache
+    ",
+            ),
+            Fun::ClearJobCache => (
+                "saltutil.clear_job_cache",
+                "clear_job_cache",
+                Signature::new(&["hours"], 0, false, false),
+                "
+    Remove the job directories under cachedir/minion_jobs older than the given
+    number of hours (24). Returns True, or False when one could not be removed.
+
+    CLI Example:
+
+        salt '*' saltutil.clear_job_cache hours=12
     ",
             ),
             Fun::RefreshGrains => (
@@ -315,7 +437,13 @@ impl Fun {
                 "saltutil.sync_all",
                 "sync_all",
                 Signature::new(
-                    &["saltenv", "refresh", "extmod_whitelist", "extmod_blacklist", "clean_pillar_cache"],
+                    &[
+                        "saltenv",
+                        "refresh",
+                        "extmod_whitelist",
+                        "extmod_blacklist",
+                        "clean_pillar_cache",
+                    ],
                     0,
                     false,
                     false,
@@ -332,12 +460,42 @@ impl Fun {
         salt '*' saltutil.sync_all saltenv=dev
     ",
             ),
+            Fun::SyncOutputters => (
+                "saltutil.sync_outputters",
+                "sync_outputters",
+                Signature::new(
+                    &["saltenv", "refresh", "extmod_whitelist", "extmod_blacklist"],
+                    0,
+                    false,
+                    false,
+                ),
+                "
+    Sync custom outputters from the file server's _output/ directory, as
+    saltutil.sync_output does. Custom outputters are Python code, which Brine
+    does not run: when the file server has any, the sync fails naming them;
+    otherwise it returns [], as Salt does when there is nothing to sync.
+
+    CLI Example:
+
+        salt '*' saltutil.sync_outputters
+    ",
+            ),
             Fun::Sync(kind) => {
                 let (name, pyname, _, _) = kind.names();
                 let sig = if kind == Kind::Sdb {
-                    Signature::new(&["saltenv", "extmod_whitelist", "extmod_blacklist"], 0, false, false)
+                    Signature::new(
+                        &["saltenv", "extmod_whitelist", "extmod_blacklist"],
+                        0,
+                        false,
+                        false,
+                    )
                 } else {
-                    Signature::new(&["saltenv", "refresh", "extmod_whitelist", "extmod_blacklist"], 0, false, false)
+                    Signature::new(
+                        &["saltenv", "refresh", "extmod_whitelist", "extmod_blacklist"],
+                        0,
+                        false,
+                        false,
+                    )
                 };
                 (
                     name,
@@ -366,7 +524,12 @@ impl Fun {
         }
     }
 
-    pub(crate) async fn run(self, ctx: &Context, b: &Bound, _st: &mut CallState) -> Result<Value, FnError> {
+    pub(crate) async fn run(
+        self,
+        ctx: &Context,
+        b: &Bound,
+        _st: &mut CallState,
+    ) -> Result<Value, FnError> {
         let jid = || b.get("jid").map(py_str).unwrap_or_default();
         Ok(match self {
             Fun::Running => Value::Array(running(ctx)),
@@ -389,19 +552,58 @@ impl Fun {
                 )
             }
             Fun::KillJob => Value::from(signal_job(ctx, &jid(), SIGKILL)),
+            Fun::KillAllJobs | Fun::TermAllJobs => {
+                let sig = if self == Fun::KillAllJobs {
+                    SIGKILL
+                } else {
+                    SIGTERM
+                };
+                let jids: Vec<String> = running(ctx)
+                    .iter()
+                    .filter_map(|job| get(job, "jid").map(py_str))
+                    .collect();
+                Value::Array(
+                    jids.iter()
+                        .map(|jid| Value::from(signal_job(ctx, jid, sig)))
+                        .collect(),
+                )
+            }
+            Fun::RefreshBeacons | Fun::RefreshMatchers => Value::Boolean(true),
+            Fun::ClearCache => {
+                let dir = ctx.services.cachedir.clone();
+                Value::Boolean(
+                    tokio::task::spawn_blocking(move || clear_cache(&dir))
+                        .await
+                        .unwrap_or(false),
+                )
+            }
+            Fun::ClearJobCache => {
+                let hours = match b.get("hours") {
+                    None => 24.0,
+                    Some(v) => super::args::py_float_of(v).map_err(FnError::Exception)?,
+                };
+                let dir = ctx.services.cachedir.join("minion_jobs");
+                Value::Boolean(
+                    tokio::task::spawn_blocking(move || clear_job_cache(&dir, hours))
+                        .await
+                        .unwrap_or(false),
+                )
+            }
             Fun::TermJob => Value::from(signal_job(ctx, &jid(), SIGTERM)),
             Fun::SignalJob => {
                 let sig = py_int(b.get("sig").unwrap_or(&Value::Nil))
                     .map_err(|e| FnError::Exception(format!("ValueError: {e}")))?;
                 Value::from(signal_job(ctx, &jid(), sig))
             }
-            Fun::RefreshPillar => match ctx.services.refresh_pillar(&ctx.id, &ctx.grains).await {
-                Ok(_) => Value::Boolean(true),
-                Err(e) => {
-                    tracing::warn!("pillar refresh failed: {e}");
-                    Value::Boolean(false)
+            Fun::RefreshPillar | Fun::PillarRefresh => {
+                match ctx.services.refresh_pillar(&ctx.id, &ctx.grains).await {
+                    Ok(_) => Value::Boolean(true),
+                    Err(e) => {
+                        tracing::warn!("pillar refresh failed: {e}");
+                        Value::Boolean(false)
+                    }
                 }
-            },
+            }
             Fun::RefreshGrains => {
                 let mut refresh_pillar = true;
                 let mut invalid = Vec::new();
@@ -424,7 +626,11 @@ impl Fun {
             }
             Fun::RefreshModules => Value::Boolean(true),
             Fun::SyncAll => {
-                let kinds: Vec<Kind> = Kind::ALL.iter().copied().filter(|k| k.in_sync_all()).collect();
+                let kinds: Vec<Kind> = Kind::ALL
+                    .iter()
+                    .copied()
+                    .filter(|k| k.in_sync_all())
+                    .collect();
                 let found = custom_modules(ctx, b, &kinds).await?;
                 refuse_custom(&found)?;
                 Value::Map(
@@ -433,6 +639,11 @@ impl Fun {
                         .map(|k| (Value::from(k.names().2), Value::Array(vec![])))
                         .collect(),
                 )
+            }
+            Fun::SyncOutputters => {
+                let found = custom_modules(ctx, b, &[Kind::Output]).await?;
+                refuse_custom(&found)?;
+                Value::Array(vec![])
             }
             Fun::Sync(kind) => {
                 let found = custom_modules(ctx, b, &[kind]).await?;
@@ -461,8 +672,7 @@ async fn custom_modules(
         Some(Value::Array(items)) => Some(items.iter().map(py_str).collect()),
         Some(v) => Some(py_str(v).split(',').map(str::to_string).collect()),
     };
-    let client = crate::fileclient::FileClient::new(
-        master, &ctx.services.cachedir);
+    let client = crate::fileclient::FileClient::new(master, &ctx.services.cachedir);
     let kinds = kinds.to_vec();
     tokio::task::spawn_blocking(move || {
         let envs = match saltenvs {
@@ -515,6 +725,86 @@ fn running(ctx: &Context) -> Vec<Value> {
         .into_iter()
         .filter(|job| own.is_none() || get(job, "jid").and_then(Value::as_str) != own)
         .collect()
+}
+
+const REFRESH_PILLAR_DOC: &str = "
+    Fetch this minion's pillar from the master again. Brine waits for the new
+    pillar whatever `wait` says, and returns True once it is in, False when
+    the master did not send it.
+
+    CLI Example:
+
+        salt '*' saltutil.refresh_pillar
+    ";
+
+/// `saltutil.clear_cache`: every file under `dir` removed, links not followed, the outbox's
+/// returns kept (they are not a cache: the master has not taken them yet).
+fn clear_cache(dir: &std::path::Path) -> bool {
+    fn walk(dir: &std::path::Path, top: bool) -> Result<(), std::io::Error> {
+        let entries = match std::fs::read_dir(dir) {
+            Ok(e) => e,
+            // Salt's walk skips what it cannot list.
+            Err(_) => return Ok(()),
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                if !(top && entry.file_name() == "outbox") {
+                    walk(&path, false)?;
+                }
+            } else {
+                std::fs::remove_file(&path)?;
+            }
+        }
+        Ok(())
+    }
+    match walk(dir, true) {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::error!("Attempt to clear cache with saltutil.clear_cache FAILED with: {e}");
+            false
+        }
+    }
+}
+
+/// `saltutil.clear_job_cache`: the directories under `dir` (at any depth) last changed more
+/// than `hours` ago removed.
+fn clear_job_cache(dir: &std::path::Path, hours: f64) -> bool {
+    let threshold = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+        - hours * 3600.0;
+    fn walk(dir: &std::path::Path, threshold: f64) -> Result<(), std::io::Error> {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Ok(());
+        };
+        for entry in entries.flatten() {
+            if !entry.file_type()?.is_dir() {
+                continue;
+            }
+            let path = entry.path();
+            let mtime = std::fs::metadata(&path)?
+                .modified()?
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64());
+            if mtime < threshold {
+                std::fs::remove_dir_all(&path)?;
+            } else {
+                walk(&path, threshold)?;
+            }
+        }
+        Ok(())
+    }
+    match walk(dir, threshold) {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::error!(
+                "Attempt to clear cache with saltutil.clear_job_cache FAILED with: {e}"
+            );
+            false
+        }
+    }
 }
 
 fn signal_job(ctx: &Context, jid: &str, sig: i64) -> String {
@@ -613,5 +903,116 @@ mod tests {
         let r = call(&c, "saltutil.signal_job", &[s(SLEEP_JID), Value::from(15)]).await;
         assert!(r.ret.as_str().unwrap().starts_with("Signal 15 sent to job"));
         assert!(task.await.unwrap_err().is_cancelled());
+    }
+
+    #[tokio::test]
+    async fn all_jobs_but_this_one_are_signalled() {
+        let c = ctx_with_load(publish_load(
+            "saltutil.kill_all_jobs",
+            vec![],
+            "20261122101921000000",
+        ));
+        c.running.insert(
+            "20261122101921000000",
+            RunningJob {
+                load: c.pub_load.clone(),
+                abort: None,
+            },
+        );
+        for (fun, sig) in [
+            ("saltutil.kill_all_jobs", 9),
+            ("saltutil.term_all_jobs", 15),
+        ] {
+            let task = with_sleep_job(&c);
+            let r = call(&c, fun, &[]).await;
+            assert_eq!(
+                r.ret,
+                Value::Array(vec![s(&format!(
+                    "Signal {sig} sent to job {SLEEP_JID} at pid {}",
+                    std::process::id()
+                ))])
+            );
+            assert!(task.await.unwrap_err().is_cancelled());
+            assert_eq!(call(&c, fun, &[]).await.ret, Value::Array(vec![]));
+        }
+    }
+
+    fn with_cachedir(dir: &std::path::Path) -> Context {
+        let mut services = super::super::Services::detached();
+        services.cachedir = dir.to_path_buf();
+        Context {
+            services: std::sync::Arc::new(services),
+            ..ctx()
+        }
+    }
+
+    #[tokio::test]
+    async fn clear_cache_removes_every_file_but_the_outbox() {
+        let d = tempfile::tempdir().unwrap();
+        let w = |rel: &str| {
+            let p = d.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, b"x").unwrap();
+        };
+        for rel in [
+            "files/base/top.sls",
+            "files/base/a/b.txt",
+            "proc/2026",
+            "minion_jobs/j1/return.p",
+            "outbox/000-ret",
+        ] {
+            w(rel);
+        }
+        let c = with_cachedir(d.path());
+        assert_eq!(
+            call(&c, "saltutil.clear_cache", &[]).await.ret,
+            Value::Boolean(true)
+        );
+        for gone in [
+            "files/base/top.sls",
+            "files/base/a/b.txt",
+            "proc/2026",
+            "minion_jobs/j1/return.p",
+        ] {
+            assert!(!d.path().join(gone).exists(), "{gone}");
+        }
+        // Salt removes files, not directories.
+        assert!(d.path().join("files/base/a").is_dir());
+        assert!(d.path().join("outbox/000-ret").is_file());
+    }
+
+    #[tokio::test]
+    async fn clear_job_cache_removes_job_directories_older_than_hours() {
+        let d = tempfile::tempdir().unwrap();
+        for job in ["old", "new", "new/old_inside"] {
+            std::fs::create_dir_all(d.path().join("minion_jobs").join(job)).unwrap();
+        }
+        let two_days_ago = nix::sys::time::TimeVal::new(
+            (std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs()
+                - 2 * 86400) as i64,
+            0,
+        );
+        for job in ["old", "new/old_inside"] {
+            nix::sys::stat::utimes(
+                &d.path().join("minion_jobs").join(job),
+                &two_days_ago,
+                &two_days_ago,
+            )
+            .unwrap();
+        }
+        let c = with_cachedir(d.path());
+        assert_eq!(
+            call(&c, "saltutil.clear_job_cache", &[]).await.ret,
+            Value::Boolean(true)
+        );
+        assert!(!d.path().join("minion_jobs/old").exists());
+        assert!(!d.path().join("minion_jobs/new/old_inside").exists());
+        assert!(d.path().join("minion_jobs/new").is_dir());
+        let r = call(&c, "saltutil.clear_job_cache", &[s("hours=0")]).await;
+        assert_eq!(r.ret, Value::Boolean(true));
+        assert!(!d.path().join("minion_jobs/new").exists());
     }
 }
