@@ -908,10 +908,27 @@ fn spawn_context(opts: &RunOpts, cwd: &str) -> String {
 /// Run `argv` without a shell as other modules do through `cmd.run_all` with
 /// `python_shell=False`: Salt's locale reset, `env` added to the environment.
 pub(crate) async fn run_argv(argv: &[String], env: &[(&str, &str)]) -> Result<RunOutput, FnError> {
+    run_argv_with(argv, env, None).await
+}
+
+/// [`run_argv`] with `stdin` written to the command's standard input.
+pub(crate) async fn run_argv_stdin(
+    argv: &[String],
+    env: &[(&str, &str)],
+    stdin: &str,
+) -> Result<RunOutput, FnError> {
+    run_argv_with(argv, env, Some(stdin)).await
+}
+
+async fn run_argv_with(
+    argv: &[String],
+    env: &[(&str, &str)],
+    stdin: Option<&str>,
+) -> Result<RunOutput, FnError> {
     let opts = RunOpts {
         cmd: Value::Array(argv.iter().map(|a| Value::from(a.as_str())).collect()),
         cwd: None,
-        stdin: None,
+        stdin: stdin.map(str::to_string),
         runas: None,
         shell: None,
         python_shell: false,

@@ -12,6 +12,8 @@ use super::{CallState, Context, FnError, Spec};
 use brine_protocol::payload::{get_str, map};
 use brine_state::pkgver::Scheme;
 
+mod hold;
+
 /// Installed versions by package name.
 pub(crate) type PkgMap = BTreeMap<String, Vec<String>>;
 
@@ -188,6 +190,45 @@ super::spec_table! {
 
         salt '*' pkg.list_repo_pkgs curl jq
     "),
+    Hold => ("pkg.hold", "hold", ["name", "pkgs", "sources"], 0, false, true,
+        "
+    Hold packages: dpkg keeps them at their version (their selection becomes
+    hold). One return per package, with its change and a comment.
+
+    CLI Example:
+
+        salt '*' pkg.hold vim
+        salt '*' pkg.hold pkgs='[\"vim\", \"curl\"]'
+    "),
+    Unhold => ("pkg.unhold", "unhold", ["name", "pkgs", "sources"], 0, false, true,
+        "
+    Release held packages (their selection becomes install again).
+
+    CLI Example:
+
+        salt '*' pkg.unhold vim
+    "),
+    GetSelections => ("pkg.get_selections", "get_selections", ["pattern", "state"], 0, false, false,
+        "
+    The packages' dpkg selections by state (install, hold, deinstall, purge),
+    optionally of the packages matching a glob, or of one state only.
+
+    CLI Example:
+
+        salt '*' pkg.get_selections
+        salt '*' pkg.get_selections 'python-*' state=hold
+    "),
+    SetSelections => ("pkg.set_selections", "set_selections", ["path", "selection", "clear", "saltenv"], 0, false, false,
+        "
+    Set dpkg selections from a map of state to package names, or from a file
+    in dpkg --get-selections format (a salt:// path or a local one). With
+    clear=True every other selection is cleared first. Returns the changes.
+
+    CLI Example:
+
+        salt '*' pkg.set_selections selection='{\"hold\": [\"openssl\"]}'
+        salt '*' pkg.set_selections salt://path/to/file clear=True
+    "),
     VersionCmp => ("pkg.version_cmp", "version_cmp", ["pkg1", "pkg2", "ignore_epoch"], 2, false, true,
         "
     Compare two package versions with the package manager's rules: -1 when pkg1 is
@@ -287,6 +328,18 @@ impl Fun {
                 let found = pkg.list_repo_pkgs(&names).await?;
                 Ok(pkg_value(&found, true))
             }
+            Fun::Hold | Fun::Unhold | Fun::GetSelections | Fun::SetSelections
+                if backend == Backend::Dnf =>
+            {
+                Err(FnError::Execution(format!(
+                    "{} manages dpkg selections; on dnf-family systems Salt holds packages with the versionlock plugin, which Brine does not drive",
+                    self.spec().name
+                )))
+            }
+            Fun::Hold => hold::hold(ctx, b, true).await,
+            Fun::Unhold => hold::hold(ctx, b, false).await,
+            Fun::GetSelections => hold::get(b).await,
+            Fun::SetSelections => hold::set(ctx, b).await,
             Fun::VersionCmp => {
                 let a = b.get("pkg1").map(py_str).unwrap_or_default();
                 let c = b.get("pkg2").map(py_str).unwrap_or_default();
