@@ -19,7 +19,9 @@ use std::time::Duration;
 use rmpv::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
-use super::args::{is_true, py_float_of, py_repr, py_str, shlex_split, split_input, Bound, Signature};
+use super::args::{
+    is_true, py_float_of, py_repr, py_str, shlex_split, split_input, Bound, Signature,
+};
 use super::{CallState, Context, FnError, Spec};
 use brine_protocol::payload::map;
 
@@ -39,6 +41,13 @@ pub enum Fun {
     ScriptRetcode,
     Shell,
     Which,
+    WhichBin,
+    Shells,
+    ShellInfo,
+    ExecCode,
+    ExecCodeAll,
+    RunBg,
+    Tty,
 }
 
 const RUN_PARAMS: &[&str] = &[
@@ -212,6 +221,13 @@ impl Fun {
         Fun::ScriptRetcode,
         Fun::Shell,
         Fun::Which,
+        Fun::WhichBin,
+        Fun::Shells,
+        Fun::ShellInfo,
+        Fun::ExecCode,
+        Fun::ExecCodeAll,
+        Fun::RunBg,
+        Fun::Tty,
     ];
 
     pub(crate) fn spec(self) -> Spec {
@@ -302,7 +318,11 @@ impl Fun {
             Fun::Script | Fun::ScriptRetcode => {
                 let retcode = self == Fun::ScriptRetcode;
                 (
-                    if retcode { "cmd.script_retcode" } else { "cmd.script" },
+                    if retcode {
+                        "cmd.script_retcode"
+                    } else {
+                        "cmd.script"
+                    },
                     if retcode { "script_retcode" } else { "script" },
                     Signature::new(SCRIPT_PARAMS, 1, false, true),
                     if retcode {
@@ -365,6 +385,110 @@ impl Fun {
         salt '*' cmd.which cat
     ",
             ),
+            Fun::WhichBin => (
+                "cmd.which_bin",
+                "which_bin",
+                Signature::new(&["cmds"], 1, false, false),
+                "
+    Return the full path of the first of the given executables found on the PATH,
+    or None when there is none.
+
+    CLI Example:
+
+        salt '*' cmd.which_bin '[pip3, pip]'
+    ",
+            ),
+            Fun::Shells => (
+                "cmd.shells",
+                "shells",
+                Signature::NONE,
+                "
+    Return the login shells this machine lists in /etc/shells.
+
+    CLI Example:
+
+        salt '*' cmd.shells
+    ",
+            ),
+            Fun::ShellInfo => (
+                "cmd.shell_info",
+                "shell_info",
+                Signature::new(&["shell", "list_modules"], 1, false, false),
+                "
+    Report whether a shell or script interpreter (bash, zsh, tcsh, perl, python,
+    ruby, php, ...) is installed: its path, its version as it prints it
+    (version_raw) and its version as up to three numbers (version). installed is
+    True, False, or None when the version could not be read; an error key says
+    what went wrong. list_modules is accepted for powershell and ignored.
+
+    CLI Example:
+
+        salt '*' cmd.shell_info bash
+    ",
+            ),
+            Fun::ExecCode | Fun::ExecCodeAll => {
+                let all = self == Fun::ExecCodeAll;
+                (
+                    if all {
+                        "cmd.exec_code_all"
+                    } else {
+                        "cmd.exec_code"
+                    },
+                    if all { "exec_code_all" } else { "exec_code" },
+                    Signature::new(&["lang", "code", "cwd", "args"], 2, false, true),
+                    if all {
+                        "
+    Write the code to a temporary file and run it with the given interpreter
+    (python3, perl, ruby, ...), with args (a string or a list) after the file.
+    Returns pid, retcode, stdout and stderr. The options of cmd.run_all apply,
+    except python_shell.
+
+    CLI Example:
+
+        salt '*' cmd.exec_code_all python3 'print(1 + 1)'
+        salt '*' cmd.exec_code_all perl 'print \"@ARGV\\n\"' args='[a, b]'
+    "
+                    } else {
+                        "
+    Write the code to a temporary file, run it with the given interpreter
+    (python3, perl, ruby, ...) and return its standard output. args (a string or
+    a list) come after the file. The options of cmd.run_all apply, except
+    python_shell.
+
+    CLI Example:
+
+        salt '*' cmd.exec_code python3 'print(1 + 1)'
+    "
+                    },
+                )
+            }
+            Fun::RunBg => (
+                "cmd.run_bg",
+                "run_bg",
+                Signature::new(RUN_BG_PARAMS, 1, false, true),
+                "
+    Start a command and return at once with its pid; it keeps running on its own,
+    its output going where the minion's goes. Its exit code is not waited for.
+    Options: cwd, runas, shell, python_shell, env, clean_env, reset_system_locale,
+    prepend_path, as for cmd.run.
+
+    CLI Example:
+
+        salt '*' cmd.run_bg 'sleep 600; touch /tmp/done'
+    ",
+            ),
+            Fun::Tty => (
+                "cmd.tty",
+                "tty",
+                Signature::new(&["device", "echo"], 1, false, false),
+                "
+    Write a message to a terminal: /dev/ttyN for ttyN, /dev/pts/N for ptsN.
+
+    CLI Example:
+
+        salt '*' cmd.tty pts3 'Hello there'
+    ",
+            ),
         };
         Spec {
             name,
@@ -406,13 +530,21 @@ impl Fun {
                     out.stdout
                 }))
             }
-            Fun::RunAll => {
-                let mut opts = RunOpts::from_bound(b, false)?;
-                opts.merge_stderr = b.get("redirect_stderr").is_some_and(is_true_v);
-                let out = execute(&opts).await?;
-                st.retcode = out.job_retcode(&opts);
-                Ok(out.into_map(opts.hide_output))
+            Fun::RunAll => run_all(b, st).await,
+            Fun::WhichBin => Ok(which_bin(b.get("cmds").unwrap_or(&Value::Nil))),
+            Fun::Shells => Ok(Value::Array(
+                shells().into_iter().map(Value::from).collect(),
+            )),
+            Fun::ShellInfo => shell_info(b.get("shell").unwrap_or(&Value::Nil)).await,
+            Fun::ExecCode => {
+                let ret = exec_code_all(b, st).await?;
+                Ok(brine_protocol::payload::get(&ret, "stdout")
+                    .cloned()
+                    .unwrap_or(Value::Nil))
             }
+            Fun::ExecCodeAll => exec_code_all(b, st).await,
+            Fun::RunBg => run_bg(b),
+            Fun::Tty => tty(b),
             Fun::Retcode => {
                 let mut opts = RunOpts::from_bound(b, false)?;
                 opts.merge_stderr = true;
@@ -446,6 +578,407 @@ impl Fun {
             }
         }
     }
+}
+
+/// `cmd.run_all` on bound arguments.
+async fn run_all(b: &Bound, st: &mut CallState) -> Result<Value, FnError> {
+    let mut opts = RunOpts::from_bound(b, false)?;
+    opts.merge_stderr = b.get("redirect_stderr").is_some_and(is_true_v);
+    let out = execute(&opts).await?;
+    st.retcode = out.job_retcode(&opts);
+    Ok(out.into_map(opts.hide_output))
+}
+
+/// The name Python gives a function of Salt's `cmdmod` in its `TypeError`s.
+const CMDMOD: &str = "salt.loaded.int.module.cmdmod";
+
+/// `salt.utils.path.which_bin`: a string is one name, a list its items, a dict its keys;
+/// anything else finds nothing.
+fn which_bin(cmds: &Value) -> Value {
+    let names: Vec<String> = match cmds {
+        Value::String(_) => vec![py_str(cmds)],
+        Value::Array(items) => items.iter().map(py_str).collect(),
+        Value::Map(entries) => entries.iter().map(|(k, _)| py_str(k)).collect(),
+        _ => Vec::new(),
+    };
+    names
+        .iter()
+        .find_map(|name| which(name))
+        .map_or(Value::Nil, Value::from)
+}
+
+/// The shells listed in /etc/shells (none when it cannot be read).
+fn shells() -> Vec<String> {
+    let text = match std::fs::read("/etc/shells") {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) => {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                tracing::error!("File '/etc/shells' was not found");
+            }
+            return Vec::new();
+        }
+    };
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// How `cmd.shell_info` asks each shell it knows for its version: the pattern its output is
+/// searched with (case-insensitively) and the command.
+const SHELL_VERSIONS: &[(&str, &str, &[&str])] = &[
+    ("bash", r"version (\d\S*)", &["bash", "--version"]),
+    (
+        "bash-test-error",
+        r"versioZ ([-\w.]+)",
+        &["bash", "--version"],
+    ),
+    ("bash-test-env", r"(HOME=.*)", &["bash", "-c", "declare"]),
+    ("zsh", r"^zsh (\d\S*)", &["zsh", "--version"]),
+    ("tcsh", r"^tcsh (\d\S*)", &["tcsh", "--version"]),
+    ("cmd", r"Version ([\d.]+)", &["cmd.exe", "/C", "ver"]),
+    (
+        "powershell",
+        r"PSVersion\s+(\d\S*)",
+        &["powershell", "-NonInteractive", "$PSVersionTable"],
+    ),
+    (
+        "perl",
+        r"^(\d\S*)",
+        &["perl", "-e", "printf \"%vd\n\", $^V;"],
+    ),
+    ("python", r"^Python (\d\S*)", &["python", "-V"]),
+    ("ruby", r"^ruby (\d\S*)", &["ruby", "-v"]),
+    ("php", r"^PHP (\d\S*)", &["php", "-v"]),
+];
+
+/// `cmd.shell_info`: run the shell's version command (output and errors together, the
+/// minion's own environment, 10 seconds at most) and read its version.
+async fn shell_info(shell: &Value) -> Result<Value, FnError> {
+    let name = shell.as_str().unwrap_or_default();
+    let Some((_, pattern, argv)) = SHELL_VERSIONS
+        .iter()
+        .find(|(n, _, _)| *n == name && shell.is_str())
+    else {
+        return Ok(map([
+            (
+                "error",
+                Value::from(format!(
+                    "Salt does not know how to get the version number for {}",
+                    py_str(shell)
+                )),
+            ),
+            ("installed", Value::Nil),
+        ]));
+    };
+    let joined = argv.join(" ");
+    let (ours, theirs) = StdUnixStream::pair().map_err(|e| FnError::Execution(e.to_string()))?;
+    let theirs2 = theirs
+        .try_clone()
+        .map_err(|e| FnError::Execution(e.to_string()))?;
+    let mut command = tokio::process::Command::new(argv[0]);
+    command
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+        .stderr(Stdio::from(std::os::fd::OwnedFd::from(theirs2)))
+        .process_group(0)
+        .kill_on_drop(true);
+    if std::env::var_os("HOME").is_none() {
+        command.env("HOME", current_home());
+    }
+    let spawned = command.spawn();
+    drop(command);
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => {
+            return Ok(map([
+                (
+                    "error",
+                    Value::from(format!(
+                        "Unable to run command '{joined}' Reason: {}",
+                        brine_protocol::pyrepr::os_error(&e, Some(argv[0]))
+                    )),
+                ),
+                ("installed", Value::Boolean(false)),
+            ]))
+        }
+    };
+    let guard = GroupGuard(child.id());
+    ours.set_nonblocking(true)
+        .map_err(|e| FnError::Execution(e.to_string()))?;
+    let reader =
+        tokio::net::UnixStream::from_std(ours).map_err(|e| FnError::Execution(e.to_string()))?;
+    let run = async {
+        let out = read_all(Some(reader)).await;
+        let _ = child.wait().await;
+        out
+    };
+    let Ok(out) = tokio::time::timeout(Duration::from_secs(10), run).await else {
+        drop(guard);
+        return Ok(map([
+            (
+                "error",
+                Value::from(format!(
+                    "Unable to run command '{joined}' Reason: Timed out."
+                )),
+            ),
+            ("installed", Value::Boolean(false)),
+        ]));
+    };
+    drop(guard);
+    let stdout = String::from_utf8_lossy(&out).into_owned();
+    let mut ret: Vec<(Value, Value)> = vec![
+        (Value::from("installed"), Value::Boolean(false)),
+        (
+            Value::from("path"),
+            which(argv[0]).map_or(Value::Nil, Value::from),
+        ),
+    ];
+    let re = regex::Regex::new(&format!("(?i){pattern}"))
+        .map_err(|e| FnError::Exception(e.to_string()))?;
+    let version_raw = re
+        .captures(&stdout)
+        .and_then(|c| c.get(1))
+        .map(|m| m.as_str().to_string());
+    let mut version = None;
+    match &version_raw {
+        Some(raw) => {
+            ret.push((Value::from("version_raw"), Value::from(raw.as_str())));
+            let digits: String = if raw.starts_with(|c: char| c.is_ascii_digit()) {
+                raw.chars()
+                    .take_while(|c| c.is_ascii_digit() || *c == '.')
+                    .collect()
+            } else {
+                String::new()
+            };
+            if !digits.is_empty() {
+                ret[0].1 = Value::Boolean(true);
+                let mut parts: Vec<&str> = digits.split('.').take(3).collect();
+                if parts.len() == 1 {
+                    parts.push("0");
+                }
+                version = Some(parts.join("."));
+            }
+        }
+        None => ret[0].1 = Value::Nil,
+    }
+    match version {
+        Some(v) => ret.push((Value::from("version"), Value::from(v))),
+        None => {
+            let error = format!(
+                "The version regex pattern for shell {name}, could not find the version string"
+            );
+            tracing::error!("{error}");
+            ret.push((Value::from("error"), Value::from(error)));
+            ret.push((Value::from("stdout"), Value::from(stdout)));
+        }
+    }
+    Ok(Value::Map(ret))
+}
+
+/// Python's `TypeError` for a value that should have been text (`to_bytes`, `to_str`).
+fn not_text(v: &Value) -> FnError {
+    FnError::InvalidArgs(format!(
+        "expected str, bytes, or bytearray not {}",
+        super::args::py_type(v)
+    ))
+}
+
+/// `cmd.exec_code_all`: the code in a private temporary file (`__salt.tmp.*`, `.ps1` for
+/// powershell), run as `run_all([lang, file, *args], cwd=cwd, python_shell=False,
+/// **kwargs)`, the file removed afterwards.
+async fn exec_code_all(b: &Bound, st: &mut CallState) -> Result<Value, FnError> {
+    use std::io::Write;
+    let lang_v = b.get("lang").unwrap_or(&Value::Nil);
+    let Some(lang) = lang_v.as_str() else {
+        return Err(FnError::Exception(format!(
+            "AttributeError: '{}' object has no attribute 'lower'",
+            super::args::py_type(lang_v)
+                .trim_start_matches("<class '")
+                .trim_end_matches("'>")
+        )));
+    };
+    let powershell = lang.to_lowercase().starts_with("powershell");
+    let code = match b.get("code").unwrap_or(&Value::Nil) {
+        Value::String(s) => s.as_bytes().to_vec(),
+        Value::Binary(bytes) => bytes.clone(),
+        other => return Err(not_text(other)),
+    };
+    let (path, mut file) = script_file(
+        &std::env::temp_dir(),
+        "__salt.tmp.",
+        if powershell { ".ps1" } else { "" },
+    )
+    .map_err(|e| FnError::Exception(format!("OSError: {e}")))?;
+    let written = file.write_all(&code);
+    drop(file);
+    let result = async {
+        written.map_err(|e| FnError::Exception(format!("OSError: {e}")))?;
+        let path_text = path.display().to_string();
+        let mut cmd = vec![Value::from(lang)];
+        if powershell {
+            cmd.push(Value::from("-File"));
+        }
+        cmd.push(Value::from(path_text.as_str()));
+        match b.get("args") {
+            Some(arg @ Value::String(s)) if s.as_str().is_some() => cmd.push(arg.clone()),
+            Some(Value::Array(items)) => cmd.extend(items.iter().map(|v| Value::from(py_str(v)))),
+            _ => {}
+        }
+        if let Some(user) = b.opt("runas") {
+            let uid = lookup_user(&py_str(user)).map(|u| u.uid).ok_or_else(|| {
+                FnError::InvalidArgs("'str' object cannot be interpreted as an integer".into())
+            })?;
+            std::os::unix::fs::chown(&path, Some(uid), None)
+                .map_err(|e| FnError::Exception(format!("PermissionError: {e}")))?;
+        }
+        if b.kwarg("python_shell").is_some() {
+            return Err(FnError::InvalidArgs(format!(
+                "{CMDMOD}.run_all() got multiple values for keyword argument 'python_shell'"
+            )));
+        }
+        let mut kwargs = vec![
+            (
+                "cwd".to_string(),
+                b.get("cwd").cloned().unwrap_or(Value::Nil),
+            ),
+            ("python_shell".to_string(), Value::Boolean(false)),
+        ];
+        kwargs.extend(b.kwargs.iter().cloned());
+        let sig = Fun::RunAll.spec().sig;
+        let bound = super::args::bind(&sig, "run_all", vec![Value::Array(cmd)], kwargs)
+            .map_err(FnError::InvalidArgs)?;
+        run_all(&bound, st).await
+    }
+    .await;
+    if let Err(e) = std::fs::remove_file(&path) {
+        tracing::error!(
+            "cmd.exec_code_all: Unable to clean tempfile '{}': {e}",
+            path.display()
+        );
+    }
+    result
+}
+
+/// The parameters of `cmd.run_bg`.
+const RUN_BG_PARAMS: &[&str] = &[
+    "cmd",
+    "cwd",
+    "runas",
+    "group",
+    "shell",
+    "python_shell",
+    "env",
+    "clean_env",
+    "template",
+    "umask",
+    "timeout",
+    "output_encoding",
+    "output_loglevel",
+    "log_callback",
+    "reset_system_locale",
+    "ignore_retcode",
+    "saltenv",
+    "password",
+    "prepend_path",
+    "success_retcodes",
+    "success_stdout",
+    "success_stderr",
+];
+
+/// `cmd.run_bg`: start the command with the minion's own standard streams and return its
+/// pid without waiting (the runtime reaps it when it ends); `timeout` is checked but, as in
+/// Salt, never applied.
+fn run_bg(b: &Bound) -> Result<Value, FnError> {
+    // Salt passes these to `_run` itself, so they cannot come in **kwargs as well.
+    const FIXED: &[&str] = &[
+        "stdin",
+        "stderr",
+        "stdout",
+        "use_vt",
+        "bg",
+        "with_communicate",
+        "rstrip",
+    ];
+    if let Some((k, _)) = b.kwargs.iter().find(|(k, _)| FIXED.contains(&k.as_str())) {
+        return Err(FnError::InvalidArgs(format!(
+            "{CMDMOD}._run() got multiple values for keyword argument '{k}'"
+        )));
+    }
+    let mut opts = RunOpts::from_bound(b, false)?;
+    opts.ignore_retcode = true;
+    opts.stdin = None;
+    let Prepared {
+        mut command,
+        shown,
+        prog,
+        cwd,
+        ..
+    } = prepare(&opts)?;
+    command
+        .stdin(Stdio::inherit())
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit());
+    let child = command.spawn().map_err(|e| {
+        FnError::Execution(format!(
+            "Unable to run command '{shown}' with the context '{}', reason: {}",
+            spawn_context(&opts, &cwd, true),
+            brine_protocol::pyrepr::os_error(&e, Some(&prog))
+        ))
+    })?;
+    let pid = child.id().unwrap_or(0);
+    // Dropped without kill_on_drop: the process runs on and is reaped when it exits.
+    drop(child);
+    Ok(map([("pid", Value::from(pid))]))
+}
+
+/// `cmd.tty`: write `echo` to /dev/ttyN or /dev/pts/N (opened as Python's `open(path, "wb")`
+/// opens it: created when missing, emptied).
+fn tty(b: &Bound) -> Result<Value, FnError> {
+    use std::io::Write;
+    let device_v = b.get("device").unwrap_or(&Value::Nil);
+    let Some(device) = device_v.as_str() else {
+        return Err(FnError::Exception(format!(
+            "AttributeError: '{}' object has no attribute 'startswith'",
+            super::args::py_type(device_v)
+                .trim_start_matches("<class '")
+                .trim_end_matches("'>")
+        )));
+    };
+    let teletype = if device.starts_with("tty") {
+        format!("/dev/{device}")
+    } else if device.starts_with("pts") {
+        format!("/dev/{}", device.replace("pts", "pts/"))
+    } else {
+        return Ok(map([(
+            "Error",
+            Value::from("The specified device is not a valid TTY"),
+        )]));
+    };
+    let failed = || {
+        Ok(map([(
+            "Error",
+            Value::from(format!("Echoing to {teletype} returned error")),
+        )]))
+    };
+    let Ok(mut file) = std::fs::File::create(&teletype) else {
+        return failed();
+    };
+    let echo = match b.get("echo") {
+        None => Vec::new(),
+        Some(Value::String(s)) => s.as_bytes().to_vec(),
+        Some(Value::Binary(bytes)) => bytes.clone(),
+        Some(other) => return Err(not_text(other)),
+    };
+    if file.write_all(&echo).and_then(|()| file.flush()).is_err() {
+        return failed();
+    }
+    Ok(map([(
+        "Success",
+        Value::from(format!("Message was successfully echoed to {teletype}")),
+    )]))
 }
 
 /// The parameters of `cmd.script` and `cmd.script_retcode`.
@@ -547,16 +1080,14 @@ async fn script_text(
         master,
         &ctx.services.cachedir,
     ));
-    let (source, saltenv, template) = (
-        source.to_string(),
-        saltenv.to_string(),
-        template.is_some(),
-    );
+    let (source, saltenv, template) = (source.to_string(), saltenv.to_string(), template.is_some());
     let ctx = ctx.clone();
     tokio::task::spawn_blocking(move || -> Result<Option<Vec<u8>>, String> {
         if template {
-            return Ok(super::cp::render_master_file(&client, &ctx, &source, &saltenv, vars)?
-                .map(String::into_bytes));
+            return Ok(
+                super::cp::render_master_file(&client, &ctx, &source, &saltenv, vars)?
+                    .map(String::into_bytes),
+            );
         }
         match client.cache_file(&source, &saltenv)? {
             Some(path) => std::fs::read(path).map(Some).map_err(|e| e.to_string()),
@@ -568,8 +1099,13 @@ async fn script_text(
     .map_err(FnError::Execution)
 }
 
-/// A new private file for the script, named as Python's `mkstemp` names them, in `dir`.
-fn script_file(dir: &Path, ext: &str) -> std::io::Result<(std::path::PathBuf, std::fs::File)> {
+/// A new private file named as Python's `mkstemp` names them (`<prefix><8 random>.<ext>`),
+/// in `dir`.
+fn script_file(
+    dir: &Path,
+    prefix: &str,
+    ext: &str,
+) -> std::io::Result<(std::path::PathBuf, std::fs::File)> {
     use std::os::unix::fs::OpenOptionsExt;
     const LETTERS: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789_";
     let mut last = None;
@@ -579,7 +1115,7 @@ fn script_file(dir: &Path, ext: &str) -> std::io::Result<(std::path::PathBuf, st
             .iter()
             .map(|b| LETTERS[*b as usize % LETTERS.len()] as char)
             .collect();
-        let path = dir.join(format!("tmp{stem}{ext}"));
+        let path = dir.join(format!("{prefix}{stem}{ext}"));
         match std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -627,7 +1163,10 @@ async fn script(
         .extension()
         .map(|e| format!(".{}", e.to_string_lossy()))
         .unwrap_or_default();
-    let dir = match b.get("cwd").filter(|v| brine_protocol::payload::py_truthy(v)) {
+    let dir = match b
+        .get("cwd")
+        .filter(|v| brine_protocol::payload::py_truthy(v))
+    {
         Some(cwd) => std::path::PathBuf::from(py_str(cwd)),
         None => std::env::temp_dir(),
     };
@@ -641,8 +1180,11 @@ async fn script(
     let Some(text) = text else {
         return Ok(cache_error());
     };
-    let (path, mut file) = script_file(&dir, &ext).map_err(|e| {
-        FnError::Execution(format!("The script could not be written in {}: {e}", dir.display()))
+    let (path, mut file) = script_file(&dir, "tmp", &ext).map_err(|e| {
+        FnError::Execution(format!(
+            "The script could not be written in {}: {e}",
+            dir.display()
+        ))
     })?;
     let mut opts = RunOpts::from_bound(b, false)?;
     let runas_uid = match &opts.runas {
@@ -667,8 +1209,9 @@ async fn script(
     let args: Vec<String> = match b.get("args") {
         None | Some(Value::Nil) => Vec::new(),
         Some(Value::Array(items)) => items.iter().map(py_str).collect(),
-        Some(v) => shlex_split(&py_str(v))
-            .map_err(|e| FnError::Exception(format!("ValueError: {e}")))?,
+        Some(v) => {
+            shlex_split(&py_str(v)).map_err(|e| FnError::Exception(format!("ValueError: {e}")))?
+        }
     };
     if !args.is_empty() {
         opts.python_shell = false;
@@ -685,7 +1228,10 @@ async fn script(
         }
         // Salt logs a command that cannot be started and answers an empty dict.
         Err(e) => {
-            tracing::error!("cmd.script: unable to run script '{}': {e:?}", path.display());
+            tracing::error!(
+                "cmd.script: unable to run script '{}': {e:?}",
+                path.display()
+            );
             Ok(Value::Map(Vec::new()))
         }
     }
@@ -873,19 +1419,27 @@ impl RunOutput {
 /// The context Salt's `cmdmod._run` names when a command cannot be started: the keyword
 /// arguments it gives `subprocess` (`env` and `stdin` left out), in its order. `stdout` and
 /// `stderr` are `subprocess.PIPE` (-1), `stderr` `subprocess.STDOUT` (-2) when merged.
-fn spawn_context(opts: &RunOpts, cwd: &str) -> String {
+/// In the background (`cmd.run_bg`) the streams are inherited (`None`) and nothing is read.
+fn spawn_context(opts: &RunOpts, cwd: &str, bg: bool) -> String {
     let py_bool = |b: bool| if b { "True" } else { "False" };
+    let (stdout, stderr) = match (bg, opts.merge_stderr) {
+        (true, _) => ("None", "None"),
+        (false, true) => ("-1", "-2"),
+        (false, false) => ("-1", "-1"),
+    };
     let mut ctx = vec![
         format!("'cwd': {}", py_repr(&Value::from(cwd))),
         format!("'shell': {}", py_bool(opts.python_shell)),
-        "'stdout': -1".to_string(),
-        format!("'stderr': {}", if opts.merge_stderr { -2 } else { -1 }),
-        "'with_communicate': True".to_string(),
+        format!("'stdout': {stdout}"),
+        format!("'stderr': {stderr}"),
+        format!("'with_communicate': {}", py_bool(!bg)),
         format!(
             "'timeout': {}",
-            opts.timeout.as_ref().map_or_else(|| "None".to_string(), py_repr)
+            opts.timeout
+                .as_ref()
+                .map_or_else(|| "None".to_string(), py_repr)
         ),
-        "'bg': False".to_string(),
+        format!("'bg': {}", py_bool(bg)),
     ];
     if let Some(v) = &opts.stdin_raw_newlines {
         ctx.push(format!("'stdin_raw_newlines': {}", py_repr(v)));
@@ -1075,8 +1629,20 @@ fn argv(opts: &RunOpts) -> Result<Vec<String>, FnError> {
     }
 }
 
-/// Run one command as `cmdmod._run` does.
-pub(crate) async fn execute(opts: &RunOpts) -> Result<RunOutput, FnError> {
+/// A command ready to start, as `cmdmod._run` sets it up (user, cwd, shell, timeout,
+/// environment checked and applied); its standard streams are left to the caller.
+struct Prepared {
+    command: tokio::process::Command,
+    /// The command as Salt's messages show it.
+    shown: String,
+    /// The program started.
+    prog: String,
+    cwd: String,
+    timeout: Option<Duration>,
+}
+
+/// Check the options and build the command as `cmdmod._run` does, up to starting it.
+fn prepare(opts: &RunOpts) -> Result<Prepared, FnError> {
     let user = match &opts.runas {
         Some(name) => Some(
             lookup_user(name)
@@ -1136,11 +1702,7 @@ pub(crate) async fn execute(opts: &RunOpts) -> Result<RunOutput, FnError> {
     };
 
     let mut command = tokio::process::Command::new(prog);
-    command
-        .args(rest)
-        .current_dir(&cwd)
-        .process_group(0)
-        .kill_on_drop(true);
+    command.args(rest).current_dir(&cwd);
     if opts.clean_env {
         command.env_clear();
     }
@@ -1190,6 +1752,25 @@ pub(crate) async fn execute(opts: &RunOpts) -> Result<RunOutput, FnError> {
             .unwrap_or_default();
         command.env("PATH", format!("{prefix}:{base}"));
     }
+    Ok(Prepared {
+        command,
+        shown,
+        prog: prog.clone(),
+        cwd,
+        timeout,
+    })
+}
+
+/// Run one command as `cmdmod._run` does.
+pub(crate) async fn execute(opts: &RunOpts) -> Result<RunOutput, FnError> {
+    let Prepared {
+        mut command,
+        shown,
+        prog,
+        cwd,
+        timeout,
+    } = prepare(opts)?;
+    command.process_group(0).kill_on_drop(true);
     command.stdin(if opts.stdin.is_some() {
         Stdio::piped()
     } else {
@@ -1222,8 +1803,8 @@ pub(crate) async fn execute(opts: &RunOpts) -> Result<RunOutput, FnError> {
     let mut child = spawned.map_err(|e| {
         FnError::Execution(format!(
             "Unable to run command '{shown}' with the context '{}', reason: {}",
-            spawn_context(opts, &cwd),
-            brine_protocol::pyrepr::os_error(&e, Some(prog))
+            spawn_context(opts, &cwd, false),
+            brine_protocol::pyrepr::os_error(&e, Some(&prog))
         ))
     })?;
     let pid = child.id().unwrap_or(0);
@@ -1625,5 +2206,253 @@ mod tests {
             .as_str()
             .unwrap()
             .starts_with("Passed invalid arguments to cmd.run: run() missing 1 required positional argument: 'cmd'"));
+    }
+
+    // Unless said otherwise, expected values are what Salt 3007.15's salt-call returned.
+    #[tokio::test]
+    async fn which_bin_and_shells() {
+        let c = ctx();
+        let sh = call(&c, "cmd.which", &[s("sh")]).await.ret;
+        let list = Value::Array(vec![s("no-such-binary-xyz"), s("sh"), s("bash")]);
+        assert_eq!(call(&c, "cmd.which_bin", &[list]).await.ret, sh);
+        assert_eq!(call(&c, "cmd.which_bin", &[s("sh")]).await.ret, sh);
+        // A dict gives its keys; a number finds nothing.
+        let dict = map([
+            ("no-such-binary-xyz", Value::from(1)),
+            ("sh", Value::from(2)),
+        ]);
+        assert_eq!(call(&c, "cmd.which_bin", &[dict]).await.ret, sh);
+        assert_eq!(
+            call(&c, "cmd.which_bin", &[Value::from(5)]).await.ret,
+            Value::Nil
+        );
+        let none = Value::Array(vec![s("no-such-binary-xyz")]);
+        assert_eq!(call(&c, "cmd.which_bin", &[none]).await.ret, Value::Nil);
+        let r = call(&c, "cmd.shells", &[]).await;
+        let listed = r.ret.as_array().unwrap();
+        assert!(listed
+            .iter()
+            .all(|v| v.as_str().is_some_and(|p| p.starts_with('/'))));
+        if std::fs::read_to_string("/etc/shells")
+            .is_ok_and(|t| t.lines().any(|l| l.trim() == "/bin/sh"))
+        {
+            assert!(listed.contains(&s("/bin/sh")));
+        }
+    }
+
+    #[tokio::test]
+    async fn shell_info_reports_versions_and_errors() {
+        let c = ctx();
+        let r = call(&c, "cmd.shell_info", &[s("foo")]).await;
+        assert_eq!(
+            r.ret,
+            map([
+                (
+                    "error",
+                    s("Salt does not know how to get the version number for foo")
+                ),
+                ("installed", Value::Nil),
+            ])
+        );
+        if which("zsh").is_none() {
+            let r = call(&c, "cmd.shell_info", &[s("zsh")]).await;
+            assert_eq!(
+                r.ret,
+                map([
+                    ("error", s("Unable to run command 'zsh --version' Reason: [Errno 2] No such file or directory: 'zsh'")),
+                    ("installed", Value::Boolean(false)),
+                ])
+            );
+        }
+        if which("bash").is_some() {
+            // Salt 3007 fails here with a TypeError (it searches bytes with a text pattern);
+            // this is the answer its code is written to give.
+            let r = call(&c, "cmd.shell_info", &[s("bash")]).await;
+            assert_eq!(get(&r.ret, "installed"), Some(&Value::Boolean(true)));
+            assert_eq!(get(&r.ret, "path").cloned(), which("bash").map(Value::from));
+            let raw = get(&r.ret, "version_raw").and_then(Value::as_str).unwrap();
+            let version = get(&r.ret, "version").and_then(Value::as_str).unwrap();
+            assert!(raw.starts_with(version), "{raw} {version}");
+            assert_eq!(version.split('.').count(), 3);
+            let r = call(&c, "cmd.shell_info", &[s("bash-test-error")]).await;
+            let keys: Vec<&str> = r
+                .ret
+                .as_map()
+                .unwrap()
+                .iter()
+                .map(|(k, _)| k.as_str().unwrap())
+                .collect();
+            assert_eq!(keys, ["installed", "path", "error", "stdout"]);
+            assert_eq!(get(&r.ret, "installed"), Some(&Value::Nil));
+        }
+    }
+
+    #[tokio::test]
+    async fn exec_code_runs_the_code_from_a_temporary_file() {
+        let r = run(
+            "cmd.exec_code_all",
+            &[
+                s("sh"),
+                s("echo $0; echo \"$@\"; echo e >&2; exit 3"),
+                kw(&[("args", Value::Array(vec![s("a"), Value::from(2)]))]),
+            ],
+        )
+        .await;
+        assert_eq!(r.retcode, 3);
+        assert_eq!(get(&r.ret, "retcode"), Some(&Value::from(3)));
+        assert_eq!(get(&r.ret, "stderr"), Some(&s("e")));
+        let out = get(&r.ret, "stdout").and_then(Value::as_str).unwrap();
+        let (file, args) = out.split_once('\n').unwrap();
+        assert_eq!(args, "a 2");
+        let name = Path::new(file).file_name().unwrap().to_str().unwrap();
+        assert!(
+            name.starts_with("__salt.tmp.") && name.len() == 19,
+            "{name}"
+        );
+        assert!(!Path::new(file).exists(), "the file is removed");
+        // A string is one argument; cwd and env as for run_all; exec_code gives stdout.
+        let dir = tempfile::tempdir().unwrap();
+        let r = run(
+            "cmd.exec_code",
+            &[
+                s("sh"),
+                s("echo \"$1\" $FOO; pwd -P"),
+                kw(&[
+                    ("args", s("x y")),
+                    ("cwd", s(dir.path().to_str().unwrap())),
+                    ("env", map([("FOO", s("bar"))])),
+                ]),
+            ],
+        )
+        .await;
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        assert_eq!(r.ret, s(&format!("x y bar\n{}", real.display())));
+        let r = run("cmd.exec_code", &[s("sh"), s("exit 4")]).await;
+        assert_eq!((r.ret, r.retcode), (s(""), 4));
+        let r = run(
+            "cmd.exec_code_all",
+            &[
+                s("sh"),
+                s("x"),
+                kw(&[("python_shell", Value::Boolean(true))]),
+            ],
+        )
+        .await;
+        assert!(r.ret.as_str().unwrap().starts_with("Passed invalid arguments to cmd.exec_code_all: salt.loaded.int.module.cmdmod.run_all() got multiple values for keyword argument 'python_shell'\n"));
+        let r = run(
+            "cmd.exec_code_all",
+            &[s("sh"), s("x"), kw(&[("cmd", s("y"))])],
+        )
+        .await;
+        assert!(r.ret.as_str().unwrap().starts_with("Passed invalid arguments to cmd.exec_code_all: run_all() got multiple values for argument 'cmd'\n"));
+        let r = run("cmd.exec_code", &[s("sh"), Value::from(5)]).await;
+        assert!(r.ret.as_str().unwrap().starts_with("Passed invalid arguments to cmd.exec_code: expected str, bytes, or bytearray not <class 'int'>\n"));
+        let r = run("cmd.exec_code", &[Value::from(5), s("x")]).await;
+        assert_eq!(r.ret, s("The minion function caused an exception: AttributeError: 'int' object has no attribute 'lower'"));
+        let r = run("cmd.exec_code_all", &[s("nosuchlang-xyz"), s("x")]).await;
+        let text = r.ret.as_str().unwrap();
+        assert!(
+            text.starts_with("ERROR: Unable to run command '['nosuchlang-xyz', '"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("', reason: [Errno 2] No such file or directory: 'nosuchlang-xyz'"),
+            "{text}"
+        );
+    }
+
+    #[tokio::test]
+    async fn run_bg_returns_the_pid_of_a_running_process() {
+        let r = run("cmd.run_bg", &[s("exec sleep 60")]).await;
+        assert_eq!(r.retcode, 0);
+        let keys: Vec<&str> = r
+            .ret
+            .as_map()
+            .unwrap()
+            .iter()
+            .map(|(k, _)| k.as_str().unwrap())
+            .collect();
+        assert_eq!(keys, ["pid"]);
+        let pid = get(&r.ret, "pid").and_then(Value::as_u64).unwrap();
+        // Still running (as sh, or as sleep once sh has exec'd it): it was not waited for.
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(str::trim)
+                .unwrap_or_default()
+                .to_string()
+        };
+        assert!(!field("State:").starts_with('Z'), "{status}");
+        assert_eq!(field("PPid:"), std::process::id().to_string(), "{status}");
+        #[allow(unsafe_code)]
+        // SAFETY: kill(2) with plain integers, on the process this test started.
+        unsafe {
+            libc::kill(libc::pid_t::try_from(pid).unwrap(), libc::SIGKILL);
+        }
+        let r = run("cmd.run_bg", &[s("true"), kw(&[("stdin", s("x"))])]).await;
+        assert!(r.ret.as_str().unwrap().starts_with("Passed invalid arguments to cmd.run_bg: salt.loaded.int.module.cmdmod._run() got multiple values for keyword argument 'stdin'\n"));
+        let r = run(
+            "cmd.run_bg",
+            &[s("true"), kw(&[("cwd", s("/nonexistent/dir"))])],
+        )
+        .await;
+        assert_eq!(
+            r.ret,
+            s("ERROR: Specified cwd '/nonexistent/dir' either not absolute or does not exist")
+        );
+        let r = run(
+            "cmd.run_bg",
+            &[
+                s("nosuch-binary-xyz"),
+                kw(&[("python_shell", Value::Boolean(false)), ("cwd", s("/"))]),
+            ],
+        )
+        .await;
+        assert_eq!(r.ret, s("ERROR: Unable to run command '['nosuch-binary-xyz']' with the context '{'cwd': '/', 'shell': False, 'stdout': None, 'stderr': None, 'with_communicate': False, 'timeout': None, 'bg': True, 'close_fds': True}', reason: [Errno 2] No such file or directory: 'nosuch-binary-xyz'"));
+    }
+
+    #[tokio::test]
+    async fn tty_writes_to_the_named_terminal() {
+        let c = ctx();
+        let r = call(&c, "cmd.tty", &[s("foo"), s("hi")]).await;
+        assert_eq!(
+            r.ret,
+            map([("Error", s("The specified device is not a valid TTY"))])
+        );
+        let r = call(
+            &c,
+            "cmd.tty",
+            &[s("pts/../../nonexistent-brine-dir/x"), s("hi")],
+        )
+        .await;
+        assert_eq!(
+            r.ret,
+            map([(
+                "Error",
+                s("Echoing to /dev/pts//../../nonexistent-brine-dir/x returned error")
+            )])
+        );
+        let r = call(&c, "cmd.tty", &[Value::from(5), s("hi")]).await;
+        assert_eq!(r.ret, s("The minion function caused an exception: AttributeError: 'int' object has no attribute 'startswith'"));
+        // Through /dev/pts/.. a path that is no terminal shows what is written (not in Salt's
+        // answers: it needs a writable place under /dev).
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out");
+        let rel = target.to_str().unwrap().trim_start_matches('/');
+        if Path::new("/dev/pts").is_dir() && !rel.contains("pts") {
+            let device = format!("pts/../../{rel}");
+            let r = call(&c, "cmd.tty", &[s(&device), s("hello")]).await;
+            let teletype = format!("/dev/pts//../../{rel}");
+            assert_eq!(
+                r.ret,
+                map([(
+                    "Success",
+                    s(&format!("Message was successfully echoed to {teletype}"))
+                )])
+            );
+            assert_eq!(std::fs::read_to_string(&target).unwrap(), "hello");
+        }
     }
 }

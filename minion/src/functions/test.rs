@@ -4,8 +4,8 @@ use std::time::{Duration, Instant};
 
 use rmpv::Value;
 
-use super::{Context};
 use super::args::{py_int, py_repr, py_type, Bound, Signature};
+use super::Context;
 use super::{CallState, FnError, Spec, SALT_VERSION};
 use brine_protocol::payload::{get, map};
 
@@ -32,6 +32,21 @@ pub enum Fun {
     Versions,
     VersionsInformation,
     VersionsReport,
+    RandStr,
+    RandomHash,
+    Collatz,
+    Assertion,
+    AttrCall,
+    ConfTest,
+    CrossTest,
+    GetOpts,
+    ModuleReport,
+    OptsPkg,
+    RandSleep,
+    Stack,
+    Try,
+    Tty,
+    DeprecationWarning,
 }
 
 const ARGS_KWARGS: Signature = Signature::new(&[], 0, true, true);
@@ -58,6 +73,21 @@ impl Fun {
         Fun::Versions,
         Fun::VersionsInformation,
         Fun::VersionsReport,
+        Fun::RandStr,
+        Fun::RandomHash,
+        Fun::Collatz,
+        Fun::Assertion,
+        Fun::AttrCall,
+        Fun::ConfTest,
+        Fun::CrossTest,
+        Fun::GetOpts,
+        Fun::ModuleReport,
+        Fun::OptsPkg,
+        Fun::RandSleep,
+        Fun::Stack,
+        Fun::Try,
+        Fun::Tty,
+        Fun::DeprecationWarning,
     ];
 
     pub(crate) fn spec(self) -> Spec {
@@ -306,6 +336,192 @@ impl Fun {
         salt '*' test.versions_report
     ",
             ),
+            Fun::RandStr | Fun::RandomHash => (
+                if self == Fun::RandStr {
+                    "test.rand_str"
+                } else {
+                    "test.random_hash"
+                },
+                if self == Fun::RandStr {
+                    "rand_str"
+                } else {
+                    "random_hash"
+                },
+                Signature::new(&["size", "hash_type"], 0, false, false),
+                "
+    Pick a random whole number from 0 to size (default 9999999999) and return the
+    hex digest of its decimal text, hashed with hash_type (default: the minion's
+    hash_type option). test.rand_str is the older name of test.random_hash.
+
+    CLI Example:
+
+        salt '*' test.random_hash
+        salt '*' test.random_hash size=100 hash_type=sha512
+    ",
+            ),
+            Fun::Collatz => (
+                "test.collatz",
+                "collatz",
+                Signature::new(&["start"], 1, false, false),
+                "
+    Follow the Collatz sequence from the given number down to 1 (a load test);
+    returns the numbers met before 1 and the seconds it took.
+
+    CLI Example:
+
+        salt '*' test.collatz 27
+    ",
+            ),
+            Fun::Assertion => (
+                "test.assertion",
+                "assertion",
+                Signature::new(&["assertion"], 1, false, false),
+                "
+    Fail with an AssertionError when the given value is false; return None
+    otherwise.
+
+    CLI Example:
+
+        salt '*' test.assertion False
+    ",
+            ),
+            Fun::AttrCall => (
+                "test.attr_call",
+                "attr_call",
+                Signature::NONE,
+                "
+    Return the result of grains.items, called from inside this module.
+
+    CLI Example:
+
+        salt '*' test.attr_call
+    ",
+            ),
+            Fun::ConfTest => (
+                "test.conf_test",
+                "conf_test",
+                Signature::NONE,
+                "
+    Return config.option's value for test.foo ('unconfigured' unless set).
+
+    CLI Example:
+
+        salt '*' test.conf_test
+    ",
+            ),
+            Fun::CrossTest => (
+                "test.cross_test",
+                "cross_test",
+                Signature::new(&["func", "args"], 1, false, false),
+                "
+    Call another function of this minion with the given list of positional
+    arguments and return what it returns.
+
+    CLI Example:
+
+        salt '*' test.cross_test test.echo '[hello]'
+    ",
+            ),
+            Fun::GetOpts => (
+                "test.get_opts",
+                "get_opts",
+                Signature::NONE,
+                "
+    Return the options this minion runs with (its grains and pillar included).
+
+    CLI Example:
+
+        salt '*' test.get_opts
+    ",
+            ),
+            Fun::ModuleReport => (
+                "test.module_report",
+                "module_report",
+                Signature::NONE,
+                "
+    Report the functions this minion offers, in the lists Salt's loader report
+    uses.
+
+    CLI Example:
+
+        salt '*' test.module_report
+    ",
+            ),
+            Fun::OptsPkg => (
+                "test.opts_pkg",
+                "opts_pkg",
+                Signature::NONE,
+                "
+    Return the minion's options together with its grains, as used to compile
+    states on the master's side.
+
+    CLI Example:
+
+        salt '*' test.opts_pkg
+    ",
+            ),
+            Fun::RandSleep => (
+                "test.rand_sleep",
+                "rand_sleep",
+                Signature::new(&["max"], 0, false, false),
+                "
+    Wait a random whole number of seconds from 0 to max (default 60), then return
+    True.
+
+    CLI Example:
+
+        salt '*' test.rand_sleep 60
+    ",
+            ),
+            Fun::Stack => (
+                "test.stack",
+                "stack",
+                Signature::NONE,
+                "
+    Return the minion's current call stack as text.
+
+    CLI Example:
+
+        salt '*' test.stack
+    ",
+            ),
+            Fun::Try => (
+                "test.try",
+                "try_",
+                Signature::new(&["module", "return_try_exception"], 1, false, true),
+                "
+    Call the named function with the given keyword arguments; when it fails,
+    return None, or a description of the error when return_try_exception is True.
+
+    CLI Example:
+
+        salt '*' test.try test.arg return_try_exception=True
+    ",
+            ),
+            Fun::Tty => (
+                "test.tty",
+                "tty",
+                ARGS_KWARGS,
+                "
+    Replaced by cmd.tty; always answers with an error text saying so.
+
+    CLI Example:
+
+        salt '*' test.tty tty0 'a message'
+    ",
+            ),
+            Fun::DeprecationWarning => (
+                "test.deprecation_warning",
+                "deprecation_warning",
+                Signature::NONE,
+                "
+    Log two test deprecation warnings and return True.
+
+    CLI Example:
+
+        salt '*' test.deprecation_warning
+    ",
+            ),
         };
         Spec {
             name,
@@ -316,7 +532,12 @@ impl Fun {
         }
     }
 
-    pub(crate) async fn run(self, ctx: &Context, b: &Bound, st: &mut CallState) -> Result<Value, FnError> {
+    pub(crate) async fn run(
+        self,
+        ctx: &Context,
+        b: &Bound,
+        st: &mut CallState,
+    ) -> Result<Value, FnError> {
         Ok(match self {
             Fun::Arg => args_and_kwargs(b, |_| true),
             Fun::ArgClean => args_and_kwargs(b, |k| !k.starts_with("__")),
@@ -384,8 +605,348 @@ impl Fun {
             Fun::Version => Value::from(SALT_VERSION),
             Fun::Versions | Fun::VersionsReport => Value::from(versions_report().join("\n")),
             Fun::VersionsInformation => versions_information(),
+            Fun::RandStr | Fun::RandomHash => random_hash(ctx, b)?,
+            Fun::Collatz => collatz(b.get("start").unwrap_or(&Value::Nil)).await?,
+            Fun::Assertion => {
+                if !brine_protocol::payload::py_truthy(b.get("assertion").unwrap_or(&Value::Nil)) {
+                    return Err(FnError::Exception("AssertionError".into()));
+                }
+                Value::Nil
+            }
+            Fun::AttrCall => {
+                let (ret, retcode) = call_boxed(ctx, "grains.items", Vec::new(), Vec::new())
+                    .await
+                    .unwrap_or_else(|| Ok((Value::Map(Vec::new()), 0)))?;
+                st.retcode = retcode;
+                ret
+            }
+            Fun::ConfTest => super::config::option(ctx, "test.foo")?,
+            Fun::GetOpts | Fun::OptsPkg => super::config::opts(ctx),
+            Fun::CrossTest => cross_test(ctx, b, st).await?,
+            Fun::ModuleReport => module_report(),
+            Fun::RandSleep => {
+                let secs = py_randint(b.get("max").unwrap_or(&Value::from(60)))?;
+                tokio::time::sleep(Duration::from_secs(secs)).await;
+                Value::Boolean(true)
+            }
+            Fun::Stack => Value::from(std::backtrace::Backtrace::force_capture().to_string()),
+            Fun::Try => try_call(ctx, b, st).await,
+            Fun::Tty => Value::from("ERROR: This function has been moved to cmd.tty"),
+            Fun::DeprecationWarning => {
+                tracing::warn!("test.deprecation_warning: a test warning about a feature going away in Salt 3108");
+                tracing::warn!("test.deprecation_warning: a test warning about a feature going away on 3000-01-01");
+                Value::Boolean(true)
+            }
         })
     }
+}
+
+/// What calling another function gives: `None` when there is no such function, else its
+/// return and retcode or its failure.
+type Called<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Option<Result<(Value, i32), FnError>>> + Send + 'a>,
+>;
+
+/// Run another function of this minion as Python code calls it (`__salt__[name](*args,
+/// **kwargs)`). Boxed: a call can come back here.
+fn call_boxed<'a>(
+    ctx: &'a Context,
+    name: &'a str,
+    args: Vec<Value>,
+    kwargs: Vec<(String, Value)>,
+) -> Called<'a> {
+    Box::pin(async move {
+        let function = super::Function::from_name(name)?;
+        Some(super::invoke_bound(ctx, function, args, kwargs).await)
+    })
+}
+
+/// The `KeyError` of `__salt__[name]` for a function this minion does not have.
+fn no_such_function(name: &Value) -> FnError {
+    FnError::Exception(format!("KeyError: {}", py_repr(name)))
+}
+
+/// `test.cross_test`: `__salt__[func](*args)`; the called function's retcode is the job's.
+async fn cross_test(ctx: &Context, b: &Bound, st: &mut CallState) -> Result<Value, FnError> {
+    let func = b.get("func").cloned().unwrap_or(Value::Nil);
+    let name = func.as_str().unwrap_or_default().to_string();
+    let Some(function) = super::Function::from_name(&name).filter(|_| func.is_str()) else {
+        return Err(no_such_function(&func));
+    };
+    // Python's `*args` takes any iterable: a string gives its characters, a dict its keys.
+    let args =
+        match b.get("args") {
+            None | Some(Value::Nil) => Vec::new(),
+            Some(Value::Array(items)) => items.clone(),
+            Some(Value::Map(entries)) => entries.iter().map(|(k, _)| k.clone()).collect(),
+            Some(Value::String(s)) if s.as_str().is_some() => s
+                .as_str()
+                .unwrap_or_default()
+                .chars()
+                .map(|c| Value::from(c.to_string()))
+                .collect(),
+            Some(other) => {
+                let spec = function.spec();
+                let module = name.split('.').next().unwrap_or_default();
+                let file = super::provider(module, ctx).unwrap_or(module);
+                return Err(FnError::InvalidArgs(format!(
+                "salt.loaded.int.module.{file}.{}() argument after * must be an iterable, not {}",
+                spec.pyname,
+                py_type(other).trim_start_matches("<class '").trim_end_matches("'>")
+            )));
+            }
+        };
+    let (ret, retcode) = call_boxed(ctx, &name, args, Vec::new())
+        .await
+        .ok_or_else(|| no_such_function(&func))??;
+    st.retcode = retcode;
+    Ok(ret)
+}
+
+/// `test.try`: `__salt__[module](**kwargs)`, `None` (or the error's Python repr when
+/// `return_try_exception` is true) when that fails. The `__pub_*` keywords are passed on too,
+/// so a function without `**kwargs` fails on them, as in Salt.
+async fn try_call(ctx: &Context, b: &Bound, st: &mut CallState) -> Value {
+    let module = b.get("module").cloned().unwrap_or(Value::Nil);
+    let outcome = match module.as_str() {
+        Some(name) => call_boxed(ctx, name, Vec::new(), b.kwargs.clone()).await,
+        None => None,
+    }
+    .unwrap_or_else(|| Err(no_such_function(&module)));
+    match outcome {
+        Ok((ret, retcode)) => {
+            st.retcode = retcode;
+            ret
+        }
+        Err(e)
+            if b.get("return_try_exception")
+                .is_some_and(brine_protocol::payload::py_truthy) =>
+        {
+            Value::from(exception_repr(&e))
+        }
+        Err(_) => Value::Nil,
+    }
+}
+
+/// The Python `repr()` of the exception a failure stands for (`TypeError("...")`).
+fn exception_repr(e: &FnError) -> String {
+    let (class, msg) = match e {
+        FnError::InvalidArgs(m) => ("TypeError", Some(m.as_str())),
+        FnError::Invocation(m) => ("SaltInvocationError", Some(m.as_str())),
+        FnError::Execution(m) => ("CommandExecutionError", Some(m.as_str())),
+        FnError::Exception(m) => match m.split_once(": ") {
+            Some((class, msg)) if !class.contains(' ') => (class, Some(msg)),
+            _ if !m.contains(' ') => (m.as_str(), None),
+            _ => ("Exception", Some(m.as_str())),
+        },
+    };
+    match msg {
+        Some(msg) => format!("{class}({})", py_repr(&Value::from(msg))),
+        None => format!("{class}()"),
+    }
+}
+
+/// `test.module_report`: Salt 3007's loader iterates only `module.function` names, so every
+/// function is in `functions` and in both `missing_*` lists and the other lists are empty.
+fn module_report() -> Value {
+    let functions = Value::Array(
+        super::list_functions()
+            .into_iter()
+            .map(Value::from)
+            .collect(),
+    );
+    map([
+        ("functions", functions.clone()),
+        ("function_attrs", Value::Array(Vec::new())),
+        ("function_subs", Value::Array(Vec::new())),
+        ("modules", Value::Array(Vec::new())),
+        ("module_attrs", Value::Array(Vec::new())),
+        ("missing_attrs", functions.clone()),
+        ("missing_subs", functions),
+    ])
+}
+
+/// The name of a Python type for its error messages (`'int'`, `'NoneType'`).
+fn type_name(v: &Value) -> &'static str {
+    py_type(v)
+        .trim_start_matches("<class '")
+        .trim_end_matches("'>")
+}
+
+/// Python's `random.randint(0, upper)`, with its errors for a bad `upper`.
+fn py_randint(upper: &Value) -> Result<u64, FnError> {
+    let value_error = |m: String| FnError::Exception(format!("ValueError: {m}"));
+    let n: i128 = match upper {
+        Value::Boolean(b) => i128::from(*b),
+        Value::Integer(i) => i
+            .as_i64()
+            .map(i128::from)
+            .or_else(|| i.as_u64().map(i128::from))
+            .unwrap_or_default(),
+        Value::F32(_) | Value::F64(_) => {
+            let f = upper.as_f64().unwrap_or_default();
+            if f.is_nan() {
+                return Err(value_error("cannot convert float NaN to integer".into()));
+            }
+            if f.is_infinite() {
+                return Err(FnError::Exception(
+                    "OverflowError: cannot convert float infinity to integer".into(),
+                ));
+            }
+            if f.fract() != 0.0 {
+                return Err(value_error("non-integer stop for randrange()".into()));
+            }
+            f as i128
+        }
+        Value::String(s) if s.as_str().is_some() => {
+            return Err(FnError::InvalidArgs(
+                "can only concatenate str (not \"int\") to str".into(),
+            ))
+        }
+        Value::Array(_) => {
+            return Err(FnError::InvalidArgs(
+                "can only concatenate list (not \"int\") to list".into(),
+            ))
+        }
+        Value::String(_) | Value::Binary(_) => {
+            return Err(FnError::InvalidArgs("can't concat int to bytes".into()))
+        }
+        other => {
+            return Err(FnError::InvalidArgs(format!(
+                "unsupported operand type(s) for +: '{}' and 'int'",
+                type_name(other)
+            )))
+        }
+    };
+    if n < 0 {
+        return Err(value_error(format!(
+            "empty range for randrange() (0, {}, {})",
+            n + 1,
+            n + 1
+        )));
+    }
+    let top = u64::try_from(n).unwrap_or(u64::MAX);
+    Ok(if top == u64::MAX {
+        rand::random::<u64>()
+    } else {
+        rand::random::<u64>() % (top + 1)
+    })
+}
+
+/// `test.random_hash`: the hex digest of a random number's decimal text. The hash is looked
+/// up before the number is drawn, as in Salt.
+fn random_hash(ctx: &Context, b: &Bound) -> Result<Value, FnError> {
+    let hash_type = match b.get("hash_type") {
+        Some(v) if brine_protocol::payload::py_truthy(v) => v.clone(),
+        _ => ctx
+            .services
+            .opts
+            .get("hash_type")
+            .and_then(serde_json::Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map_or_else(|| Value::from("sha256"), Value::from),
+    };
+    let Some(name) = hash_type.as_str() else {
+        return Err(FnError::InvalidArgs(format!(
+            "attribute name must be string, not '{}'",
+            type_name(&hash_type)
+        )));
+    };
+    // hashlib's attribute names are case-sensitive; HashType::parse is not.
+    let kind = (name == name.to_ascii_lowercase())
+        .then(|| brine_protocol::crypt::HashType::parse(name))
+        .flatten();
+    let Some(kind) = kind else {
+        return Err(match name {
+            "shake_128" | "shake_256" => FnError::InvalidArgs(
+                "hexdigest() missing required argument 'length' (pos 1)".into(),
+            ),
+            // Python has these; Brine does not compute them.
+            "sha3_224" | "sha3_256" | "sha3_384" | "sha3_512" | "blake2b" | "blake2s" => {
+                FnError::Exception(format!("ValueError: unsupported hash type {name}"))
+            }
+            _ => FnError::Exception(format!(
+                "AttributeError: module 'hashlib' has no attribute {}",
+                py_repr(&hash_type)
+            )),
+        });
+    };
+    let size = b
+        .get("size")
+        .cloned()
+        .unwrap_or(Value::from(9_999_999_999u64));
+    let number = py_randint(&size)?;
+    Ok(Value::from(brine_protocol::crypt::hash_hex(
+        number.to_string().as_bytes(),
+        kind,
+    )))
+}
+
+/// A number of `test.collatz`: Python's `start / 2` makes it a float for good.
+#[derive(Debug, Clone, Copy)]
+enum CollatzNum {
+    Int(i128),
+    Float(f64),
+}
+
+/// A Python int as Salt sends it: msgpack has no room for one past 64 bits, so Salt's
+/// serializer sends those as their decimal text.
+fn big_int(i: i128) -> Value {
+    if let Ok(v) = i64::try_from(i) {
+        Value::from(v)
+    } else if let Ok(v) = u64::try_from(i) {
+        Value::from(v)
+    } else {
+        Value::from(i.to_string())
+    }
+}
+
+/// `test.collatz`: `[steps, seconds]`. A start below 1 never reaches 1: Salt's loop runs
+/// (and grows its list) until the minion's memory runs out; Brine refuses it instead.
+async fn collatz(start: &Value) -> Result<Value, FnError> {
+    let began = Instant::now();
+    let n = py_int(start).map_err(|e| {
+        if e.starts_with("int() argument must be") {
+            FnError::InvalidArgs(e)
+        } else if e.starts_with("cannot convert float infinity") {
+            FnError::Exception(format!("OverflowError: {e}"))
+        } else {
+            FnError::Exception(format!("ValueError: {e}"))
+        }
+    })?;
+    if n < 1 {
+        return Err(FnError::Invocation(format!(
+            "the Collatz sequence from {n} never reaches 1: give a start of 1 or more"
+        )));
+    }
+    let mut steps = Vec::new();
+    let mut cur = CollatzNum::Int(i128::from(n));
+    loop {
+        cur = match cur {
+            CollatzNum::Int(1) => break,
+            CollatzNum::Int(i) => {
+                steps.push(big_int(i));
+                if i % 2 == 0 {
+                    CollatzNum::Float(i as f64 / 2.0)
+                } else {
+                    CollatzNum::Int(i * 3 + 1)
+                }
+            }
+            CollatzNum::Float(1.0) => break,
+            CollatzNum::Float(f) => {
+                steps.push(Value::F64(f));
+                if f % 2.0 == 0.0 {
+                    CollatzNum::Float(f / 2.0)
+                } else {
+                    CollatzNum::Float(f * 3.0 + 1.0)
+                }
+            }
+        };
+    }
+    Ok(Value::Array(vec![
+        Value::Array(steps),
+        Value::F64(began.elapsed().as_secs_f64()),
+    ]))
 }
 
 fn args_and_kwargs(b: &Bound, keep: impl Fn(&str) -> bool) -> Value {
@@ -755,5 +1316,273 @@ mod tests {
         assert!(text.contains("\nSystem Versions:\n"));
         assert!(text.ends_with("\n "));
         assert_eq!(call(&ctx(), "test.versions", &[]).await.ret, report);
+    }
+
+    // Expected values below are what Salt 3007.15's salt-call returned for the same calls.
+    #[tokio::test]
+    async fn random_hash_hashes_the_number_with_salts_errors() {
+        let c = ctx();
+        let zero = |hash: &str| {
+            let mut a = vec![kw(&[("size", Value::from(0))])];
+            if !hash.is_empty() {
+                a = vec![kw(&[("size", Value::from(0)), ("hash_type", s(hash))])];
+            }
+            a
+        };
+        // No hash_type and no hash_type option: sha256, Salt's default.
+        let r = call(&c, "test.random_hash", &zero("")).await;
+        assert_eq!(
+            r.ret,
+            s("5feceb66ffc86f38d952786c6d696c79c2dbc239dd4e91b46729d73a27fb57e9")
+        );
+        assert_eq!(
+            call(&c, "test.rand_str", &zero("md5")).await.ret,
+            s("cfcd208495d565ef66e7dff9f98764da")
+        );
+        assert_eq!(
+            call(&c, "test.random_hash", &zero("sha1")).await.ret,
+            s("b6589fc6ab0dc82cf12099d1c2d40ab994e8410c")
+        );
+        let r = call(&c, "test.random_hash", &[]).await;
+        assert_eq!(r.ret.as_str().map(str::len), Some(64));
+        let r = call(&c, "test.random_hash", &[kw(&[("size", Value::from(-5))])]).await;
+        assert_eq!(
+            (r.ret, r.retcode),
+            (
+                s("The minion function caused an exception: ValueError: empty range for randrange() (0, -4, -4)"),
+                1
+            )
+        );
+        let r = call(&c, "test.random_hash", &[kw(&[("size", Value::F64(3.5))])]).await;
+        assert_eq!(
+            r.ret,
+            s("The minion function caused an exception: ValueError: non-integer stop for randrange()")
+        );
+        let r = call(&c, "test.random_hash", &[kw(&[("size", s("abc"))])]).await;
+        assert!(r.ret.as_str().unwrap().starts_with(
+            "Passed invalid arguments to test.random_hash: can only concatenate str (not \"int\") to str\n"
+        ));
+        let r = call(&c, "test.random_hash", &[kw(&[("hash_type", s("MD5"))])]).await;
+        assert_eq!(
+            r.ret,
+            s("The minion function caused an exception: AttributeError: module 'hashlib' has no attribute 'MD5'")
+        );
+        let r = call(
+            &c,
+            "test.random_hash",
+            &[kw(&[("hash_type", s("shake_128"))])],
+        )
+        .await;
+        assert!(r.ret.as_str().unwrap().starts_with(
+            "Passed invalid arguments to test.random_hash: hexdigest() missing required argument 'length' (pos 1)"
+        ));
+    }
+
+    #[tokio::test]
+    async fn collatz_steps_turn_to_floats_as_in_python() {
+        let c = ctx();
+        let r = call(&c, "test.collatz", &[Value::from(3)]).await;
+        let items = r.ret.as_array().unwrap();
+        let f = Value::F64;
+        assert_eq!(
+            items[0],
+            Value::Array(vec![
+                Value::from(3),
+                Value::from(10),
+                f(5.0),
+                f(16.0),
+                f(8.0),
+                f(4.0),
+                f(2.0)
+            ])
+        );
+        assert!(items[1].is_f64());
+        let r = call(&c, "test.collatz", &[Value::F64(6.5)]).await;
+        assert_eq!(
+            r.ret.as_array().unwrap()[0].as_array().unwrap()[..3],
+            [Value::from(6), f(3.0), f(10.0)]
+        );
+        let r = call(&c, "test.collatz", &[Value::from(1)]).await;
+        assert_eq!(r.ret.as_array().unwrap()[0], Value::Array(vec![]));
+        let r = call(&c, "test.collatz", &[Value::from(27)]).await;
+        let steps = r.ret.as_array().unwrap()[0].as_array().unwrap().clone();
+        assert_eq!(steps.len(), 111);
+        assert_eq!(steps[..3], [Value::from(27), Value::from(82), f(41.0)]);
+        assert!(steps.contains(&f(9232.0)));
+        let r = call(&c, "test.collatz", &[s("abc")]).await;
+        assert_eq!(
+            r.ret,
+            s("The minion function caused an exception: ValueError: invalid literal for int() with base 10: 'abc'")
+        );
+        let r = call(&c, "test.collatz", &[Value::Array(vec![Value::from(1)])]).await;
+        assert!(r.ret.as_str().unwrap().starts_with(
+            "Passed invalid arguments to test.collatz: int() argument must be a string, a bytes-like object or a real number, not 'list'"
+        ));
+    }
+
+    #[tokio::test]
+    async fn collatz_below_one_is_refused() {
+        // Salt's loop never ends for these (until memory runs out); Brine answers at once.
+        let r = call(&ctx(), "test.collatz", &[Value::from(0)]).await;
+        assert_eq!(
+            (r.ret, r.retcode),
+            (
+                s("ERROR executing 'test.collatz': the Collatz sequence from 0 never reaches 1: give a start of 1 or more"),
+                1
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn assertion_tty_conf_test_and_report() {
+        let c = ctx();
+        let r = call(&c, "test.assertion", &[Value::Boolean(false)]).await;
+        assert_eq!(
+            (r.ret, r.retcode),
+            (
+                s("The minion function caused an exception: AssertionError"),
+                1
+            )
+        );
+        let r = call(&c, "test.assertion", &[Value::Array(vec![])]).await;
+        assert_eq!(r.retcode, 1);
+        let r = call(&c, "test.assertion", &[Value::Boolean(true)]).await;
+        assert_eq!((r.ret, r.retcode), (Value::Nil, 0));
+        let r = call(&c, "test.tty", &[s("a"), kw(&[("c", Value::from(1))])]).await;
+        assert_eq!(
+            (r.ret, r.retcode),
+            (s("ERROR: This function has been moved to cmd.tty"), 0)
+        );
+        assert_eq!(call(&c, "test.conf_test", &[]).await.ret, s("unconfigured"));
+        assert_eq!(
+            call(&c, "test.deprecation_warning", &[]).await.ret,
+            Value::Boolean(true)
+        );
+        let report = call(&c, "test.module_report", &[]).await.ret;
+        let keys: Vec<&str> = report
+            .as_map()
+            .unwrap()
+            .iter()
+            .map(|(k, _)| k.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "functions",
+                "function_attrs",
+                "function_subs",
+                "modules",
+                "module_attrs",
+                "missing_attrs",
+                "missing_subs"
+            ]
+        );
+        let functions = get(&report, "functions").unwrap();
+        assert!(functions
+            .as_array()
+            .unwrap()
+            .contains(&s("test.module_report")));
+        assert_eq!(get(&report, "missing_subs"), Some(functions));
+        assert_eq!(get(&report, "modules"), Some(&Value::Array(vec![])));
+        let opts = call(&c, "test.get_opts", &[]).await.ret;
+        assert!(get(&opts, "grains").is_some_and(|g| get(g, "os") == Some(&s("Debian"))));
+        assert!(get(&opts, "pillar").is_some());
+        assert_eq!(call(&c, "test.opts_pkg", &[]).await.ret, opts);
+        assert_eq!(call(&c, "test.attr_call", &[]).await.ret, *c.grains);
+        let r = call(&c, "test.stack", &[]).await;
+        assert!(r.ret.is_str() && r.retcode == 0);
+        let r = call(&c, "test.rand_sleep", &[Value::from(0)]).await;
+        assert_eq!(r.ret, Value::Boolean(true));
+        let r = call(&c, "test.rand_sleep", &[Value::from(-1)]).await;
+        assert_eq!(
+            r.ret,
+            s("The minion function caused an exception: ValueError: empty range for randrange() (0, 0, 0)")
+        );
+    }
+
+    #[tokio::test]
+    async fn cross_test_calls_another_function() {
+        let c = ctx();
+        let r = call(
+            &c,
+            "test.cross_test",
+            &[s("test.echo"), Value::Array(vec![s("hi")])],
+        )
+        .await;
+        assert_eq!(r.ret, s("hi"));
+        // A string is iterated: one argument per character.
+        let r = call(&c, "test.cross_test", &[s("test.arg"), s("abc")]).await;
+        assert_eq!(
+            get(&r.ret, "args"),
+            Some(&Value::Array(vec![s("a"), s("b"), s("c")]))
+        );
+        let r = call(
+            &c,
+            "test.cross_test",
+            &[s("test.retcode"), Value::Array(vec![Value::from(3)])],
+        )
+        .await;
+        assert_eq!((r.ret, r.retcode), (Value::Boolean(true), 3));
+        let r = call(&c, "test.cross_test", &[s("nosuch.fn")]).await;
+        assert_eq!(
+            r.ret,
+            s("The minion function caused an exception: KeyError: 'nosuch.fn'")
+        );
+        let r = call(&c, "test.cross_test", &[s("test.echo")]).await;
+        assert!(r.ret.as_str().unwrap().starts_with(
+            "Passed invalid arguments to test.cross_test: echo() missing 1 required positional argument: 'text'\n"
+        ));
+        let r = call(&c, "test.cross_test", &[s("test.echo"), Value::from(5)]).await;
+        assert!(r.ret.as_str().unwrap().starts_with(
+            "Passed invalid arguments to test.cross_test: salt.loaded.int.module.test.echo() argument after * must be an iterable, not int\n"
+        ));
+    }
+
+    #[tokio::test]
+    async fn try_returns_none_or_the_exception() {
+        let c = ctx();
+        let r = call(&c, "test.try", &[s("test.echo"), kw(&[("text", s("hi"))])]).await;
+        assert_eq!(r.ret, s("hi"));
+        let r = call(&c, "test.try", &[s("nosuch.fn")]).await;
+        assert_eq!((r.ret, r.retcode), (Value::Nil, 0));
+        // In a job the __pub_* keywords go along, and echo() takes none.
+        let job = ctx_with_load(publish_load("test.try", vec![], "20260101000000000001"));
+        let r = call(
+            &job,
+            "test.try",
+            &[s("test.echo"), kw(&[("text", s("hi"))])],
+        )
+        .await;
+        assert_eq!(r.ret, Value::Nil);
+        let r = call(
+            &job,
+            "test.try",
+            &[
+                s("test.echo"),
+                kw(&[("return_try_exception", Value::Boolean(true))]),
+            ],
+        )
+        .await;
+        assert_eq!(
+            r.ret,
+            s("TypeError(\"echo() got an unexpected keyword argument '__pub_fun'\")")
+        );
+        let r = call(
+            &c,
+            "test.try",
+            &[
+                s("test.exception"),
+                kw(&[("return_try_exception", Value::Boolean(true))]),
+            ],
+        )
+        .await;
+        assert_eq!(r.ret, s("Exception('Test Exception')"));
+        let r = call(
+            &c,
+            "test.try",
+            &[s("test.retcode"), kw(&[("code", Value::from(3))])],
+        )
+        .await;
+        assert_eq!((r.ret, r.retcode), (Value::Boolean(true), 3));
     }
 }
