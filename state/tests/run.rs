@@ -302,7 +302,8 @@ fn brine(case: &Path, work: &Path, meta: &Value, http: &str) -> Value {
         services: Arc::new(services),
     };
     let host = LocalHost {
-        functions: brine_minion::functions::TemplateFunctions::new(minion, |_| true),
+        functions: brine_minion::functions::TemplateFunctions::new(minion, |_| true)
+            .in_test_run(meta["test"].as_bool().unwrap_or(false)),
         grains,
         pillar: json!({}),
         tree: case.to_path_buf(),

@@ -770,7 +770,10 @@ async fn zip(ctx: &Context, b: &Bound, st: &mut CallState) -> Result<Value, FnEr
             ("cwd", Value::from(base.as_str())),
             ("stdin", Value::from(stdin)),
         ];
-        let mut scratch = CallState::default();
+        let mut scratch = CallState {
+            retcode: 0,
+            test: st.test,
+        };
         salt_cmd(ctx, cmd::Fun::RunAll, strings(argv), &kw, &mut scratch).await?;
     }
     Ok(strings(archived))

@@ -486,6 +486,9 @@ pub(crate) struct Spec {
 #[derive(Debug, Default)]
 pub(crate) struct CallState {
     pub retcode: i32,
+    /// Salt's `__opts__["test"]` during the call: the minion's `test` option for a job, the
+    /// run's test mode for a function a state run under `test=True` calls.
+    pub test: bool,
 }
 
 /// Declares a module's `Fun` enum and its `spec()` from one line per function:
@@ -711,7 +714,12 @@ pub async fn call(ctx: &Context, fun: &str, arg: &[Value]) -> CallResult {
 async fn invoke(ctx: &Context, function: Function, arg: &[Value]) -> Result<(Value, i32), FnError> {
     let spec = function.spec();
     let (args, kwargs) = args::load_args_and_kwargs(&spec.sig, arg, &ctx.pub_load)?;
-    invoke_bound(ctx, function, args, kwargs).await
+    let test = ctx
+        .services
+        .opts
+        .get("test")
+        .is_some_and(brine_protocol::payload::json_truthy);
+    invoke_bound(ctx, function, args, kwargs, test).await
 }
 
 /// Run one function called as Python code calls it (`__salt__[name](*args, **kwargs)` from a
@@ -722,10 +730,11 @@ async fn invoke_bound(
     function: Function,
     args: Vec<Value>,
     kwargs: Vec<(String, Value)>,
+    test: bool,
 ) -> Result<(Value, i32), FnError> {
     let spec = function.spec();
     let bound = args::bind(&spec.sig, spec.pyname, args, kwargs).map_err(FnError::InvalidArgs)?;
-    let mut state = CallState::default();
+    let mut state = CallState { retcode: 0, test };
     let ret = function.run(ctx, &bound, &mut state).await?;
     Ok((ret, state.retcode))
 }
@@ -738,6 +747,8 @@ pub struct TemplateFunctions {
     allow: fn(&str) -> bool,
     /// The runtime to run calls on, when every call comes from a blocking thread of it.
     runtime: Option<tokio::runtime::Handle>,
+    /// Calls made by a state run under `test=True` (Salt's `__opts__["test"]` for them).
+    test: bool,
 }
 
 impl TemplateFunctions {
@@ -746,7 +757,14 @@ impl TemplateFunctions {
             ctx,
             allow,
             runtime: None,
+            test: false,
         }
+    }
+
+    /// The functions as a state run under `test=True` calls them: Salt's `__opts__["test"]`
+    /// is true for them.
+    pub fn in_test_run(self, test: bool) -> TemplateFunctions {
+        TemplateFunctions { test, ..self }
     }
 
     /// Functions called only from blocking threads of `runtime` (`spawn_blocking`): each call
@@ -760,6 +778,7 @@ impl TemplateFunctions {
             ctx,
             allow,
             runtime: Some(runtime),
+            test: false,
         }
     }
 }
@@ -792,7 +811,7 @@ impl brine_render::Functions for TemplateFunctions {
         };
         let outcome = match &self.runtime {
             Some(handle) => handle
-                .block_on(invoke_bound(&self.ctx, function, arg, kwarg))
+                .block_on(invoke_bound(&self.ctx, function, arg, kwarg, self.test))
                 .map_err(failed),
             // Templates render on plain threads and inside async tasks alike: run the call
             // on a thread of its own with its own small runtime.
@@ -804,7 +823,7 @@ impl brine_render::Functions for TemplateFunctions {
                             .build()
                             .map_err(|e| e.to_string())?;
                         runtime
-                            .block_on(invoke_bound(&self.ctx, function, arg, kwarg))
+                            .block_on(invoke_bound(&self.ctx, function, arg, kwarg, self.test))
                             .map_err(failed)
                     })
                     .join()

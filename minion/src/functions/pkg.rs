@@ -245,12 +245,12 @@ impl Fun {
         self,
         ctx: &Context,
         b: &Bound,
-        _st: &mut CallState,
+        st: &mut CallState,
     ) -> Result<Value, FnError> {
         let backend = Backend::of(ctx)?;
         let pkg = Pkg { ctx, backend };
         match self {
-            Fun::Install => pkg.install(b).await,
+            Fun::Install => pkg.install(b, st.test).await,
             Fun::Remove => pkg.uninstall(b, false).await,
             Fun::Purge => pkg.uninstall(b, true).await,
             Fun::Upgrade => pkg.upgrade(b).await,
@@ -336,10 +336,10 @@ impl Fun {
                     self.spec().name
                 )))
             }
-            Fun::Hold => hold::hold(ctx, b, true).await,
-            Fun::Unhold => hold::hold(ctx, b, false).await,
+            Fun::Hold => hold::hold(b, true, st.test).await,
+            Fun::Unhold => hold::hold(b, false, st.test).await,
             Fun::GetSelections => hold::get(b).await,
-            Fun::SetSelections => hold::set(ctx, b).await,
+            Fun::SetSelections => hold::set(ctx, b, st.test).await,
             Fun::VersionCmp => {
                 let a = b.get("pkg1").map(py_str).unwrap_or_default();
                 let c = b.get("pkg2").map(py_str).unwrap_or_default();
@@ -795,7 +795,7 @@ impl Pkg<'_> {
         }
     }
 
-    async fn install(&self, b: &Bound) -> Result<Value, FnError> {
+    async fn install(&self, b: &Bound, test: bool) -> Result<Value, FnError> {
         let targets = parse_targets(b)?;
         if targets.is_empty() {
             return Ok(Value::Map(Vec::new()));
@@ -867,12 +867,31 @@ impl Pkg<'_> {
         if is_true(b.get("refresh")) {
             self.refresh_db(cache_valid_time(b)).await?;
         }
+        // As Salt's aptpkg: held packages about to be installed are released for apt and
+        // held again after.
+        let to_unhold = if self.backend == Backend::Apt {
+            let named: Vec<String> = install
+                .iter()
+                .chain(&downgrade)
+                .chain(to_reinstall.iter().map(|(_, s)| s))
+                .map(|p| p.split('=').next().unwrap_or(p).to_string())
+                .collect();
+            hold::held_among(&named).await?
+        } else {
+            Vec::new()
+        };
+        if !to_unhold.is_empty() {
+            hold::set_holds(to_unhold.clone(), false, test).await?;
+        }
         let mut errors = Vec::new();
         for cmd in cmds {
             let out = self.run(self.scoped(cmd)).await?;
             if out.retcode() != 0 && !out.stderr().is_empty() {
                 errors.push(out.stderr().to_string());
             }
+        }
+        if !to_unhold.is_empty() {
+            hold::set_holds(to_unhold, true, test).await?;
         }
         let new = self.list().await?;
         let mut changes = compare(&old, &new);

@@ -318,7 +318,7 @@ impl Fun {
             }
             Fun::Test => {
                 let mods: Vec<String> = b.varargs.iter().flat_map(split_mods).collect();
-                let run = Run { test: true, ..run };
+                let run = Run::build(ctx, b, true, true)?;
                 if mods.is_empty() {
                     run.highstate(false)
                 } else {
@@ -483,6 +483,13 @@ impl MasterOpts {
 
 impl Run {
     fn new(ctx: &Context, b: &Bound, high_state: bool) -> Result<Run, FnError> {
+        Run::build(ctx, b, high_state, false)
+    }
+
+    /// A run in test mode when `force_test` (`state.test`) or as Salt's `_get_test_value`
+    /// decides: the `test` argument when given, else a `test` keyword in any case, else a
+    /// `test: True` grain or pillar key, else the minion's `test` option.
+    fn build(ctx: &Context, b: &Bound, high_state: bool, force_test: bool) -> Result<Run, FnError> {
         let Some(files) = ctx.services.file_source() else {
             return Err(FnError::Execution(
                 "state functions need the master's file server (this minion has no master)".into(),
@@ -522,6 +529,17 @@ impl Run {
             ctx.services.opts.get("state_events").is_some_and(brine_protocol::payload::json_truthy)
                 || master_opts.as_ref().is_some_and(|m| m.state_events)
         });
+        let test = force_test
+            || match arg("test") {
+                Some(given) => is_true(Some(given)),
+                None => {
+                    b.kwargs.iter().any(|(k, v)| k.eq_ignore_ascii_case("test") && is_true(Some(v)))
+                        || [&ctx.grains, &ctx.pillar]
+                            .iter()
+                            .any(|m| brine_protocol::payload::get(m, "test") == Some(&Value::Boolean(true)))
+                        || ctx.services.opts.get("test").is_some_and(brine_protocol::payload::json_truthy)
+                }
+            };
         let job = ctx.jid().map(|jid| brine_state::Job {
             jid: jid.to_string(),
             id: ctx.id.clone(),
@@ -532,16 +550,19 @@ impl Run {
             master,
             job,
             // Run on a blocking thread of the minion's runtime (see `Fun::run`).
-            functions: Arc::new(super::TemplateFunctions::on_blocking_thread_of(
-                ctx.clone(),
-                |_| true,
-                tokio::runtime::Handle::current(),
-            )),
+            functions: Arc::new(
+                super::TemplateFunctions::on_blocking_thread_of(
+                    ctx.clone(),
+                    |_| true,
+                    tokio::runtime::Handle::current(),
+                )
+                .in_test_run(test),
+            ),
             grains: to_json(&ctx.grains),
             pillar,
             id: ctx.id.clone(),
             saltenv: arg("saltenv").map(py_str).unwrap_or_else(|| "base".into()),
-            test: is_true(arg("test")),
+            test,
             exclude,
             cachedir: ctx.services.cachedir.clone(),
             failhard: master_opts.as_ref().is_some_and(|m| m.failhard),

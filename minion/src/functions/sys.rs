@@ -286,7 +286,7 @@ mod tests {
         assert_eq!(
             r.ret,
             Value::Array(
-                ["cmd.run", "cmd.run_all", "cmd.run_stderr", "cmd.run_stdout"]
+                ["cmd.run", "cmd.run_all", "cmd.run_bg", "cmd.run_stderr", "cmd.run_stdout"]
                     .map(Value::from)
                     .to_vec()
             )

@@ -614,7 +614,7 @@ impl Fun {
                 Value::Nil
             }
             Fun::AttrCall => {
-                let (ret, retcode) = call_boxed(ctx, "grains.items", Vec::new(), Vec::new())
+                let (ret, retcode) = call_boxed(ctx, "grains.items", Vec::new(), Vec::new(), st.test)
                     .await
                     .unwrap_or_else(|| Ok((Value::Map(Vec::new()), 0)))?;
                 st.retcode = retcode;
@@ -654,10 +654,11 @@ fn call_boxed<'a>(
     name: &'a str,
     args: Vec<Value>,
     kwargs: Vec<(String, Value)>,
+    test: bool,
 ) -> Called<'a> {
     Box::pin(async move {
         let function = super::Function::from_name(name)?;
-        Some(super::invoke_bound(ctx, function, args, kwargs).await)
+        Some(super::invoke_bound(ctx, function, args, kwargs, test).await)
     })
 }
 
@@ -696,7 +697,7 @@ async fn cross_test(ctx: &Context, b: &Bound, st: &mut CallState) -> Result<Valu
             )));
             }
         };
-    let (ret, retcode) = call_boxed(ctx, &name, args, Vec::new())
+    let (ret, retcode) = call_boxed(ctx, &name, args, Vec::new(), st.test)
         .await
         .ok_or_else(|| no_such_function(&func))??;
     st.retcode = retcode;
@@ -709,7 +710,7 @@ async fn cross_test(ctx: &Context, b: &Bound, st: &mut CallState) -> Result<Valu
 async fn try_call(ctx: &Context, b: &Bound, st: &mut CallState) -> Value {
     let module = b.get("module").cloned().unwrap_or(Value::Nil);
     let outcome = match module.as_str() {
-        Some(name) => call_boxed(ctx, name, Vec::new(), b.kwargs.clone()).await,
+        Some(name) => call_boxed(ctx, name, Vec::new(), b.kwargs.clone(), st.test).await,
         None => None,
     }
     .unwrap_or_else(|| Err(no_such_function(&module)));

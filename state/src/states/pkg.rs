@@ -277,22 +277,134 @@ fn installable_changes(
     Ok(changes)
 }
 
+/// What `pkg.hold` or `pkg.unhold` answered, package by package, sorted as Salt's
+/// `installed` sorts them: those whose hold changed, those already as asked, the others.
+#[derive(Default)]
+struct Holds {
+    modified: Vec<Map<String, Value>>,
+    not_modified: Vec<Map<String, Value>>,
+    failed: Vec<Map<String, Value>>,
+}
+
+/// The `hold` option of `pkg.installed`: `pkg.hold` (true) or `pkg.unhold` (false) of `pkgs`,
+/// else of `name`; `None` when the state has no `hold`. An error is the module's message.
+fn apply_hold(c: &Call, name: &str, pkgs: Option<Value>) -> Option<Result<Holds, String>> {
+    let hold = c.low.get("hold")?;
+    let fun = if brine_protocol::payload::json_truthy(hold) {
+        "pkg.hold"
+    } else {
+        "pkg.unhold"
+    };
+    let mut kw = Map::new();
+    kw.insert("name".into(), json!(name));
+    if let Some(pkgs) = pkgs {
+        kw.insert("pkgs".into(), pkgs);
+    }
+    let answer = match c.host.call(fun, &[], &kw) {
+        Ok(a) => a,
+        Err(e) => {
+            let prefix = format!("ERROR executing '{fun}': ");
+            return Some(Err(
+                error_text(e.strip_prefix(&prefix).unwrap_or(&e)).to_string()
+            ));
+        }
+    };
+    let mut holds = Holds::default();
+    for one in answer.as_object().into_iter().flat_map(|m| m.values()) {
+        let Some(one) = one.as_object() else { continue };
+        let changed = one
+            .get("changes")
+            .is_some_and(brine_protocol::payload::json_truthy);
+        let ok = one
+            .get("result")
+            .is_some_and(brine_protocol::payload::json_truthy);
+        if changed {
+            holds.modified.push(one.clone());
+        } else if ok {
+            holds.not_modified.push(one.clone());
+        }
+        if !ok {
+            holds.failed.push(one.clone());
+        }
+    }
+    Some(Ok(holds))
+}
+
+/// A `pkg.installed` that installs nothing (or failed before installing): the `hold` option
+/// applied all the same, its comments after the return's, as Salt's `installed` does.
+fn hold_without_install(
+    c: &Call,
+    name: &str,
+    mut result: Map<String, Value>,
+) -> Result<Map<String, Value>, String> {
+    let Some(holds) = apply_hold(c, name, c.arg("pkgs").cloned()) else {
+        return Ok(result);
+    };
+    let holds = match holds {
+        Ok(h) => h,
+        Err(e) => return Ok(ret(name, json!(false), e, json!({}))),
+    };
+    let mut comment = py_text(result.get("comment").unwrap_or(&Value::Null));
+    for (one, keep_changes) in holds
+        .modified
+        .iter()
+        .map(|h| (h, true))
+        .chain(holds.not_modified.iter().map(|h| (h, false)))
+        .chain(holds.failed.iter().map(|h| (h, false)))
+    {
+        comment.push_str(".\n");
+        comment.push_str(&py_text(one.get("comment").unwrap_or(&Value::Null)));
+        result.insert(
+            "result".into(),
+            one.get("result").cloned().unwrap_or(Value::Null),
+        );
+        if keep_changes {
+            let key = py_text(one.get("name").unwrap_or(&Value::Null));
+            if let Some(Value::Object(changes)) = result.get_mut("changes") {
+                changes.insert(key, one.get("changes").cloned().unwrap_or(json!({})));
+            }
+        }
+    }
+    result.insert("comment".into(), Value::String(comment));
+    Ok(result)
+}
+
 fn installed(c: &Call) -> Result<Map<String, Value>, String> {
     let name = c.name();
-    let fail = |comment: String| Ok(ret(&name, json!(false), comment, json!({})));
+    let outcome = installing(c);
+    // Salt's `_find_install_targets` answers these without installing; `hold` still applies.
+    match outcome {
+        Ok(Step::Done(r)) => hold_without_install(c, &name, r),
+        Ok(Step::Final(r)) => Ok(r),
+        Err(e) => Err(e),
+    }
+}
+
+/// How far `pkg.installed` went: `Done` before any install (the `hold` option is applied
+/// then), `Final` once the return is complete.
+enum Step {
+    Done(Map<String, Value>),
+    Final(Map<String, Value>),
+}
+
+fn installing(c: &Call) -> Result<Step, String> {
+    let name = c.name();
+    let fail = |comment: String| Ok(Step::Done(ret(&name, json!(false), comment, json!({}))));
     if matches!(c.arg("pkgs"), Some(Value::Array(l)) if l.is_empty()) {
-        return Ok(ret(
+        return Ok(Step::Final(ret(
             &name,
             json!(true),
             "No packages to install provided",
             json!({}),
-        ));
+        )));
     }
     if c.arg("sources").is_some() {
-        return fail(
-            "Installing from 'sources' (package files) is not supported by Brine's pkg states"
-                .into(),
-        );
+        return Ok(Step::Final(ret(
+            &name,
+            json!(false),
+            "Installing from 'sources' (package files) is not supported by Brine's pkg states",
+            json!({}),
+        )));
     }
     let version = c.text("version").filter(|v| !v.is_empty());
     let desired = match c.arg("pkgs") {
@@ -373,15 +485,20 @@ fn installed(c: &Call) -> Result<Map<String, Value>, String> {
         } else {
             ""
         };
-        return Ok(ret(
+        return Ok(Step::Done(ret(
             &name,
             json!(true),
             format!("All specified packages are already installed{suffix}"),
             json!({}),
-        ));
+        )));
     }
     if !to_unpurge.is_empty() {
-        return fail("lowpkg.unpurge not implemented".into());
+        return Ok(Step::Final(ret(
+            &name,
+            json!(false),
+            "lowpkg.unpurge not implemented",
+            json!({}),
+        )));
     }
     let mut comment: Vec<String> = Vec::new();
     if c.test {
@@ -407,12 +524,12 @@ fn installed(c: &Call) -> Result<Map<String, Value>, String> {
                 names.join(", ")
             ));
         }
-        return Ok(ret(
+        return Ok(Step::Final(ret(
             &name,
             Value::Null,
             comment.join("\n"),
             Value::Object(changes),
-        ));
+        )));
     }
     let pkgs: Vec<Value> = targets
         .iter()
@@ -436,13 +553,27 @@ fn installed(c: &Call) -> Result<Map<String, Value>, String> {
                     format!("An error was encountered while installing package(s): {text}"),
                 )
             };
-            return Ok(ret(&name, json!(false), comment, changes));
+            return Ok(Step::Final(ret(&name, json!(false), comment, changes)));
         }
     };
     let _ = std::fs::remove_file(rtag(c));
     if let Value::Object(m) = &pkg_ret {
         changes.extend(m.clone());
     }
+    let hold_names = Value::Array(desired.iter().map(|(n, _)| json!(n)).collect());
+    let holds = match apply_hold(c, &name, Some(hold_names)) {
+        None => Holds::default(),
+        Some(Ok(h)) => h,
+        Some(Err(e)) => {
+            comment.push(e);
+            return Ok(Step::Final(ret(
+                &name,
+                json!(false),
+                comment.join("\n"),
+                Value::Object(changes),
+            )));
+        }
+    };
     let new = list_pkgs(c, &[])?;
     let desired_map: BTreeMap<&str, Option<&str>> = desired
         .iter()
@@ -496,6 +627,31 @@ fn installed(c: &Call) -> Result<Map<String, Value>, String> {
             ));
         }
     }
+    for one in &holds.modified {
+        let key = py_text(one.get("name").unwrap_or(&Value::Null));
+        comment.push(py_text(one.get("comment").unwrap_or(&Value::Null)));
+        let hold_change = |k: &str| {
+            one.get("changes")
+                .and_then(|ch| ch.get(k))
+                .map(py_text)
+                .unwrap_or_else(|| "None".into())
+        };
+        match changes.get_mut(&key).and_then(Value::as_object_mut) {
+            Some(change) => {
+                for k in ["new", "old"] {
+                    let mut text = change.get(k).map(py_text).unwrap_or_default();
+                    if !text.is_empty() {
+                        text.push('\n');
+                    }
+                    text.push_str(&hold_change(k));
+                    change.insert(k.into(), Value::String(text));
+                }
+            }
+            None => {
+                changes.insert(key, json!({"new": hold_change("new")}));
+            }
+        }
+    }
     if !not_modified.is_empty() {
         let n = not_modified.len();
         if n <= 20 {
@@ -512,6 +668,9 @@ fn installed(c: &Call) -> Result<Map<String, Value>, String> {
             ));
         }
     }
+    for one in &holds.not_modified {
+        comment.push(py_text(one.get("comment").unwrap_or(&Value::Null)));
+    }
     let mut result = true;
     if !failed.is_empty() {
         let summary: Vec<String> = failed.iter().map(|p| shown(p)).collect();
@@ -522,6 +681,12 @@ fn installed(c: &Call) -> Result<Map<String, Value>, String> {
                 summary.join(", ")
             ),
         );
+        result = false;
+    }
+    if !holds.failed.is_empty() {
+        for one in &holds.failed {
+            comment.push(py_text(one.get("comment").unwrap_or(&Value::Null)));
+        }
         result = false;
     }
     for (pkg, _) in &to_reinstall {
@@ -535,12 +700,12 @@ fn installed(c: &Call) -> Result<Map<String, Value>, String> {
             result = false;
         }
     }
-    Ok(ret(
+    Ok(Step::Final(ret(
         &name,
         json!(result),
         comment.join("\n"),
         Value::Object(changes),
-    ))
+    )))
 }
 
 fn latest(c: &Call) -> Result<Map<String, Value>, String> {

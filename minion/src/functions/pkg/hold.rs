@@ -54,18 +54,10 @@ pub(super) async fn get_selections(pattern: Option<&str>) -> Result<Selections, 
     parse_selections(out.stdout())
 }
 
-/// Whether the minion runs with `test: True` in its options (Salt's `__opts__["test"]`).
-fn test_mode(ctx: &Context) -> bool {
-    ctx.services
-        .opts
-        .get("test")
-        .is_some_and(brine_protocol::payload::json_truthy)
-}
-
 /// Sets the packages' selections; the changes made, `{name: (old, new)}`. In test mode
-/// nothing is set and nothing is reported, as in Salt.
+/// (Salt's `__opts__["test"]`) nothing is set and nothing is reported, as in Salt.
 pub(super) async fn set_selections(
-    ctx: &Context,
+    test: bool,
     selection: &Selections,
     clear: bool,
 ) -> Result<Vec<(String, Option<String>, String)>, FnError> {
@@ -80,7 +72,6 @@ pub(super) async fn set_selections(
             bad.join(", ")
         )));
     }
-    let test = test_mode(ctx);
     if clear && !test {
         let out = run_argv(&["dpkg".into(), "--clear-selections".into()], DPKG_ENV).await?;
         if out.retcode() != 0 {
@@ -205,7 +196,7 @@ pub(super) async fn get(b: &Bound) -> Result<Value, FnError> {
 }
 
 /// `pkg.set_selections`.
-pub(super) async fn set(ctx: &Context, b: &Bound) -> Result<Value, FnError> {
+pub(super) async fn set(ctx: &Context, b: &Bound, test: bool) -> Result<Value, FnError> {
     let path = b.opt("path").filter(|v| py_truthy(v));
     let selection = b.opt("selection").filter(|v| py_truthy(v));
     let selection = match (path, selection) {
@@ -225,7 +216,7 @@ pub(super) async fn set(ctx: &Context, b: &Bound) -> Result<Value, FnError> {
     if selection.is_empty() {
         return Ok(Value::Map(Vec::new()));
     }
-    let changed = set_selections(ctx, &selection, is_true(b.get("clear"))).await?;
+    let changed = set_selections(test, &selection, is_true(b.get("clear"))).await?;
     Ok(changes_value(&changed))
 }
 
@@ -318,10 +309,26 @@ fn target_ret(name: &str, changes: Value, result: Value, comment: String) -> Val
 }
 
 /// `pkg.hold` (`on`) and `pkg.unhold`: one return per package, as Salt's.
-pub(super) async fn hold(ctx: &Context, b: &Bound, on: bool) -> Result<Value, FnError> {
-    let test = test_mode(ctx);
+pub(super) async fn hold(b: &Bound, on: bool, test: bool) -> Result<Value, FnError> {
+    set_holds(targets(b)?, on, test).await
+}
+
+/// The packages `held` by dpkg among `names` (Salt's `pkg.install` releases those it is about
+/// to install and holds them again after).
+pub(super) async fn held_among(names: &[String]) -> Result<Vec<String>, FnError> {
+    let sel = get_selections(None).await?;
+    Ok(sel
+        .into_iter()
+        .filter(|(s, _)| s == "hold")
+        .flat_map(|(_, held)| held)
+        .filter(|h| names.contains(h))
+        .collect())
+}
+
+/// Holds (`on`) or releases `targets`, one return per package.
+pub(super) async fn set_holds(targets: Vec<String>, on: bool, test: bool) -> Result<Value, FnError> {
     let mut out = Vec::new();
-    for target in targets(b)? {
+    for target in targets {
         let sel = get_selections(Some(&target)).await?;
         let held = sel
             .iter()
@@ -345,7 +352,7 @@ pub(super) async fn hold(ctx: &Context, b: &Bound, on: bool) -> Result<Value, Fn
                 )
             } else {
                 let changed =
-                    set_selections(ctx, &vec![("hold".into(), vec![target.clone()])], false)
+                    set_selections(test, &vec![("hold".into(), vec![target.clone()])], false)
                         .await?;
                 let Some((_, old, new)) = changed.iter().find(|(n, _, _)| *n == target) else {
                     return Err(FnError::Exception(format!("KeyError: '{target}'")));
@@ -380,7 +387,7 @@ pub(super) async fn hold(ctx: &Context, b: &Bound, on: bool) -> Result<Value, Fn
             )
         } else {
             let changed =
-                set_selections(ctx, &vec![("install".into(), vec![target.clone()])], false).await?;
+                set_selections(test, &vec![("install".into(), vec![target.clone()])], false).await?;
             let Some((_, old, new)) = changed.iter().find(|(n, _, _)| *n == target) else {
                 return Err(FnError::Exception(format!("KeyError: '{target}'")));
             };
