@@ -1,4 +1,5 @@
 //! The `pkg` state module: `pkg.installed`, `pkg.latest`, `pkg.removed`, `pkg.purged`,
+//! `pkg.held`, `pkg.unheld`,
 //! through the minion's `pkg` execution module, with Salt's comments and changes.
 
 use std::collections::BTreeMap;
@@ -30,6 +31,16 @@ pub const FUNCTIONS: &[Spec] = &[
         name: "purged",
         required: &["name"],
         run: purged,
+    },
+    Spec {
+        name: "held",
+        required: &["name"],
+        run: held,
+    },
+    Spec {
+        name: "unheld",
+        required: &["name"],
+        run: unheld,
     },
 ];
 
@@ -1085,6 +1096,189 @@ fn uninstall(c: &Call, action: &str) -> Result<Map<String, Value>, String> {
         )
     };
     Ok(ret(&name, json!(true), comment, changes))
+}
+
+/// The packages the package manager holds (dpkg's `hold` selections), in its order.
+fn holds(c: &Call) -> Result<Vec<String>, String> {
+    let mut kw = Map::new();
+    kw.insert("state".into(), json!("hold"));
+    let answer = c
+        .host
+        .call("pkg.get_selections", &[], &kw)
+        .map_err(|e| error_text(&e).to_string())?;
+    Ok(answer
+        .get("hold")
+        .and_then(Value::as_array)
+        .map(|names| names.iter().map(py_text).collect())
+        .unwrap_or_default())
+}
+
+/// `pkg.hold` or `pkg.unhold` of one package: its return under `pkgs`, the module's whole
+/// answer, and whether it succeeded.
+fn hold_one(c: &Call, fun: &str, name: &str, pkg: &Value, key: &str) -> (Map<String, Value>, bool) {
+    let mut kw = Map::new();
+    kw.insert("name".into(), json!(name));
+    kw.insert("pkgs".into(), json!([pkg]));
+    let answer = match c.host.call(fun, &[], &kw) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    let ok = answer
+        .get(key)
+        .and_then(|r| r.get("result"))
+        .is_some_and(brine_protocol::payload::json_truthy);
+    (answer, ok)
+}
+
+/// A `pkgs` entry: its name and version (`{name: version}` or a bare name).
+fn name_and_version(pkg: &Value) -> (String, Option<String>) {
+    match pkg {
+        Value::Object(m) => m.iter().next().map_or((String::new(), None), |(k, v)| {
+            (
+                k.clone(),
+                (!v.is_null()).then(|| py_text(v)).filter(|v| !v.is_empty()),
+            )
+        }),
+        other => (py_text(other), None),
+    }
+}
+
+fn held_return(
+    name: &str,
+    result: bool,
+    comments: Vec<String>,
+    changes: Map<String, Value>,
+) -> Map<String, Value> {
+    let comment = if comments.is_empty() && changes.is_empty() {
+        "No changes made".to_string()
+    } else {
+        comments.join("\n")
+    };
+    ret(name, json!(result), comment, Value::Object(changes))
+}
+
+/// Salt's `pkg.held`: the packages held (with dpkg, whatever their version); with `replace`,
+/// every other held package released.
+fn held(c: &Call) -> Result<Map<String, Value>, String> {
+    let name = c.name();
+    let replace = c.flag("replace", false);
+    let pkgs = match c.low.get("pkgs") {
+        Some(Value::Array(l)) if l.is_empty() && !replace => {
+            return Ok(ret(
+                &name,
+                json!(true),
+                "No packages to be held provided",
+                json!({}),
+            ));
+        }
+        Some(Value::Array(l)) => l.clone(),
+        Some(Value::Null) | None => match c.text("version").filter(|v| !v.is_empty()) {
+            Some(v) => vec![json!({ name.clone(): v })],
+            None => vec![json!(name)],
+        },
+        Some(other) => vec![other.clone()],
+    };
+    let locks = holds(c)?;
+    let mut result = true;
+    let mut comments = Vec::new();
+    let mut changes = Map::new();
+    let mut held_names = Vec::new();
+    for pkg in &pkgs {
+        let (pkg_name, version) = name_and_version(pkg);
+        held_names.push(pkg_name.clone());
+        if locks.contains(&pkg_name) {
+            continue;
+        }
+        let shown = version.map_or(String::new(), |v| format!(" (version = {v})"));
+        if c.test {
+            comments.push(format!(
+                "The following package would be held: {pkg_name}{shown}"
+            ));
+            continue;
+        }
+        let (answer, ok) = hold_one(c, "pkg.hold", &name, pkg, &pkg_name);
+        result &= ok;
+        comments.push(if ok {
+            format!("Package {pkg_name} is now being held")
+        } else {
+            format!("Package {pkg_name} was not held")
+        });
+        changes.extend(answer);
+    }
+    if replace {
+        for lock in locks.iter().filter(|l| !held_names.contains(l)) {
+            if c.test {
+                comments.push(format!("The following package would be unheld: {lock}"));
+                continue;
+            }
+            let (answer, ok) = hold_one(c, "pkg.unhold", &name, &json!(lock), lock);
+            result &= ok;
+            if let Some(comment) = answer
+                .get(lock)
+                .and_then(|r| r.get("comment"))
+                .filter(|v| brine_protocol::payload::json_truthy(v))
+            {
+                comments.push(py_text(comment));
+            }
+            changes.extend(answer);
+        }
+    }
+    Ok(held_return(&name, result, comments, changes))
+}
+
+/// Salt's `pkg.unheld`: the named held packages released (with `all`, every held package).
+fn unheld(c: &Call) -> Result<Map<String, Value>, String> {
+    let name = c.name();
+    let all = c.flag("all", false);
+    let pkgs = match c.low.get("pkgs") {
+        Some(Value::Array(l)) if l.is_empty() && !all => {
+            return Ok(ret(
+                &name,
+                json!(true),
+                "No packages to be unheld provided",
+                json!({}),
+            ));
+        }
+        Some(Value::Array(l)) => l.clone(),
+        Some(Value::Null) | None => {
+            vec![json!({ name.clone(): c.arg("version").cloned().unwrap_or(Value::Null) })]
+        }
+        Some(other) => vec![other.clone()],
+    };
+    let wanted: Vec<(String, Option<String>)> = pkgs.iter().map(name_and_version).collect();
+    let locks = holds(c)?;
+    let mut result = true;
+    let mut comments = Vec::new();
+    let mut changes = Map::new();
+    for lock in &locks {
+        let asked = wanted.iter().find(|(n, _)| n == lock);
+        if !all && asked.is_none() {
+            continue;
+        }
+        if c.test {
+            // Salt names the held version, which dpkg's holds do not have.
+            let shown = if asked.is_some_and(|(_, v)| v.is_some()) {
+                " (version = None)"
+            } else {
+                ""
+            };
+            comments.push(format!(
+                "The following package would be unheld: {lock}{shown}"
+            ));
+            continue;
+        }
+        let (answer, ok) = hold_one(c, "pkg.unhold", &name, &json!(lock), lock);
+        result &= ok;
+        if let Some(comment) = answer
+            .get(lock)
+            .and_then(|r| r.get("comment"))
+            .filter(|v| brine_protocol::payload::json_truthy(v))
+        {
+            comments.push(py_text(comment));
+        }
+        changes.extend(answer);
+    }
+    Ok(held_return(&name, result, comments, changes))
 }
 
 #[cfg(test)]
