@@ -1462,7 +1462,7 @@ fn spawn_context(opts: &RunOpts, cwd: &str, bg: bool) -> String {
 /// Run `argv` without a shell as other modules do through `cmd.run_all` with
 /// `python_shell=False`: Salt's locale reset, `env` added to the environment.
 pub(crate) async fn run_argv(argv: &[String], env: &[(&str, &str)]) -> Result<RunOutput, FnError> {
-    run_argv_with(argv, env, None).await
+    run_argv_with(argv, env, None, false).await
 }
 
 /// [`run_argv`] with `stdin` written to the command's standard input.
@@ -1471,13 +1471,23 @@ pub(crate) async fn run_argv_stdin(
     env: &[(&str, &str)],
     stdin: &str,
 ) -> Result<RunOutput, FnError> {
-    run_argv_with(argv, env, Some(stdin)).await
+    run_argv_with(argv, env, Some(stdin), false).await
+}
+
+/// [`run_argv`] with standard error merged into standard output in the order written
+/// (Salt's `redirect_stderr=True`).
+pub(crate) async fn run_argv_merged(
+    argv: &[String],
+    env: &[(&str, &str)],
+) -> Result<RunOutput, FnError> {
+    run_argv_with(argv, env, None, true).await
 }
 
 async fn run_argv_with(
     argv: &[String],
     env: &[(&str, &str)],
     stdin: Option<&str>,
+    merge_stderr: bool,
 ) -> Result<RunOutput, FnError> {
     let opts = RunOpts {
         cmd: Value::Array(argv.iter().map(|a| Value::from(a.as_str())).collect()),
@@ -1495,7 +1505,7 @@ async fn run_argv_with(
         timeout: None,
         reset_system_locale: true,
         ignore_retcode: true,
-        merge_stderr: false,
+        merge_stderr,
         stdin_raw_newlines: None,
         prepend_path: None,
         success_retcodes: vec![0],

@@ -155,6 +155,85 @@ super::spec_table! {
 
         salt '*' service.get_disabled
     "),
+    GetRunning => ("service.get_running", "get_running", [], 0, false, false, "
+    The units systemd reports as running, sorted (services without their .service suffix).
+
+    CLI Example:
+
+        salt '*' service.get_running
+    "),
+    GetStatic => ("service.get_static", "get_static", ["root"], 0, false, false, "
+    The units whose unit file state is static, sorted. root names another filesystem root
+    to read the unit files of.
+
+    CLI Example:
+
+        salt '*' service.get_static
+    "),
+    SystemctlReload => ("service.systemctl_reload", "systemctl_reload", [], 0, false, false, "
+    Make systemd read its unit files again (systemctl daemon-reload). Returns True.
+
+    CLI Example:
+
+        salt '*' service.systemctl_reload
+    "),
+    Mask => ("service.mask", "mask", ["name", "runtime", "root"], 1, false, false, "
+    Mask a unit so that nothing can start it; runtime=True masks it until the next boot
+    only. root names another filesystem root to work in.
+
+    CLI Example:
+
+        salt '*' service.mask foo
+        salt '*' service.mask foo runtime=True
+    "),
+    Unmask => ("service.unmask", "unmask_", ["name", "runtime", "root"], 1, false, false, "
+    Remove a unit's mask (the runtime one with runtime=True). True when there was none.
+
+    CLI Example:
+
+        salt '*' service.unmask foo
+        salt '*' service.unmask foo runtime=True
+    "),
+    Masked => ("service.masked", "masked", ["name", "runtime", "root"], 1, false, false, "
+    Whether a unit is masked: its link in /etc/systemd/system (in /run/systemd/system with
+    runtime=True) points to /dev/null.
+
+    CLI Example:
+
+        salt '*' service.masked foo
+        salt '*' service.masked foo runtime=True
+    "),
+    ForceReload => ("service.force_reload", "force_reload", ["name", "no_block", "unmask", "unmask_runtime"], 1, false, false, "
+    Force a service to reload its configuration. Under systemd, no_block (on by default)
+    does not wait for the job, and unmask / unmask_runtime remove a mask first.
+
+    CLI Example:
+
+        salt '*' service.force_reload nginx
+    "),
+    Show => ("service.show", "show", ["name", "root"], 1, false, false, "
+    A unit's properties as systemctl show prints them, as a map: structured values become
+    maps, Before/After/Wants lists.
+
+    CLI Example:
+
+        salt '*' service.show nginx
+    "),
+    Execs => ("service.execs", "execs", ["root"], 0, false, false, "
+    For every service with an ExecStart, the path of the program it runs.
+
+    CLI Example:
+
+        salt '*' service.execs
+    "),
+    Firstboot => ("service.firstboot", "firstboot", ["locale", "locale_message", "keymap", "timezone", "hostname", "machine_id", "root"], 0, false, false, "
+    Set up a system's basic settings with systemd-firstboot: locale, message locale,
+    keymap, timezone, hostname, machine id, in root when given. Returns True.
+
+    CLI Example:
+
+        salt '*' service.firstboot keymap=jp locale=en_US.UTF-8
+    "),
 }
 
 impl Fun {
@@ -166,6 +245,9 @@ impl Fun {
     ) -> Result<Value, FnError> {
         if self == Fun::Offline {
             return Ok(offline().map_or(Value::Boolean(false), Value::from));
+        }
+        if let Some(ret) = self.run_systemd_only(ctx, b, _st).await {
+            return ret;
         }
         let init = Init::of(ctx)?;
         let name = b.get("name").map(py_str).unwrap_or_default();
@@ -183,21 +265,419 @@ impl Fun {
             Fun::Disabled => enabled(init, &name).await.map(|e| Value::Boolean(!e)),
             Fun::Available => available(init, &name).await.map(Value::Boolean),
             Fun::Missing => available(init, &name).await.map(|a| Value::Boolean(!a)),
-            Fun::GetAll => Ok(list(get_all(init).await)),
+            Fun::GetAll => Ok(list(get_all(init, None).await)),
             Fun::GetEnabled => Ok(list(get_enabled(init).await)),
             Fun::Offline => Ok(Value::Boolean(false)),
+            Fun::ForceReload => match init {
+                Init::Sysv => {
+                    let out = run(service_argv(&name, "force-reload")?).await?;
+                    _st.retcode = out.retcode() as i32;
+                    Ok(Value::Boolean(out.retcode() == 0))
+                }
+                Init::Systemd => force_reload(
+                    &name,
+                    b.get("no_block").is_none_or(py_truthy),
+                    b.get("unmask").is_some_and(py_truthy),
+                    b.get("unmask_runtime").is_some_and(py_truthy),
+                )
+                .await
+                .map(Value::Boolean),
+            },
             Fun::GetDisabled => {
                 let enabled = get_enabled(init).await;
                 Ok(list(
-                    get_all(init)
+                    get_all(init, None)
                         .await
                         .into_iter()
                         .filter(|s| !enabled.contains(s))
                         .collect(),
                 ))
             }
+            _ => unreachable!("systemd-only functions are run by run_systemd_only"),
         }
     }
+}
+
+impl Fun {
+    /// The functions of Salt's `systemd_service` that `debian_service` lacks: Salt's loader
+    /// adds them to `service` wherever systemd runs or is installed without running (its
+    /// offline mode). `None` for the other functions.
+    async fn run_systemd_only(
+        self,
+        ctx: &Context,
+        b: &Bound,
+        st: &mut CallState,
+    ) -> Option<Result<Value, FnError>> {
+        if !matches!(
+            self,
+            Fun::GetRunning
+                | Fun::GetStatic
+                | Fun::SystemctlReload
+                | Fun::Mask
+                | Fun::Unmask
+                | Fun::Masked
+                | Fun::Show
+                | Fun::Execs
+                | Fun::Firstboot
+        ) {
+            return None;
+        }
+        Some(self.run_systemd(ctx, b, st).await)
+    }
+
+    async fn run_systemd(
+        self,
+        ctx: &Context,
+        b: &Bound,
+        st: &mut CallState,
+    ) -> Result<Value, FnError> {
+        let linux = get_str(ctx.grains.as_ref(), "kernel") == Some("Linux");
+        if !(linux && (booted() || offline().is_some())) {
+            Init::of(ctx)?;
+            return Err(FnError::Execution(format!(
+                "'{}' is not available here: systemd is not running and systemctl is not installed",
+                self.spec().name
+            )));
+        }
+        let name = b.get("name").map(py_str).unwrap_or_default();
+        let root = b.get("root").filter(|v| py_truthy(v)).map(py_str);
+        let root = root.as_deref();
+        let runtime = b.get("runtime").is_some_and(py_truthy);
+        let list = |v: BTreeSet<String>| Value::Array(v.into_iter().map(Value::from).collect());
+        match self {
+            Fun::GetRunning => get_running().await.map(list),
+            Fun::GetStatic => Ok(list(get_static(root).await?)),
+            Fun::SystemctlReload => systemctl_reload().await.map(|()| Value::Boolean(true)),
+            Fun::Mask => mask(&name, runtime, root).await.map(Value::Boolean),
+            Fun::Unmask => unmask(&name, runtime, root).await.map(Value::Boolean),
+            Fun::Masked => masked(&name, runtime, root).await.map(Value::Boolean),
+            Fun::Show => {
+                let (props, rc) = show(&name, root).await?;
+                st.retcode = rc as i32;
+                Ok(props)
+            }
+            Fun::Execs => {
+                let mut ret = Vec::new();
+                for service in get_all(Init::Systemd, root).await {
+                    let (props, rc) = show(&service, root).await?;
+                    st.retcode = rc as i32;
+                    let Some(exec) = map_get(&props, "ExecStart") else {
+                        continue;
+                    };
+                    let path = match exec {
+                        Value::Map(_) => map_get(exec, "path")
+                            .cloned()
+                            .ok_or_else(|| FnError::Exception("KeyError: 'path'".into()))?,
+                        _ => {
+                            return Err(FnError::Exception(
+                                "TypeError: string indices must be integers, not 'str'".into(),
+                            ))
+                        }
+                    };
+                    ret.push((Value::from(service), path));
+                }
+                Ok(Value::Map(ret))
+            }
+            Fun::Firstboot => firstboot(b).await.map(|()| Value::Boolean(true)),
+            _ => unreachable!("not a systemd-only function"),
+        }
+    }
+}
+
+/// Python's truth value of an argument.
+fn py_truthy(v: &Value) -> bool {
+    match v {
+        Value::Nil => false,
+        Value::Boolean(b) => *b,
+        Value::Integer(i) => i.as_i64().is_none_or(|n| n != 0),
+        Value::F32(f) => *f != 0.0,
+        Value::F64(f) => *f != 0.0,
+        Value::String(s) => !s.as_bytes().is_empty(),
+        Value::Binary(b) => !b.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Map(m) => !m.is_empty(),
+        Value::Ext(..) => true,
+    }
+}
+
+fn map_get<'a>(map: &'a Value, key: &str) -> Option<&'a Value> {
+    map.as_map()?
+        .iter()
+        .find(|(k, _)| k.as_str() == Some(key))
+        .map(|(_, v)| v)
+}
+
+/// Sets a key the way a Python dict does: a key already there keeps its place.
+fn map_set(map: &mut Vec<(Value, Value)>, key: &str, value: Value) {
+    match map.iter_mut().find(|(k, _)| k.as_str() == Some(key)) {
+        Some(entry) => entry.1 = value,
+        None => map.push((Value::from(key), value)),
+    }
+}
+
+/// Whether systemd runs this machine.
+fn booted() -> bool {
+    Path::new("/run/systemd/system").is_dir()
+}
+
+/// An absolute path moved under another root directory (Salt's `_root`).
+fn rooted(path: &str, root: Option<&str>) -> std::path::PathBuf {
+    match root {
+        Some(r) => Path::new(r).join(path.trim_start_matches('/')),
+        None => std::path::PathBuf::from(path),
+    }
+}
+
+/// The lines Salt's `salt.utils.itertools.split(out, "\n")` yields: every line, empty
+/// ones included, but no empty last one.
+fn lines_of(out: &str) -> Vec<&str> {
+    let mut lines: Vec<&str> = out.split('\n').collect();
+    if lines.last() == Some(&"") {
+        lines.pop();
+    }
+    lines
+}
+
+/// A unit file name's unit when its type is one systemd manages: a service by its bare
+/// name, other units by their full name.
+fn unit_of_file(full: &str) -> Option<String> {
+    let (base, kind) = full.rsplit_once('.')?;
+    UNIT_TYPES.contains(&format!(".{kind}").as_str()).then(|| {
+        if kind == "service" {
+            base.to_string()
+        } else {
+            full.to_string()
+        }
+    })
+}
+
+async fn get_running() -> Result<BTreeSet<String>, FnError> {
+    let out = run_merged(systemctl_argv(
+        "--full --no-legend --no-pager",
+        None,
+        false,
+        false,
+        None,
+    ))
+    .await?;
+    let mut ret = BTreeSet::new();
+    // Salt keeps the fourth column of the last line that had one; a line that never had
+    // one, or an empty line, fails as Salt's parser does.
+    let mut active: Option<String> = None;
+    for line in lines_of(out.stdout()) {
+        let comps: Vec<&str> = line.split_whitespace().collect();
+        let Some(full) = comps.first() else {
+            return Err(FnError::Exception(
+                "IndexError: list index out of range".into(),
+            ));
+        };
+        if comps.len() > 3 {
+            active = Some(comps[3].to_string());
+        }
+        match active.as_deref() {
+            None => {
+                return Err(FnError::Exception(
+                    "UnboundLocalError: cannot access local variable 'active_state' where it is not associated with a value".into(),
+                ))
+            }
+            Some("running") => {}
+            Some(_) => continue,
+        }
+        ret.extend(unit_of_file(full));
+    }
+    Ok(ret)
+}
+
+async fn get_static(root: Option<&str>) -> Result<BTreeSet<String>, FnError> {
+    let out = run_merged(systemctl_argv(
+        "--full --no-legend --no-pager list-unit-files",
+        None,
+        false,
+        false,
+        root,
+    ))
+    .await?;
+    Ok(lines_of(out.stdout())
+        .into_iter()
+        .filter_map(
+            |line| match line.split_whitespace().collect::<Vec<_>>()[..] {
+                [full, "static", ..] => unit_of_file(full),
+                _ => None,
+            },
+        )
+        .collect())
+}
+
+/// `systemctl daemon-reload`.
+async fn systemctl_reload() -> Result<(), FnError> {
+    let out = run_merged(systemctl_argv(
+        "--system daemon-reload",
+        None,
+        false,
+        false,
+        None,
+    ))
+    .await?;
+    if out.retcode() != 0 {
+        return Err(FnError::Execution(format!(
+            "Problem performing systemctl daemon-reload: {}",
+            out.stdout()
+        )));
+    }
+    Ok(())
+}
+
+/// A `CommandExecutionError` message with its `info` text appended as Salt appends it.
+fn with_info(msg: String, info: &str) -> String {
+    if info.is_empty() {
+        return msg;
+    }
+    let mut msg = msg;
+    if !msg.is_empty() {
+        if !msg.ends_with(['.', '?', '!']) {
+            msg.push('.');
+        }
+        msg.push(' ');
+    }
+    format!("{msg}Additional info follows:\n\n{info}")
+}
+
+async fn mask(name: &str, runtime: bool, root: Option<&str>) -> Result<bool, FnError> {
+    reload_units_if_changed(name).await?;
+    let verb = if runtime { "mask --runtime" } else { "mask" };
+    let out = run_merged(systemctl_argv(verb, Some(name), true, false, root)).await?;
+    if out.retcode() != 0 {
+        return Err(FnError::Execution(with_info(
+            format!("Failed to mask service '{name}'"),
+            out.stdout(),
+        )));
+    }
+    Ok(true)
+}
+
+async fn unmask(name: &str, runtime: bool, root: Option<&str>) -> Result<bool, FnError> {
+    reload_units_if_changed(name).await?;
+    if !masked(name, runtime, root).await? {
+        return Ok(true);
+    }
+    let verb = if runtime {
+        "unmask --runtime"
+    } else {
+        "unmask"
+    };
+    let out = run_merged(systemctl_argv(verb, Some(name), true, false, root)).await?;
+    if out.retcode() != 0 {
+        return Err(FnError::Execution(format!(
+            "Failed to unmask service '{name}'"
+        )));
+    }
+    Ok(true)
+}
+
+/// The path of the link that masks a unit.
+fn mask_link(name: &str, runtime: bool, root: Option<&str>) -> std::path::PathBuf {
+    rooted(if runtime { "/run" } else { "/etc" }, root)
+        .join("systemd")
+        .join("system")
+        .join(unit(name))
+}
+
+async fn masked(name: &str, runtime: bool, root: Option<&str>) -> Result<bool, FnError> {
+    reload_units_if_changed(name).await?;
+    Ok(std::fs::read_link(mask_link(name, runtime, root))
+        .is_ok_and(|target| target.as_os_str() == "/dev/null"))
+}
+
+async fn force_reload(
+    name: &str,
+    no_block: bool,
+    unmask_first: bool,
+    unmask_runtime: bool,
+) -> Result<bool, FnError> {
+    reload_units_if_changed(name).await?;
+    if unmask_first {
+        unmask(name, false, None).await?;
+    }
+    if unmask_runtime {
+        unmask(name, true, None).await?;
+    }
+    let out = run(systemctl_argv(
+        "force-reload",
+        Some(name),
+        true,
+        no_block,
+        None,
+    ))
+    .await?;
+    if out.retcode() != 0 {
+        return Err(FnError::Execution(strip_scope(out.stderr())));
+    }
+    Ok(true)
+}
+
+/// `systemctl show` of a unit as a map, with the command's exit code.
+async fn show(name: &str, root: Option<&str>) -> Result<(Value, i64), FnError> {
+    let out = run_merged(systemctl_argv("show", Some(name), false, false, root)).await?;
+    Ok((parse_show(out.stdout())?, out.retcode()))
+}
+
+/// Salt's reading of `systemctl show`: `Key=value` lines; a value in braces is a map of
+/// its ` ; `-separated `k=v` items (braces dropped, each side up to the next `=`);
+/// Before, After and Wants are lists.
+fn parse_show(out: &str) -> Result<Value, FnError> {
+    let mut ret = Vec::new();
+    for line in lines_of(out) {
+        let (key, value) = line.split_once('=').unwrap_or((line, ""));
+        let parsed = if value.starts_with('{') {
+            let value = value.replace(['{', '}'], "");
+            let mut items = Vec::new();
+            for item in value.split(" ; ") {
+                let comps: Vec<&str> = item.split('=').collect();
+                let [k, v, ..] = comps[..] else {
+                    return Err(FnError::Exception(
+                        "IndexError: list index out of range".into(),
+                    ));
+                };
+                map_set(&mut items, k.trim(), Value::from(v.trim()));
+            }
+            Value::Map(items)
+        } else if matches!(key, "Before" | "After" | "Wants") {
+            Value::Array(value.split_whitespace().map(Value::from).collect())
+        } else {
+            Value::from(value)
+        };
+        map_set(&mut ret, key, parsed);
+    }
+    Ok(Value::Map(ret))
+}
+
+/// `systemd-firstboot` with the options given.
+async fn firstboot(b: &Bound) -> Result<(), FnError> {
+    let mut argv =
+        vec![super::cmd::which("systemd-firstboot")
+            .unwrap_or_else(|| "systemd-firstboot".to_string())];
+    for (param, option) in [
+        ("locale", "locale"),
+        ("locale_message", "locale-message"),
+        ("keymap", "keymap"),
+        ("timezone", "timezone"),
+        ("hostname", "hostname"),
+        // Salt's spelling, which systemd-firstboot rejects.
+        ("machine_id", "machine-ID"),
+        ("root", "root"),
+    ] {
+        if let Some(v) = b.get(param).filter(|v| py_truthy(v)) {
+            argv.extend([format!("--{option}"), py_str(v)]);
+        }
+    }
+    let out = run(argv).await?;
+    if out.retcode() != 0 {
+        return Err(FnError::Execution(format!(
+            "systemd-firstboot error: {}",
+            out.stderr()
+        )));
+    }
+    Ok(())
 }
 
 /// systemd installed but not running: the path of `systemctl`.
@@ -220,9 +700,10 @@ const UNIT_TYPES: &[&str] = &[
     ".timer",
 ];
 
-/// A unit's full name: `.service` added when the name has no unit type.
+/// A unit's full name: `.service` added when the name does not end in a unit type (Salt
+/// checks the type's letters only, so `fooservice` stays as it is).
 fn unit(name: &str) -> String {
-    if UNIT_TYPES.iter().any(|t| name.ends_with(t)) {
+    if UNIT_TYPES.iter().any(|t| name.ends_with(&t[1..])) {
         name.to_string()
     } else {
         format!("{name}.service")
@@ -230,24 +711,32 @@ fn unit(name: &str) -> String {
 }
 
 /// The `systemctl` command of an action, in a scope of its own for the actions that start
-/// or stop things (so a restart of the minion does not take them down).
+/// or stop things (so a restart of the minion does not take them down) where systemd
+/// runs; `--root` for a unit file tree elsewhere; `-n 0` after a `status`.
 pub(crate) fn systemctl_argv(
     action: &str,
     name: Option<&str>,
     scope: bool,
     no_block: bool,
+    root: Option<&str>,
 ) -> Vec<String> {
     let mut cmd: Vec<String> = Vec::new();
-    if scope && super::cmd::which("systemd-run").is_some() {
+    if scope && booted() && super::cmd::which("systemd-run").is_some() {
         cmd.extend(["systemd-run".to_string(), "--scope".to_string()]);
     }
     cmd.push("systemctl".into());
     if no_block {
         cmd.push("--no-block".into());
     }
+    if let Some(r) = root {
+        cmd.extend(["--root".to_string(), r.to_string()]);
+    }
     cmd.extend(action.split(' ').map(str::to_string));
     if let Some(n) = name {
         cmd.push(unit(n));
+    }
+    if cmd.iter().any(|a| a == "status") {
+        cmd.extend(["-n".to_string(), "0".to_string()]);
     }
     cmd
 }
@@ -273,17 +762,36 @@ async fn run(argv: Vec<String>) -> Result<super::cmd::RunOutput, FnError> {
     run_argv(&argv, &[]).await
 }
 
-/// A unit file changed on disk since systemd read it: reload systemd first, as Salt does.
+/// [`run`] with standard error merged into standard output, in the order written (Salt's
+/// `cmd.run` and `redirect_stderr=True`).
+async fn run_merged(argv: Vec<String>) -> Result<super::cmd::RunOutput, FnError> {
+    super::cmd::run_argv_merged(&argv, &[]).await
+}
+
+/// Whether systemd knows the unit (Salt's `_check_available`; systemctl status exits 4
+/// for a unit it does not know).
+async fn check_available(name: &str) -> Result<bool, FnError> {
+    if offline().is_some() {
+        return Err(FnError::Execution(format!(
+            "Cannot run in offline mode. Failed to get information on unit '{name}'"
+        )));
+    }
+    let out = run(systemctl_argv("status", Some(name), false, false, None)).await?;
+    Ok((0..4).contains(&out.retcode()))
+}
+
+/// Reload systemd first, as Salt does, when the unit has a file in /etc/systemd/system
+/// systemd does not know, or systemctl status says its file changed on disk.
 async fn reload_units_if_changed(name: &str) -> Result<(), FnError> {
-    let out = run(systemctl_argv(
-        "show -P NeedDaemonReload",
-        Some(name),
-        false,
-        false,
-    ))
-    .await?;
-    if out.stdout().trim() == "yes" {
-        run(systemctl_argv("daemon-reload", None, true, false)).await?;
+    let custom = Path::new("/etc/systemd/system").join(unit(name));
+    let untracked = std::fs::File::open(&custom).is_ok() && !check_available(name).await?;
+    if untracked || {
+        let out = run_merged(systemctl_argv("status", Some(name), false, false, None)).await?;
+        out.stdout()
+            .to_lowercase()
+            .contains("'systemctl daemon-reload'")
+    } {
+        systemctl_reload().await?;
     }
     Ok(())
 }
@@ -292,7 +800,7 @@ async fn action(init: Init, verb: &str, name: &str, no_block: bool) -> Result<Va
     match init {
         Init::Systemd => {
             reload_units_if_changed(name).await?;
-            let out = run(systemctl_argv(verb, Some(name), true, no_block)).await?;
+            let out = run(systemctl_argv(verb, Some(name), true, no_block, None)).await?;
             if out.retcode() != 0 {
                 return Err(FnError::Execution(strip_scope(out.stderr())));
             }
@@ -344,7 +852,7 @@ async fn status(init: Init, name: &str, sig: Option<String>) -> Result<Value, Fn
     }
     let glob = has_glob(name);
     let services: Vec<String> = if glob {
-        get_all(init)
+        get_all(init, None)
             .await
             .into_iter()
             .filter(|s| brine_protocol::target::fnmatch(name, s))
@@ -357,9 +865,15 @@ async fn status(init: Init, name: &str, sig: Option<String>) -> Result<Value, Fn
         let up = match init {
             Init::Systemd => {
                 reload_units_if_changed(&service).await?;
-                run(systemctl_argv("is-active", Some(&service), false, false))
-                    .await?
-                    .retcode()
+                run(systemctl_argv(
+                    "is-active",
+                    Some(&service),
+                    false,
+                    false,
+                    None,
+                ))
+                .await?
+                .retcode()
                     == 0
             }
             Init::Sysv => run(service_argv(&service, "status")?).await?.retcode() == 0,
@@ -404,8 +918,8 @@ async fn sysv_enabled_all() -> BTreeSet<String> {
     out
 }
 
-fn init_scripts(executable_only: bool) -> BTreeSet<String> {
-    let Ok(entries) = std::fs::read_dir("/etc/init.d") else {
+fn init_scripts(executable_only: bool, root: Option<&str>) -> BTreeSet<String> {
+    let Ok(entries) = std::fs::read_dir(rooted("/etc/init.d", root)) else {
         return BTreeSet::new();
     };
     entries
@@ -422,15 +936,15 @@ fn init_scripts(executable_only: bool) -> BTreeSet<String> {
         .collect()
 }
 
-fn systemd_units() -> BTreeSet<String> {
+/// The units of the unit file directories Salt reads (under `root` when given).
+fn systemd_units(root: Option<&str>) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for dir in [
-        "/etc/systemd/system",
-        "/run/systemd/system",
         "/lib/systemd/system",
         "/usr/lib/systemd/system",
+        "/etc/systemd/system",
     ] {
-        let path = Path::new(dir);
+        let path = rooted(dir, root);
         if path.is_symlink() {
             continue;
         }
@@ -438,26 +952,17 @@ fn systemd_units() -> BTreeSet<String> {
             continue;
         };
         for e in entries.flatten() {
-            let full = e.file_name().to_string_lossy().to_string();
-            if let Some((base, kind)) = full.rsplit_once('.') {
-                if UNIT_TYPES.contains(&format!(".{kind}").as_str()) {
-                    out.insert(if kind == "service" {
-                        base.to_string()
-                    } else {
-                        full.clone()
-                    });
-                }
-            }
+            out.extend(unit_of_file(&e.file_name().to_string_lossy()));
         }
     }
     out
 }
 
-async fn get_all(init: Init) -> BTreeSet<String> {
+async fn get_all(init: Init, root: Option<&str>) -> BTreeSet<String> {
     match init {
         Init::Systemd => {
-            let mut all = systemd_units();
-            let sysv: Vec<String> = init_scripts(true)
+            let mut all = systemd_units(root);
+            let sysv: Vec<String> = init_scripts(true, root)
                 .into_iter()
                 .filter(|s| !all.contains(s))
                 .collect();
@@ -465,7 +970,7 @@ async fn get_all(init: Init) -> BTreeSet<String> {
             all
         }
         Init::Sysv => {
-            let mut all = init_scripts(false);
+            let mut all = init_scripts(false, None);
             all.extend(sysv_enabled_all().await);
             all
         }
@@ -482,6 +987,7 @@ async fn get_enabled(init: Init) -> BTreeSet<String> {
                 None,
                 false,
                 false,
+                None,
             ))
             .await
             {
@@ -494,7 +1000,7 @@ async fn get_enabled(init: Init) -> BTreeSet<String> {
             }
             let sysv_on = sysv_enabled_all().await;
             out.extend(
-                init_scripts(true)
+                init_scripts(true, None)
                     .into_iter()
                     .filter(|s| sysv_on.contains(s)),
             );
@@ -505,12 +1011,10 @@ async fn get_enabled(init: Init) -> BTreeSet<String> {
 
 async fn available(init: Init, name: &str) -> Result<bool, FnError> {
     match init {
-        Init::Sysv => Ok(get_all(init).await.contains(name)),
+        Init::Sysv => Ok(get_all(init, None).await.contains(name)),
         Init::Systemd => {
             reload_units_if_changed(name).await?;
-            let out = run(systemctl_argv("status", Some(name), false, false)).await?;
-            // systemctl status exits 4 for a unit it does not know.
-            Ok((0..4).contains(&out.retcode()))
+            check_available(name).await
         }
     }
 }
@@ -519,11 +1023,11 @@ async fn enabled(init: Init, name: &str) -> Result<bool, FnError> {
     match init {
         Init::Sysv => Ok(sysv_enabled_all().await.contains(name)),
         Init::Systemd => {
-            let out = run(systemctl_argv("is-enabled", Some(name), false, false)).await?;
+            let out = run(systemctl_argv("is-enabled", Some(name), false, false, None)).await?;
             if out.retcode() == 0 && out.stdout() != "alias" {
                 return Ok(true);
             }
-            if init_scripts(true).contains(name) && !systemd_units().contains(name) {
+            if init_scripts(true, None).contains(name) && !systemd_units(None).contains(name) {
                 return Ok(sysv_enabled_all().await.contains(name));
             }
             Ok(false)
@@ -550,7 +1054,8 @@ async fn enable(init: Init, name: &str, on: bool) -> Result<bool, FnError> {
         }
         Init::Systemd => {
             reload_units_if_changed(name).await?;
-            let sysv_only = init_scripts(true).contains(name) && !systemd_units().contains(name);
+            let sysv_only =
+                init_scripts(true, None).contains(name) && !systemd_units(None).contains(name);
             if sysv_only {
                 let mut cmd = Vec::new();
                 if super::cmd::which("systemd-run").is_some() {
@@ -573,6 +1078,7 @@ async fn enable(init: Init, name: &str, on: bool) -> Result<bool, FnError> {
                 Some(name),
                 true,
                 false,
+                None,
             ))
             .await?;
             if on && out.retcode() != 0 {
@@ -591,10 +1097,16 @@ mod tests {
 
     #[test]
     fn commands() {
-        let start = systemctl_argv("start", Some("nginx"), false, true);
+        let start = systemctl_argv("start", Some("nginx"), false, true, None);
         assert_eq!(start, ["systemctl", "--no-block", "start", "nginx.service"]);
         assert_eq!(
-            systemctl_argv("show -P NeedDaemonReload", Some("x.timer"), false, false),
+            systemctl_argv(
+                "show -P NeedDaemonReload",
+                Some("x.timer"),
+                false,
+                false,
+                None
+            ),
             ["systemctl", "show", "-P", "NeedDaemonReload", "x.timer"]
         );
         assert_eq!(
@@ -607,6 +1119,181 @@ mod tests {
             "Job failed."
         );
         assert!(has_glob("ssh*") && has_glob("s[sh]") && !has_glob("nginx"));
+    }
+
+    // The command lines of Salt 3007's systemd_service (`_systemctl_cmd`), with systemctl
+    // by name; systemd-run --scope only where systemd runs.
+    #[test]
+    fn systemd_only_command_lines() {
+        let argv = |a, n, scope, nb, root| systemctl_argv(a, n, scope, nb, root);
+        assert_eq!(
+            argv("--full --no-legend --no-pager", None, false, false, None),
+            ["systemctl", "--full", "--no-legend", "--no-pager"]
+        );
+        assert_eq!(
+            argv(
+                "--full --no-legend --no-pager list-unit-files",
+                None,
+                false,
+                false,
+                Some("/mnt")
+            ),
+            [
+                "systemctl",
+                "--root",
+                "/mnt",
+                "--full",
+                "--no-legend",
+                "--no-pager",
+                "list-unit-files"
+            ]
+        );
+        assert_eq!(
+            argv("--system daemon-reload", None, false, false, None),
+            ["systemctl", "--system", "daemon-reload"]
+        );
+        let scope: &[&str] = if booted() && super::super::cmd::which("systemd-run").is_some() {
+            &["systemd-run", "--scope"]
+        } else {
+            &[]
+        };
+        let with_scope = |rest: &[&str]| {
+            scope
+                .iter()
+                .chain(rest)
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            argv("mask --runtime", Some("foo"), true, false, Some("/r")),
+            with_scope(&[
+                "systemctl",
+                "--root",
+                "/r",
+                "mask",
+                "--runtime",
+                "foo.service"
+            ])
+        );
+        assert_eq!(
+            argv("unmask", Some("foo.socket"), true, false, None),
+            with_scope(&["systemctl", "unmask", "foo.socket"])
+        );
+        assert_eq!(
+            argv("force-reload", Some("nginx"), true, true, None),
+            with_scope(&["systemctl", "--no-block", "force-reload", "nginx.service"])
+        );
+        assert_eq!(
+            argv("force-reload", Some("nginx"), true, false, None),
+            with_scope(&["systemctl", "force-reload", "nginx.service"])
+        );
+        assert_eq!(
+            argv("show", Some("ssh"), false, false, Some("/r")),
+            ["systemctl", "--root", "/r", "show", "ssh.service"]
+        );
+        assert_eq!(
+            argv("status", Some("ssh"), false, false, None),
+            ["systemctl", "status", "ssh.service", "-n", "0"]
+        );
+        // Salt checks the unit type without its dot.
+        assert_eq!(unit("fooservice"), "fooservice");
+        assert_eq!(unit("foo"), "foo.service");
+        assert_eq!(
+            with_info("Failed to mask service 'x'".into(), "Invalid unit name"),
+            "Failed to mask service 'x'. Additional info follows:\n\nInvalid unit name"
+        );
+        assert_eq!(with_info("Failed.".into(), ""), "Failed.");
+        assert_eq!(lines_of("a\n\nb\n"), ["a", "", "b"]);
+        assert!(lines_of("").is_empty());
+    }
+
+    // A captured `systemctl show` text, read into what Salt 3007's `show` returns.
+    #[test]
+    fn show_output_as_salt_reads_it() {
+        let text = "Type=notify\nRestart=on-failure\nExecStart={ path=/usr/sbin/sshd ; argv[]=/usr/sbin/sshd -D $SSHD_OPTS ; ignore_errors=no ; start_time=[n/a] ; stop_time=[n/a] ; pid=0 ; code=(null) ; status=0/0 }\nAfter=network.target auditd.service sysinit.target\nWants=\nEnvironment=A=1 B=2\nType=simple";
+        let got = parse_show(text).unwrap();
+        let exec = map_get(&got, "ExecStart").unwrap();
+        assert_eq!(map_get(exec, "path"), Some(&s("/usr/sbin/sshd")));
+        assert_eq!(
+            map_get(exec, "argv[]"),
+            Some(&s("/usr/sbin/sshd -D $SSHD_OPTS"))
+        );
+        assert_eq!(map_get(exec, "status"), Some(&s("0/0")));
+        assert_eq!(
+            map_get(&got, "After"),
+            Some(&Value::Array(vec![
+                s("network.target"),
+                s("auditd.service"),
+                s("sysinit.target")
+            ]))
+        );
+        assert_eq!(map_get(&got, "Wants"), Some(&Value::Array(vec![])));
+        assert_eq!(map_get(&got, "Environment"), Some(&s("A=1 B=2")));
+        // A repeated key keeps its first place and takes its last value, like a dict.
+        let keys: Vec<&str> = got
+            .as_map()
+            .unwrap()
+            .iter()
+            .map(|(k, _)| k.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "Type",
+                "Restart",
+                "ExecStart",
+                "After",
+                "Wants",
+                "Environment"
+            ]
+        );
+        assert_eq!(map_get(&got, "Type"), Some(&s("simple")));
+        // systemctl's errors become keys (Salt splits them on '=' too).
+        let err = parse_show(
+            "Verb 'show' cannot be used with --root= or --image=.\nFailed to connect to bus: Host is down",
+        )
+        .unwrap();
+        assert_eq!(
+            err,
+            Value::Map(vec![
+                (
+                    s("Verb 'show' cannot be used with --root"),
+                    s(" or --image=.")
+                ),
+                (s("Failed to connect to bus: Host is down"), s("")),
+            ])
+        );
+        // A braced item without '=' fails as Salt's comps[1] does.
+        assert!(parse_show("X={ novalue }").is_err());
+        assert_eq!(parse_show("").unwrap(), Value::Map(vec![]));
+    }
+
+    // Salt 3007's `masked`: True only for a link to /dev/null, under /run for runtime.
+    #[tokio::test]
+    async fn masked_reads_the_unit_link() {
+        let tmp = std::env::temp_dir().join(format!("brine-svc-masked-{}", std::process::id()));
+        let etc = tmp.join("etc/systemd/system");
+        let run_dir = tmp.join("run/systemd/system");
+        std::fs::create_dir_all(&etc).unwrap();
+        std::fs::create_dir_all(&run_dir).unwrap();
+        std::os::unix::fs::symlink("/dev/null", etc.join("brinetest-a.service")).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", etc.join("brinetest-b.service")).unwrap();
+        std::fs::write(etc.join("brinetest-c.service"), "[Unit]\n").unwrap();
+        std::os::unix::fs::symlink("/dev/null", run_dir.join("brinetest-d.socket")).unwrap();
+        let root = tmp.to_str();
+        if offline().is_some() || booted() {
+            assert!(masked("brinetest-a", false, root).await.unwrap());
+            assert!(!masked("brinetest-a", true, root).await.unwrap());
+            assert!(!masked("brinetest-b", false, root).await.unwrap());
+            assert!(!masked("brinetest-c", false, root).await.unwrap());
+            assert!(!masked("brinetest-missing", false, root).await.unwrap());
+            assert!(masked("brinetest-d.socket", true, root).await.unwrap());
+        }
+        assert_eq!(
+            mask_link("foo", true, Some("/r")),
+            Path::new("/r/run/systemd/system/foo.service")
+        );
+        std::fs::remove_dir_all(&tmp).unwrap();
     }
 
     #[test]
