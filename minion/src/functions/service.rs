@@ -11,7 +11,7 @@ use rmpv::Value;
 use super::args::{is_true, py_str, Bound, Signature};
 use super::cmd::run_argv;
 use super::{CallState, Context, FnError, Spec};
-use brine_protocol::payload::get_str;
+use brine_protocol::payload::{get_str, py_truthy};
 
 /// How this machine runs services.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -381,22 +381,6 @@ impl Fun {
             Fun::Firstboot => firstboot(b).await.map(|()| Value::Boolean(true)),
             _ => unreachable!("not a systemd-only function"),
         }
-    }
-}
-
-/// Python's truth value of an argument.
-fn py_truthy(v: &Value) -> bool {
-    match v {
-        Value::Nil => false,
-        Value::Boolean(b) => *b,
-        Value::Integer(i) => i.as_i64().is_none_or(|n| n != 0),
-        Value::F32(f) => *f != 0.0,
-        Value::F64(f) => *f != 0.0,
-        Value::String(s) => !s.as_bytes().is_empty(),
-        Value::Binary(b) => !b.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Map(m) => !m.is_empty(),
-        Value::Ext(..) => true,
     }
 }
 
