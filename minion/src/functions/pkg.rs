@@ -12,6 +12,7 @@ use super::{CallState, Context, FnError, Spec};
 use brine_protocol::payload::{get_str, map};
 use brine_state::pkgver::Scheme;
 
+mod files;
 mod hold;
 
 /// Installed versions by package name.
@@ -190,6 +191,35 @@ super::spec_table! {
 
         salt '*' pkg.list_repo_pkgs curl jq
     "),
+    FileList => ("pkg.file_list", "file_list", [], 0, true, true,
+        "
+    Every file the named installed packages (all installed packages when none is
+    named) put on the system, sorted: {'errors': [...], 'files': [...]}.
+
+    CLI Example:
+
+        salt '*' pkg.file_list httpd
+        salt '*' pkg.file_list httpd postfix
+    "),
+    FileDict => ("pkg.file_dict", "file_dict", [], 0, true, true,
+        "
+    The files of each named installed package (all installed packages when none
+    is named): {'errors': [...], 'packages': {name: [files]}}.
+
+    CLI Example:
+
+        salt '*' pkg.file_dict httpd postfix
+    "),
+    Owner => ("pkg.owner", "owner", [], 0, true, true,
+        "
+    The package a file belongs to ('' for none); with several paths, a map of
+    path to package.
+
+    CLI Example:
+
+        salt '*' pkg.owner /usr/bin/apachectl
+        salt '*' pkg.owner /usr/bin/apachectl /etc/httpd/conf/httpd.conf
+    "),
     Hold => ("pkg.hold", "hold", ["name", "pkgs", "sources"], 0, false, true,
         "
     Hold packages: dpkg keeps them at their version (their selection becomes
@@ -327,6 +357,21 @@ impl Fun {
                 let names: Vec<String> = b.varargs.iter().map(py_str).collect();
                 let found = pkg.list_repo_pkgs(&names).await?;
                 Ok(pkg_value(&found, true))
+            }
+            Fun::FileList | Fun::FileDict | Fun::Owner if backend == Backend::Dnf => {
+                Err(FnError::Execution(format!(
+                    "{} reads dpkg's database; Brine does not build it on rpm yet",
+                    self.spec().name
+                )))
+            }
+            Fun::FileList | Fun::FileDict | Fun::Owner => {
+                let (ret, rc) = match self {
+                    Fun::FileList => files::file_list(b).await?,
+                    Fun::FileDict => files::file_dict(b).await?,
+                    _ => files::owner(b).await?,
+                };
+                st.retcode = rc;
+                Ok(ret)
             }
             Fun::Hold | Fun::Unhold | Fun::GetSelections | Fun::SetSelections
                 if backend == Backend::Dnf =>
