@@ -191,6 +191,23 @@ super::spec_table! {
 
         salt '*' pkg.list_repo_pkgs curl jq
     "),
+    NormalizeName => ("pkg.normalize_name", "normalize_name", ["name"], 1, false, false,
+        "
+    The package name without its architecture suffix when that is the machine's
+    own architecture (or all/any); other names as given.
+
+    CLI Example:
+
+        salt '*' pkg.normalize_name zsh:amd64
+    "),
+    ParseArch => ("pkg.parse_arch", "parse_arch", ["name"], 1, false, false,
+        "
+    Split a package name into its name and architecture (None when it has none).
+
+    CLI Example:
+
+        salt '*' pkg.parse_arch zsh:amd64
+    "),
     FileList => ("pkg.file_list", "file_list", [], 0, true, true,
         "
     Every file the named installed packages (all installed packages when none is
@@ -357,6 +374,32 @@ impl Fun {
                 let names: Vec<String> = b.varargs.iter().map(py_str).collect();
                 let found = pkg.list_repo_pkgs(&names).await?;
                 Ok(pkg_value(&found, true))
+            }
+            Fun::NormalizeName | Fun::ParseArch if backend == Backend::Dnf => {
+                Err(FnError::Execution(format!(
+                    "{} follows dpkg's name:arch form; Brine does not build rpm's yet",
+                    self.spec().name
+                )))
+            }
+            Fun::NormalizeName | Fun::ParseArch if !b.get("name").is_some_and(Value::is_str) => {
+                let given = b.get("name").unwrap_or(&Value::Nil);
+                Err(FnError::Exception(format!(
+                    "AttributeError: '{}' object has no attribute 'rsplit'",
+                    super::args::py_type(given)
+                        .trim_start_matches("<class '")
+                        .trim_end_matches("'>")
+                )))
+            }
+            Fun::NormalizeName => Ok(Value::from(
+                pkg.normalize(&b.get("name").map(py_str).unwrap_or_default()),
+            )),
+            Fun::ParseArch => {
+                let name = b.get("name").map(py_str).unwrap_or_default();
+                let (name, arch) = match name.rsplit_once(':') {
+                    Some((n, a)) => (n.to_string(), Value::from(a)),
+                    None => (name, Value::Nil),
+                };
+                Ok(map([("name", Value::from(name)), ("arch", arch)]))
             }
             Fun::FileList | Fun::FileDict | Fun::Owner if backend == Backend::Dnf => {
                 Err(FnError::Execution(format!(
@@ -1591,6 +1634,28 @@ mod tests {
             .as_str()
             .unwrap()
             .contains("not available on os_family 'Arch'"));
+    }
+
+    // The answers are those of Salt 3007's aptpkg (osarch amd64).
+    #[tokio::test]
+    async fn names_and_architectures() {
+        let (c, _) = pkg("Debian");
+        for (name, normal) in [("zsh:amd64", "zsh"), ("zsh:i386", "zsh:i386"), ("zsh", "zsh"), ("a:b:all", "a:b")] {
+            assert_eq!(call(&c, "pkg.normalize_name", &[s(name)]).await.ret, s(normal));
+        }
+        assert_eq!(
+            call(&c, "pkg.parse_arch", &[s("a:b:c")]).await.ret,
+            map([("name", s("a:b")), ("arch", s("c"))])
+        );
+        assert_eq!(
+            call(&c, "pkg.parse_arch", &[s("zsh")]).await.ret,
+            map([("name", s("zsh")), ("arch", Value::Nil)])
+        );
+        let r = call(&c, "pkg.parse_arch", &[Value::from(5)]).await;
+        assert_eq!(
+            (r.ret, r.retcode),
+            (s("The minion function caused an exception: AttributeError: 'int' object has no attribute 'rsplit'"), 1)
+        );
     }
 
     #[tokio::test]
