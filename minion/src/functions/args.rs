@@ -506,6 +506,13 @@ pub(crate) fn py_type(v: &Value) -> &'static str {
     }
 }
 
+/// The bare name of a value's Python type (`list`), as error messages name it.
+pub(crate) fn py_type_name(v: &Value) -> &'static str {
+    py_type(v)
+        .trim_start_matches("<class '")
+        .trim_end_matches("'>")
+}
+
 /// `salt.utils.data.is_true`.
 pub(crate) fn is_true(v: Option<&Value>) -> bool {
     match v {
@@ -551,9 +558,7 @@ pub(crate) fn py_int(v: &Value) -> Result<i64, String> {
         ),
         other => Err(format!(
             "int() argument must be a string, a bytes-like object or a real number, not '{}'",
-            py_type(other)
-                .trim_start_matches("<class '")
-                .trim_end_matches("'>")
+            py_type_name(other)
         )),
     }
 }
@@ -583,9 +588,7 @@ pub(crate) fn py_float_of(v: &Value) -> Result<f64, String> {
         }
         other => Err(format!(
             "float() argument must be a string or a real number, not '{}'",
-            py_type(other)
-                .trim_start_matches("<class '")
-                .trim_end_matches("'>")
+            py_type_name(other)
         )),
     }
 }

@@ -795,9 +795,7 @@ async fn exec_code_all(b: &Bound, st: &mut CallState) -> Result<Value, FnError> 
     let Some(lang) = lang_v.as_str() else {
         return Err(FnError::Exception(format!(
             "AttributeError: '{}' object has no attribute 'lower'",
-            super::args::py_type(lang_v)
-                .trim_start_matches("<class '")
-                .trim_end_matches("'>")
+            super::args::py_type_name(lang_v)
         )));
     };
     let powershell = lang.to_lowercase().starts_with("powershell");
@@ -942,9 +940,7 @@ fn tty(b: &Bound) -> Result<Value, FnError> {
     let Some(device) = device_v.as_str() else {
         return Err(FnError::Exception(format!(
             "AttributeError: '{}' object has no attribute 'startswith'",
-            super::args::py_type(device_v)
-                .trim_start_matches("<class '")
-                .trim_end_matches("'>")
+            super::args::py_type_name(device_v)
         )));
     };
     let teletype = if device.starts_with("tty") {

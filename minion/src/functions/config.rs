@@ -9,8 +9,8 @@ use std::path::Path;
 
 use rmpv::Value;
 
-use super::args::{py_str, Bound, Signature};
-use super::cron::{py_split, type_name};
+use super::args::{py_str, Bound, Signature, py_type_name};
+use super::cron::{py_split};
 use super::grains::lookup;
 use super::{CallState, Context, FnError, Spec};
 use brine_protocol::dictupdate::{self, Strategy};
@@ -309,7 +309,7 @@ fn hashable(key: &Value) -> Result<(), FnError> {
     match key {
         Value::Array(_) | Value::Map(_) => Err(type_error(format_args!(
             "unhashable type: '{}'",
-            type_name(key)
+            py_type_name(key)
         ))),
         _ => Ok(()),
     }
@@ -326,13 +326,13 @@ fn contains(container: &Value, key: &Value) -> Result<bool, FnError> {
             Value::String(_) => Ok(String::from_utf8_lossy(text.as_bytes()).contains(&py_str(key))),
             other => Err(type_error(format_args!(
                 "'in <string>' requires string as left operand, not {}",
-                type_name(other)
+                py_type_name(other)
             ))),
         },
         Value::Array(items) => Ok(items.iter().any(|item| py_eq(item, key))),
         other => Err(type_error(format_args!(
             "argument of type '{}' is not iterable",
-            type_name(other)
+            py_type_name(other)
         ))),
     }
 }
@@ -356,15 +356,15 @@ fn index(container: &Value, key: &Value) -> Result<Value, FnError> {
         }
         (Value::Array(_), other) => Err(type_error(format_args!(
             "list indices must be integers or slices, not {}",
-            type_name(other)
+            py_type_name(other)
         ))),
         (Value::String(_), other) => Err(type_error(format_args!(
             "string indices must be integers, not '{}'",
-            type_name(other)
+            py_type_name(other)
         ))),
         (other, _) => Err(type_error(format_args!(
             "'{}' object is not subscriptable",
-            type_name(other)
+            py_type_name(other)
         ))),
     }
 }
@@ -412,7 +412,7 @@ fn glob_entries(data: &Value, pattern: &str) -> Result<Vec<(Value, Value)>, FnEr
         other => {
             return Err(type_error(format_args!(
                 "'{}' object is not iterable",
-                type_name(other)
+                py_type_name(other)
             )))
         }
     };
@@ -421,7 +421,7 @@ fn glob_entries(data: &Value, pattern: &str) -> Result<Vec<(Value, Value)>, FnEr
         let Some(text) = name.as_str() else {
             return Err(type_error(format_args!(
                 "expected string or bytes-like object, got '{}'",
-                type_name(&name)
+                py_type_name(&name)
             )));
         };
         if super::sys::fnmatch(pattern, text) {
@@ -438,7 +438,7 @@ fn matching(ctx: &Context, pattern: &Value, omit: Omit) -> Result<Vec<(Value, Va
     let Some(pattern) = pattern.as_str() else {
         return Err(type_error(format_args!(
             "expected str, bytes or os.PathLike object, not {}",
-            type_name(pattern)
+            py_type_name(pattern)
         )));
     };
     let mut found = Vec::new();
@@ -515,7 +515,7 @@ fn dot_vals(ctx: &Context, value: &Value) -> Result<Value, FnError> {
         other => {
             return Err(FnError::Exception(format!(
                 "AttributeError: '{}' object has no attribute 'items'",
-                type_name(&other)
+                py_type_name(&other)
             )))
         }
     };
@@ -527,7 +527,7 @@ fn dot_vals(ctx: &Context, value: &Value) -> Result<Value, FnError> {
         let Some(name) = k.as_str() else {
             return Err(FnError::Exception(format!(
                 "AttributeError: '{}' object has no attribute 'startswith'",
-                type_name(&k)
+                py_type_name(&k)
             )));
         };
         if name.starts_with(&prefix) {
@@ -551,7 +551,7 @@ fn key_parts(key: &Value, delimiter: &Value) -> Result<Value, FnError> {
         other => {
             return Err(type_error(format_args!(
                 "must be str or None, not {}",
-                type_name(other)
+                py_type_name(other)
             )))
         }
     };
@@ -623,7 +623,7 @@ fn valid_fileproto(uri: &Value) -> Result<bool, FnError> {
         return if py_truthy(uri) {
             Err(FnError::Exception(format!(
                 "AttributeError: '{}' object has no attribute 'decode'",
-                type_name(uri)
+                py_type_name(uri)
             )))
         } else {
             Ok(false)

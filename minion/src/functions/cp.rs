@@ -17,7 +17,7 @@ use brine_protocol::payload::Value;
 
 use brine_protocol::target::fnmatch;
 
-use super::args::{is_true, py_str, py_type, Bound, Signature};
+use super::args::{is_true, py_str, Bound, Signature, py_type_name};
 use super::{CallState, Context, FnError, Spec};
 use crate::fileclient::{split_url, FileClient};
 
@@ -489,9 +489,7 @@ impl Fun {
                         .map(str::to_string)
                         .collect::<Vec<_>>(),
                     Some(other) => {
-                        let class = py_type(other)
-                            .trim_start_matches("<class '")
-                            .trim_end_matches("'>");
+                        let class = py_type_name(other);
                         return Err(FnError::InvalidArgs(format!(
                             "'{class}' object is not iterable"
                         )));
@@ -1053,10 +1051,17 @@ fn cache_dir(
     if !dir.ends_with('/') {
         dir.push('/');
     }
-    let (include, exclude) = (b.opt("include_pat"), b.opt("exclude_pat"));
+    let (include, exclude) = (
+        b.opt("include_pat").map(brine_protocol::payload::to_json),
+        b.opt("exclude_pat").map(brine_protocol::payload::to_json),
+    );
+    let wanted = |f: &str| {
+        brine_state::states::file::include_exclude(f, include.as_ref(), exclude.as_ref())
+            .map_err(FnError::Exception)
+    };
     let mut out = Vec::new();
     for f in client.list(saltenv).map_err(execution)? {
-        if f.trim().is_empty() || !f.starts_with(&dir) || !include_exclude(&f, include, exclude)? {
+        if f.trim().is_empty() || !f.starts_with(&dir) || !wanted(&f)? {
             continue;
         }
         if let Some(p) = client.cache_file(&f, saltenv).map_err(execution)? {
@@ -1086,48 +1091,6 @@ fn cache_dir(
         }
     }
     Ok(Value::Array(out))
-}
-
-/// Salt's `check_include_exclude`: whether `path` matches `include` (when given) and does not
-/// match `exclude` (when given); each one a pattern or a list of them, a pattern a glob or,
-/// after `E@`, a regular expression searched for in the path.
-fn include_exclude(
-    path: &str,
-    include: Option<&Value>,
-    exclude: Option<&Value>,
-) -> Result<bool, FnError> {
-    let matches = |patterns: &Value| -> Result<bool, FnError> {
-        let one = |p: &Value| -> Result<bool, FnError> {
-            let p = py_str(p);
-            match p.strip_prefix("E@") {
-                Some(re) => regex::Regex::new(re)
-                    .map(|re| re.is_match(path))
-                    .map_err(|e| FnError::Exception(format!("re.error: {e}"))),
-                None => Ok(fnmatch(&p, path)),
-            }
-        };
-        match patterns {
-            Value::Array(items) => {
-                for p in items {
-                    if one(p)? {
-                        return Ok(true);
-                    }
-                }
-                Ok(false)
-            }
-            p => one(p),
-        }
-    };
-    let truthy = |v: &&Value| brine_protocol::payload::py_truthy(v);
-    let included = match include.filter(truthy) {
-        Some(p) => matches(p)?,
-        None => true,
-    };
-    let excluded = match exclude.filter(truthy) {
-        Some(p) => matches(p)?,
-        None => false,
-    };
-    Ok(included && !excluded)
 }
 
 /// A file of the master's file server rendered with Jinja (Salt's `cp.get_template`

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use rand::Rng;
 use rmpv::Value;
 
-use super::args::{self, py_int, py_str, py_type, Bound, Signature};
+use super::args::{self, py_int, py_str, Bound, Signature, py_type_name};
 use super::{CallState, Context, FnError, Spec};
 use brine_protocol::payload::{get, get_str, map, py_truthy};
 use brine_protocol::pyeq::py_eq;
@@ -219,13 +219,6 @@ fn is_text(v: &Value, s: &str) -> bool {
     v.as_str() == Some(s)
 }
 
-/// Python's short type name (`int`, `NoneType`, ...).
-pub(crate) fn type_name(v: &Value) -> &'static str {
-    py_type(v)
-        .trim_start_matches("<class '")
-        .trim_end_matches("'>")
-}
-
 /// Python's `str.isspace()` for one character.
 pub(crate) fn py_space(c: char) -> bool {
     c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
@@ -350,7 +343,7 @@ impl Job {
                 };
                 return Err(FnError::Exception(format!(
                     "AttributeError: '{}' object has no attribute '{method}'",
-                    type_name(&self.comment)
+                    py_type_name(&self.comment)
                 )));
             };
             let text = match self.when {

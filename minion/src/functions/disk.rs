@@ -13,8 +13,8 @@ use std::sync::OnceLock;
 use regex::Regex;
 use rmpv::Value;
 
-use super::args::{py_repr, py_str, Bound, Signature};
-use super::cron::{py_split, type_name};
+use super::args::{py_repr, py_str, Bound, Signature, py_type_name};
+use super::cron::{py_split};
 use super::network::{at, command_not_found, salt_cmd, Dict};
 use super::{cmd, CallState, Context, FnError, Spec};
 use brine_protocol::nested::splitlines;
@@ -167,7 +167,7 @@ fn clean_flags(args: &Value, caller: &str) -> Result<String, FnError> {
         other => {
             return Err(FnError::InvalidArgs(format!(
                 "'{}' object is not iterable",
-                type_name(other)
+                py_type_name(other)
             )))
         }
     };
@@ -370,7 +370,7 @@ fn percent(ret: Dict, args: &Value) -> Result<Value, FnError> {
     if matches!(args, Value::Array(_) | Value::Map(_)) {
         return Err(FnError::InvalidArgs(format!(
             "unhashable type: '{}'",
-            type_name(args)
+            py_type_name(args)
         )));
     }
     match ret.get_any(args) {
@@ -539,7 +539,7 @@ pub(crate) fn parse_dump(stdout: &str, args: &Value) -> Result<Value, FnError> {
         other => {
             return Err(FnError::InvalidArgs(format!(
                 "'{}' object is not iterable",
-                type_name(other)
+                py_type_name(other)
             )))
         }
     };

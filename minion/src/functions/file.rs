@@ -17,7 +17,7 @@ use std::path::Path;
 use brine_protocol::payload::{map, py_truthy, Value};
 use brine_protocol::pyrepr::os_error as os_error_text;
 
-use super::args::{py_int, py_str, py_type, Bound, Signature};
+use super::args::{py_int, py_str, Bound, Signature, py_type_name};
 use super::{CallState, Context, FnError, Spec};
 
 mod find;
@@ -1165,13 +1165,6 @@ fn arg<'b>(b: &'b Bound, name: &str) -> &'b Value {
     b.get(name).unwrap_or(&NONE)
 }
 
-/// Python's type name of a value (`int`, `NoneType`, ...).
-fn type_name(v: &Value) -> &'static str {
-    py_type(v)
-        .trim_start_matches("<class '")
-        .trim_end_matches("'>")
-}
-
 /// A path parameter: Python's `os.path` functions take only strings.
 fn str_arg(b: &Bound, name: &str) -> Result<String, FnError> {
     path_of(arg(b, name))
@@ -1182,7 +1175,7 @@ fn path_of(v: &Value) -> Result<String, FnError> {
         Some(s) => Ok(s.to_string()),
         None => Err(FnError::InvalidArgs(format!(
             "expected str, bytes or os.PathLike object, not {}",
-            type_name(v)
+            py_type_name(v)
         ))),
     }
 }
@@ -2304,7 +2297,7 @@ fn join(b: &Bound) -> Result<Value, FnError> {
     let not_str = |v: &Value| {
         FnError::InvalidArgs(format!(
             "join() argument must be str, bytes, or os.PathLike object, not '{}'",
-            type_name(v)
+            py_type_name(v)
         ))
     };
     let mut path = first.as_str().ok_or_else(|| not_str(first))?.to_string();
@@ -3404,7 +3397,7 @@ fn comment_line(b: &Bound, cmnt: Option<bool>) -> Result<Value, FnError> {
         let method = if cmnt { "startswith" } else { "lstrip" };
         return Err(FnError::Exception(format!(
             "AttributeError: '{}' object has no attribute '{method}'",
-            type_name(regex)
+            py_type_name(regex)
         )));
     };
     let hash = Value::from("#");
@@ -3596,7 +3589,7 @@ impl LineEdit<'_> {
             self.content.as_str().ok_or_else(|| {
                 FnError::Execution(format!(
                     "Content must be a string, not {}",
-                    type_name(self.content)
+                    py_type_name(self.content)
                 ))
             })
         };
@@ -3730,7 +3723,7 @@ fn line(b: &Bound) -> Result<Value, FnError> {
         Some(other) if py_truthy(other) => {
             return Err(FnError::Exception(format!(
                 "AttributeError: '{}' object has no attribute 'lower'",
-                type_name(other)
+                py_type_name(other)
             )))
         }
         Some(other) => Some(py_str(other)),
@@ -3888,7 +3881,7 @@ fn blockreplace(b: &Bound) -> Result<Value, FnError> {
     let not_str = |method: &str| {
         FnError::Exception(format!(
             "AttributeError: '{}' object has no attribute '{method}'",
-            type_name(content)
+            py_type_name(content)
         ))
     };
     let append_newline = match b.get("append_newline") {

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use rmpv::Value;
 
-use super::args::{is_true, py_int, py_str, py_type, yamlify_arg, Bound, Signature};
+use super::args::{is_true, py_int, py_str, yamlify_arg, Bound, Signature, py_type_name};
 use super::CallState;
 use super::{Context, FnError, Spec};
 use brine_protocol::payload::{from_json, map, py_truthy, to_json};
@@ -389,7 +389,7 @@ impl Fun {
                 )),
                 Some(other) => Err(FnError::InvalidArgs(format!(
                     "must be str or None, not {}",
-                    type_name(other)
+                    py_type_name(other)
                 ))),
             }
         };
@@ -511,13 +511,6 @@ fn refresh_pillar(b: &Bound) -> bool {
     b.get("refresh_pillar").is_none_or(py_truthy)
 }
 
-/// Python's name of a value's type (`int`, `NoneType`).
-fn type_name(v: &Value) -> &'static str {
-    py_type(v)
-        .trim_start_matches("<class '")
-        .trim_end_matches("'>")
-}
-
 /// `grains.filter_by`: Salt's `salt.utils.data.filter_by` over the grains (the one the
 /// templates use).
 fn filter_by(grains: &Value, b: &Bound) -> Result<Value, FnError> {
@@ -534,7 +527,7 @@ pub(crate) fn filter_by_in(data: &Value, lookup: &str, b: &Bound) -> Result<Valu
     if !lookup_dict.is_map() {
         return Err(FnError::InvalidArgs(format!(
             "filter_by lookup_dict must be a dictionary, not {}",
-            type_name(lookup_dict)
+            py_type_name(lookup_dict)
         )));
     }
     let default = b
@@ -563,7 +556,7 @@ fn key_text(key: &Value) -> Result<Option<String>, FnError> {
         Value::Array(_) | Value::Map(_) => Ok(None),
         other => Err(FnError::InvalidArgs(format!(
             "argument of type '{}' is not iterable",
-            type_name(other)
+            py_type_name(other)
         ))),
     }
 }
@@ -589,7 +582,7 @@ async fn setvals(
         if matches!(key, Value::Array(_) | Value::Map(_)) {
             return Err(FnError::InvalidArgs(format!(
                 "unhashable type: '{}'",
-                type_name(key)
+                py_type_name(key)
             )));
         }
     }

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use rmpv::Value;
 
-use super::args::{py_repr, py_str, py_type, Bound, Signature};
-use super::cron::{py_space, py_split, type_name};
+use super::args::{py_repr, py_str, py_type, Bound, Signature, py_type_name};
+use super::cron::{py_space, py_split};
 use super::{CallState, Context, FnError, Spec};
 use brine_protocol::payload::{map, py_truthy};
 
@@ -433,14 +433,14 @@ fn concat(parts: &[&Value]) -> Result<String, FnError> {
                     }
                     other => format!(
                         "TypeError: unsupported operand type(s) for +: '{}' and 'str'",
-                        type_name(other)
+                        py_type_name(other)
                     ),
                 }))
             }
             None => {
                 return Err(FnError::Exception(format!(
                     "TypeError: can only concatenate str (not \"{}\") to str",
-                    type_name(part)
+                    py_type_name(part)
                 )))
             }
         }
@@ -616,7 +616,7 @@ impl HostsFile {
         let Some(ip) = ip.as_str() else {
             return Err(FnError::Exception(format!(
                 "AttributeError: '{}' object has no attribute 'startswith'",
-                type_name(ip)
+                py_type_name(ip)
             )));
         };
         if matches!(hosts.get(ip), Some(Entry::Comment(_))) {
@@ -639,7 +639,7 @@ impl HostsFile {
                 return Err(FnError::Exception(format!(
                     "TypeError: sequence item {}: expected str instance, {} found",
                     aliases.len(),
-                    type_name(alias)
+                    py_type_name(alias)
                 )));
             };
             aliases.push(name.to_string());

@@ -471,6 +471,30 @@ pub(crate) enum FnError {
     Exception(String),
 }
 
+impl FnError {
+    /// Salt's `CommandExecutionError(message, info)`: when `info` is truthy, the message (with
+    /// a full stop) then "Additional info follows:" and `info` as the nested outputter shows it.
+    pub(crate) fn with_info(message: &str, info: &Value) -> FnError {
+        if !brine_protocol::payload::py_truthy(info) {
+            return FnError::Execution(message.to_string());
+        }
+        let mut text = message.to_string();
+        if !text.is_empty() {
+            if !text.ends_with(['.', '?', '!']) {
+                text.push('.');
+            }
+            text.push(' ');
+        }
+        text.push_str("Additional info follows:\n\n");
+        let colors = brine_protocol::nested::Colors::new(false);
+        let json = brine_protocol::payload::to_json(info);
+        text.push_str(brine_protocol::nested::python_rstrip(
+            &brine_protocol::nested::nested(&json, &colors, 0),
+        ));
+        FnError::Execution(text)
+    }
+}
+
 /// The description of one function: name, Python name, signature, docstring, outputter.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Spec {

@@ -19,8 +19,8 @@ use std::time::Duration;
 use regex::Regex;
 use rmpv::Value;
 
-use super::args::{self, py_int, py_repr, py_str, split_input, Bound, Signature};
-use super::cron::{py_split, type_name};
+use super::args::{self, py_int, py_repr, py_str, split_input, Bound, Signature, py_type_name};
+use super::cron::{py_split};
 use super::{cmd, CallState, Context, FnError, Spec};
 use brine_protocol::nested::splitlines;
 use brine_protocol::payload::{get, get_str, map, py_truthy};
@@ -1534,7 +1534,7 @@ async fn subnets(only: Option<&Value>, family: Family) -> Result<Value, FnError>
         Some(v @ Value::Map(_)) => {
             return Err(FnError::InvalidArgs(format!(
                 "unhashable type: '{}'",
-                type_name(v)
+                py_type_name(v)
             )))
         }
         Some(name) => vec![all
@@ -1641,7 +1641,7 @@ fn iphexval(ip: &Value) -> Result<Value, FnError> {
     let Some(text) = ip.as_str() else {
         return Err(FnError::Exception(format!(
             "AttributeError: '{}' object has no attribute 'split'",
-            type_name(ip)
+            py_type_name(ip)
         )));
     };
     let mut out = String::new();
@@ -1666,7 +1666,7 @@ fn sanitize_host(host: &Value) -> Result<String, FnError> {
     let Some(text) = host.as_str() else {
         return Err(FnError::InvalidArgs(format!(
             "'{}' object is not subscriptable",
-            type_name(host)
+            py_type_name(host)
         )));
     };
     if Ip::parse(text).is_some() {

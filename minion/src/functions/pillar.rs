@@ -5,7 +5,7 @@
 use rmpv::Value;
 
 use super::{CallState};
-use super::args::{is_true, py_str, py_type, Bound, Signature};
+use super::args::{is_true, py_str, Bound, Signature, py_type_name};
 use super::grains::{filter_by_in, item_map, lookup, traverse, DEFAULT_DELIMITER};
 use super::{Context, FnError, Spec};
 
@@ -333,16 +333,8 @@ fn obfuscate(v: &Value) -> Value {
                 .collect(),
         ),
         Value::Array(items) => Value::Array(items.iter().map(obfuscate).collect()),
-        leaf => Value::from(format!("<{}>", python_type_name(leaf))),
+        leaf => Value::from(format!("<{}>", py_type_name(leaf))),
     }
-}
-
-/// Python's bare type name (`str`, `int`, `NoneType`...).
-fn python_type_name(v: &Value) -> &'static str {
-    let full = py_type(v);
-    full.strip_prefix("<class '")
-        .and_then(|t| t.strip_suffix("'>"))
-        .unwrap_or(full)
 }
 
 #[cfg(test)]

@@ -385,9 +385,7 @@ impl Fun {
                 let given = b.get("name").unwrap_or(&Value::Nil);
                 Err(FnError::Exception(format!(
                     "AttributeError: '{}' object has no attribute 'rsplit'",
-                    super::args::py_type(given)
-                        .trim_start_matches("<class '")
-                        .trim_end_matches("'>")
+                    super::args::py_type_name(given)
                 )))
             }
             Fun::NormalizeName => Ok(Value::from(
@@ -530,21 +528,6 @@ fn changes_value(changes: &BTreeMap<String, (String, String)>) -> Value {
             })
             .collect(),
     )
-}
-
-/// A `CommandExecutionError` with `info`, worded as Salt words it.
-fn problem(message: &str, info: Value) -> FnError {
-    let mut text = message.to_string();
-    if !text.ends_with(['.', '?', '!']) {
-        text.push('.');
-    }
-    text.push_str(" Additional info follows:\n\n");
-    let colors = brine_protocol::nested::Colors::new(false);
-    let json = brine_protocol::payload::to_json(&info);
-    text.push_str(brine_protocol::nested::python_rstrip(
-        &brine_protocol::nested::nested(&json, &colors, 0),
-    ));
-    FnError::Execution(text)
 }
 
 /// The targets of an install or removal: names with an optional version.
@@ -996,9 +979,9 @@ impl Pkg<'_> {
         }
         let ret = changes_value(&changes);
         if !errors.is_empty() {
-            return Err(problem(
+            return Err(FnError::with_info(
                 "Problem encountered installing package(s)",
-                map([
+                &map([
                     (
                         "errors",
                         Value::Array(errors.into_iter().map(Value::from).collect()),
@@ -1147,9 +1130,9 @@ impl Pkg<'_> {
             changes
         };
         if !errors.is_empty() {
-            return Err(problem(
+            return Err(FnError::with_info(
                 "Problem encountered removing package(s)",
-                map([("errors", Value::Array(errors)), ("changes", ret)]),
+                &map([("errors", Value::Array(errors)), ("changes", ret)]),
             ));
         }
         Ok(ret)
@@ -1207,9 +1190,9 @@ impl Pkg<'_> {
         let new = self.list().await?;
         let ret = changes_value(&compare(&old, &new));
         if out.retcode() != 0 {
-            return Err(problem(
+            return Err(FnError::with_info(
                 "Problem encountered upgrading packages",
-                map([
+                &map([
                     ("changes", ret),
                     (
                         "result",
@@ -1590,9 +1573,9 @@ mod tests {
 
     #[test]
     fn problem_text_has_salts_nested_info() {
-        let FnError::Execution(text) = problem(
+        let FnError::Execution(text) = FnError::with_info(
             "Problem encountered installing package(s)",
-            map([
+            &map([
                 (
                     "errors",
                     Value::Array(vec![s("E: Unable to locate package nosuch")]),

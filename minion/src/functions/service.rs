@@ -511,30 +511,15 @@ async fn systemctl_reload() -> Result<(), FnError> {
     Ok(())
 }
 
-/// A `CommandExecutionError` message with its `info` text appended as Salt appends it.
-fn with_info(msg: String, info: &str) -> String {
-    if info.is_empty() {
-        return msg;
-    }
-    let mut msg = msg;
-    if !msg.is_empty() {
-        if !msg.ends_with(['.', '?', '!']) {
-            msg.push('.');
-        }
-        msg.push(' ');
-    }
-    format!("{msg}Additional info follows:\n\n{info}")
-}
-
 async fn mask(name: &str, runtime: bool, root: Option<&str>) -> Result<bool, FnError> {
     reload_units_if_changed(name).await?;
     let verb = if runtime { "mask --runtime" } else { "mask" };
     let out = run_merged(systemctl_argv(verb, Some(name), true, false, root)).await?;
     if out.retcode() != 0 {
-        return Err(FnError::Execution(with_info(
-            format!("Failed to mask service '{name}'"),
-            out.stdout(),
-        )));
+        return Err(FnError::with_info(
+            &format!("Failed to mask service '{name}'"),
+            &Value::from(out.stdout()),
+        ));
     }
     Ok(true)
 }
@@ -1183,10 +1168,16 @@ mod tests {
         assert_eq!(unit("fooservice"), "fooservice");
         assert_eq!(unit("foo"), "foo.service");
         assert_eq!(
-            with_info("Failed to mask service 'x'".into(), "Invalid unit name"),
-            "Failed to mask service 'x'. Additional info follows:\n\nInvalid unit name"
+            FnError::with_info("Failed to mask service 'x'", &s("Invalid unit name")),
+            FnError::Execution(
+                "Failed to mask service 'x'. Additional info follows:\n\nInvalid unit name"
+                    .into()
+            )
         );
-        assert_eq!(with_info("Failed.".into(), ""), "Failed.");
+        assert_eq!(
+            FnError::with_info("Failed.", &s("")),
+            FnError::Execution("Failed.".into())
+        );
         assert_eq!(lines_of("a\n\nb\n"), ["a", "", "b"]);
         assert!(lines_of("").is_empty());
     }

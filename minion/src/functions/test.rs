@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use rmpv::Value;
 
-use super::args::{py_int, py_repr, py_type, Bound, Signature};
+use super::args::{py_int, py_repr, py_type, Bound, Signature, py_type_name};
 use super::Context;
 use super::{CallState, FnError, Spec, SALT_VERSION};
 use brine_protocol::payload::{get, map};
@@ -693,7 +693,7 @@ async fn cross_test(ctx: &Context, b: &Bound, st: &mut CallState) -> Result<Valu
                 return Err(FnError::InvalidArgs(format!(
                 "salt.loaded.int.module.{file}.{}() argument after * must be an iterable, not {}",
                 spec.pyname,
-                py_type(other).trim_start_matches("<class '").trim_end_matches("'>")
+                py_type_name(other)
             )));
             }
         };
@@ -767,13 +767,6 @@ fn module_report() -> Value {
     ])
 }
 
-/// The name of a Python type for its error messages (`'int'`, `'NoneType'`).
-fn type_name(v: &Value) -> &'static str {
-    py_type(v)
-        .trim_start_matches("<class '")
-        .trim_end_matches("'>")
-}
-
 /// Python's `random.randint(0, upper)`, with its errors for a bad `upper`.
 fn py_randint(upper: &Value) -> Result<u64, FnError> {
     let value_error = |m: String| FnError::Exception(format!("ValueError: {m}"));
@@ -815,7 +808,7 @@ fn py_randint(upper: &Value) -> Result<u64, FnError> {
         other => {
             return Err(FnError::InvalidArgs(format!(
                 "unsupported operand type(s) for +: '{}' and 'int'",
-                type_name(other)
+                py_type_name(other)
             )))
         }
     };
@@ -850,7 +843,7 @@ fn random_hash(ctx: &Context, b: &Bound) -> Result<Value, FnError> {
     let Some(name) = hash_type.as_str() else {
         return Err(FnError::InvalidArgs(format!(
             "attribute name must be string, not '{}'",
-            type_name(&hash_type)
+            py_type_name(&hash_type)
         )));
     };
     // hashlib's attribute names are case-sensitive; HashType::parse is not.

@@ -615,9 +615,7 @@ fn py_cmp(a: &Value, b: &Value) -> Result<Ordering, String> {
         }
         _ => {
             let name = |v: &Value| {
-                super::super::args::py_type(v)
-                    .trim_start_matches("<class '")
-                    .trim_end_matches("'>")
+                super::super::args::py_type_name(v)
             };
             Err(format!(
                 "'<' not supported between instances of '{}' and '{}'",

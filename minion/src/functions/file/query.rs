@@ -9,10 +9,10 @@ use std::path::Path;
 use brine_protocol::payload::{map, Value};
 use brine_protocol::posixpath::normpath;
 
-use super::super::args::{py_str, Bound};
+use super::super::args::{py_str, Bound, py_type_name};
 use super::super::FnError;
 use super::{
-    arg, expanduser, gid_to_group, group_to_gid, lstat, os_exception, str_arg, strerror, type_name,
+    arg, expanduser, gid_to_group, group_to_gid, lstat, os_exception, str_arg, strerror,
     uid_to_user, user_to_uid,
 };
 
@@ -26,7 +26,7 @@ pub(super) fn uid_to_user_fn(b: &Bound) -> Result<Value, FnError> {
         }
         None => Err(FnError::InvalidArgs(format!(
             "uid should be integer, not {}",
-            type_name(uid)
+            py_type_name(uid)
         ))),
     }
 }
@@ -53,7 +53,7 @@ pub(super) fn gid_to_group_fn(b: &Bound) -> Result<Value, FnError> {
         other => {
             return Err(FnError::Exception(format!(
                 "TypeError: int() argument must be a string, a bytes-like object or a real number, not '{}'",
-                type_name(other)
+                py_type_name(other)
             )))
         }
     };

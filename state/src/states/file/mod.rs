@@ -20,6 +20,8 @@ use crate::verify::py_text;
 mod remote;
 mod tree;
 
+pub use tree::include_exclude;
+
 mod edit;
 
 pub const FUNCTIONS: &[Spec] = &[

@@ -754,8 +754,10 @@ pub(super) fn copy(c: &Call) -> Result<Ret, String> {
 
 // ---------------------------------------------------------------- file.recurse
 
-/// Salt's `check_include_exclude`: globs, or regular expressions after `E@`, one or a list.
-pub(super) fn include_exclude(
+/// Salt's `check_include_exclude`: whether `path` matches `include` (when given) and not
+/// `exclude` (when given); each a pattern or a list of them, a pattern a glob or, after `E@`,
+/// a regular expression searched for in the path.
+pub fn include_exclude(
     path: &str,
     include: Option<&Value>,
     exclude: Option<&Value>,
