@@ -306,19 +306,9 @@ fn apply_hold(c: &Call, name: &str, pkgs: Option<Value>) -> Option<Result<Holds,
     } else {
         "pkg.unhold"
     };
-    let mut kw = Map::new();
-    kw.insert("name".into(), json!(name));
-    if let Some(pkgs) = pkgs {
-        kw.insert("pkgs".into(), pkgs);
-    }
-    let answer = match c.host.call(fun, &[], &kw) {
+    let answer = match call_hold(c, fun, name, pkgs) {
         Ok(a) => a,
-        Err(e) => {
-            let prefix = format!("ERROR executing '{fun}': ");
-            return Some(Err(
-                error_text(e.strip_prefix(&prefix).unwrap_or(&e)).to_string()
-            ));
-        }
+        Err(e) => return Some(Err(e)),
     };
     let mut holds = Holds::default();
     for one in answer.as_object().into_iter().flat_map(|m| m.values()) {
@@ -339,6 +329,20 @@ fn apply_hold(c: &Call, name: &str, pkgs: Option<Value>) -> Option<Result<Holds,
         }
     }
     Some(Ok(holds))
+}
+
+/// `pkg.hold` or `pkg.unhold` as Salt's pkg states call them (`name`, and `pkgs` when
+/// given); an error is the module's own message.
+fn call_hold(c: &Call, fun: &str, name: &str, pkgs: Option<Value>) -> Result<Value, String> {
+    let mut kw = Map::new();
+    kw.insert("name".into(), json!(name));
+    if let Some(pkgs) = pkgs {
+        kw.insert("pkgs".into(), pkgs);
+    }
+    c.host.call(fun, &[], &kw).map_err(|e| {
+        let prefix = format!("ERROR executing '{fun}': ");
+        error_text(e.strip_prefix(&prefix).unwrap_or(&e)).to_string()
+    })
 }
 
 /// A `pkg.installed` that installs nothing (or failed before installing): the `hold` option
@@ -1113,21 +1117,72 @@ fn holds(c: &Call) -> Result<Vec<String>, String> {
         .unwrap_or_default())
 }
 
-/// `pkg.hold` or `pkg.unhold` of one package: its return under `pkgs`, the module's whole
-/// answer, and whether it succeeded.
-fn hold_one(c: &Call, fun: &str, name: &str, pkg: &Value, key: &str) -> (Map<String, Value>, bool) {
-    let mut kw = Map::new();
-    kw.insert("name".into(), json!(name));
-    kw.insert("pkgs".into(), json!([pkg]));
-    let answer = match c.host.call(fun, &[], &kw) {
-        Ok(Value::Object(m)) => m,
-        _ => Map::new(),
-    };
-    let ok = answer
-        .get(key)
-        .and_then(|r| r.get("result"))
-        .is_some_and(brine_protocol::payload::json_truthy);
-    (answer, ok)
+/// What a `pkg.held` or `pkg.unheld` state did so far.
+struct HoldRun {
+    name: String,
+    result: bool,
+    comments: Vec<String>,
+    changes: Map<String, Value>,
+}
+
+impl HoldRun {
+    fn new(name: String) -> HoldRun {
+        HoldRun {
+            name,
+            result: true,
+            comments: Vec::new(),
+            changes: Map::new(),
+        }
+    }
+
+    /// `fun` of one package (its `pkgs` entry, known as `key` in the answer): the answer
+    /// joins the changes; whether it succeeded, and its comment. A module error ends the
+    /// state, as Salt's uncaught exception does.
+    fn call(
+        &mut self,
+        c: &Call,
+        fun: &str,
+        pkg: &Value,
+        key: &str,
+    ) -> Result<(bool, Value), String> {
+        let answer = call_hold(c, fun, &self.name, Some(json!([pkg])))?;
+        let one = answer.get(key);
+        let ok = one
+            .and_then(|r| r.get("result"))
+            .is_some_and(brine_protocol::payload::json_truthy);
+        let comment = one
+            .and_then(|r| r.get("comment"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        self.result &= ok;
+        if let Value::Object(m) = answer {
+            self.changes.extend(m);
+        }
+        Ok((ok, comment))
+    }
+
+    /// `pkg.unhold` of a held package, its comment kept.
+    fn release(&mut self, c: &Call, lock: &str) -> Result<(), String> {
+        let (_, comment) = self.call(c, "pkg.unhold", &json!(lock), lock)?;
+        if brine_protocol::payload::json_truthy(&comment) {
+            self.comments.push(py_text(&comment));
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Map<String, Value> {
+        let comment = if self.comments.is_empty() && self.changes.is_empty() {
+            "No changes made".to_string()
+        } else {
+            self.comments.join("\n")
+        };
+        ret(
+            &self.name,
+            json!(self.result),
+            comment,
+            Value::Object(self.changes),
+        )
+    }
 }
 
 /// A `pkgs` entry: its name and version (`{name: version}` or a bare name).
@@ -1141,20 +1196,6 @@ fn name_and_version(pkg: &Value) -> (String, Option<String>) {
         }),
         other => (py_text(other), None),
     }
-}
-
-fn held_return(
-    name: &str,
-    result: bool,
-    comments: Vec<String>,
-    changes: Map<String, Value>,
-) -> Map<String, Value> {
-    let comment = if comments.is_empty() && changes.is_empty() {
-        "No changes made".to_string()
-    } else {
-        comments.join("\n")
-    };
-    ret(name, json!(result), comment, Value::Object(changes))
 }
 
 /// Salt's `pkg.held`: the packages held (with dpkg, whatever their version); with `replace`,
@@ -1179,9 +1220,7 @@ fn held(c: &Call) -> Result<Map<String, Value>, String> {
         Some(other) => vec![other.clone()],
     };
     let locks = holds(c)?;
-    let mut result = true;
-    let mut comments = Vec::new();
-    let mut changes = Map::new();
+    let mut run = HoldRun::new(name);
     let mut held_names = Vec::new();
     for pkg in &pkgs {
         let (pkg_name, version) = name_and_version(pkg);
@@ -1189,41 +1228,31 @@ fn held(c: &Call) -> Result<Map<String, Value>, String> {
         if locks.contains(&pkg_name) {
             continue;
         }
-        let shown = version.map_or(String::new(), |v| format!(" (version = {v})"));
         if c.test {
-            comments.push(format!(
+            let shown = version.map_or(String::new(), |v| format!(" (version = {v})"));
+            run.comments.push(format!(
                 "The following package would be held: {pkg_name}{shown}"
             ));
             continue;
         }
-        let (answer, ok) = hold_one(c, "pkg.hold", &name, pkg, &pkg_name);
-        result &= ok;
-        comments.push(if ok {
+        let (ok, _) = run.call(c, "pkg.hold", pkg, &pkg_name)?;
+        run.comments.push(if ok {
             format!("Package {pkg_name} is now being held")
         } else {
             format!("Package {pkg_name} was not held")
         });
-        changes.extend(answer);
     }
     if replace {
         for lock in locks.iter().filter(|l| !held_names.contains(l)) {
             if c.test {
-                comments.push(format!("The following package would be unheld: {lock}"));
-                continue;
+                run.comments
+                    .push(format!("The following package would be unheld: {lock}"));
+            } else {
+                run.release(c, lock)?;
             }
-            let (answer, ok) = hold_one(c, "pkg.unhold", &name, &json!(lock), lock);
-            result &= ok;
-            if let Some(comment) = answer
-                .get(lock)
-                .and_then(|r| r.get("comment"))
-                .filter(|v| brine_protocol::payload::json_truthy(v))
-            {
-                comments.push(py_text(comment));
-            }
-            changes.extend(answer);
         }
     }
-    Ok(held_return(&name, result, comments, changes))
+    Ok(run.finish())
 }
 
 /// Salt's `pkg.unheld`: the named held packages released (with `all`, every held package).
@@ -1247,9 +1276,7 @@ fn unheld(c: &Call) -> Result<Map<String, Value>, String> {
     };
     let wanted: Vec<(String, Option<String>)> = pkgs.iter().map(name_and_version).collect();
     let locks = holds(c)?;
-    let mut result = true;
-    let mut comments = Vec::new();
-    let mut changes = Map::new();
+    let mut run = HoldRun::new(name);
     for lock in &locks {
         let asked = wanted.iter().find(|(n, _)| n == lock);
         if !all && asked.is_none() {
@@ -1262,23 +1289,14 @@ fn unheld(c: &Call) -> Result<Map<String, Value>, String> {
             } else {
                 ""
             };
-            comments.push(format!(
+            run.comments.push(format!(
                 "The following package would be unheld: {lock}{shown}"
             ));
-            continue;
+        } else {
+            run.release(c, lock)?;
         }
-        let (answer, ok) = hold_one(c, "pkg.unhold", &name, &json!(lock), lock);
-        result &= ok;
-        if let Some(comment) = answer
-            .get(lock)
-            .and_then(|r| r.get("comment"))
-            .filter(|v| brine_protocol::payload::json_truthy(v))
-        {
-            comments.push(py_text(comment));
-        }
-        changes.extend(answer);
     }
-    Ok(held_return(&name, result, comments, changes))
+    Ok(run.finish())
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use rmpv::Value;
 
-use super::super::args::{is_true, py_str, Bound};
+use super::super::args::{is_true, py_str, Bound, py_type_name};
 use super::super::cmd::{run_argv, run_argv_stdin};
 use super::super::{Context, FnError};
 use super::DPKG_ENV;
@@ -134,7 +134,7 @@ fn selection_arg(v: &Value) -> Result<Selections, FnError> {
                 .collect()),
             other => Err(FnError::Exception(format!(
                 "TypeError: '{}' object is not iterable",
-                type_name(other)
+                py_type_name(other)
             ))),
         }
     };
@@ -156,7 +156,7 @@ fn selection_arg(v: &Value) -> Result<Selections, FnError> {
             if bad.is_empty() {
                 return Err(FnError::Exception(format!(
                     "AttributeError: '{}' object has no attribute 'items'",
-                    type_name(&v)
+                    py_type_name(&v)
                 )));
             }
             Err(FnError::Invocation(format!(
@@ -166,16 +166,9 @@ fn selection_arg(v: &Value) -> Result<Selections, FnError> {
         }
         other => Err(FnError::Exception(format!(
             "TypeError: '{}' object is not iterable",
-            type_name(other)
+            py_type_name(other)
         ))),
     }
-}
-
-/// Python's name of a value's type (`list`).
-fn type_name(v: &Value) -> &'static str {
-    super::super::args::py_type(v)
-        .trim_start_matches("<class '")
-        .trim_end_matches("'>")
 }
 
 /// `pkg.get_selections`.
@@ -326,78 +319,46 @@ pub(super) async fn held_among(names: &[String]) -> Result<Vec<String>, FnError>
 }
 
 /// Holds (`on`) or releases `targets`, one return per package.
-pub(super) async fn set_holds(targets: Vec<String>, on: bool, test: bool) -> Result<Value, FnError> {
+pub(super) async fn set_holds(
+    targets: Vec<String>,
+    on: bool,
+    test: bool,
+) -> Result<Value, FnError> {
     let mut out = Vec::new();
     for target in targets {
         let sel = get_selections(Some(&target)).await?;
         let held = sel
             .iter()
             .any(|(s, names)| s == "hold" && !names.is_empty());
-        let ret = if on {
-            // Salt asks for the `hold` selections only, so a package dpkg does not know is
-            // "not held" and gets held.
-            if held {
-                target_ret(
-                    &target,
-                    Value::Map(vec![]),
-                    Value::Boolean(true),
-                    format!("Package {target} is already set to be held."),
-                )
-            } else if test {
-                target_ret(
-                    &target,
-                    Value::Map(vec![]),
-                    Value::Nil,
-                    format!("Package {target} is set to be held."),
-                )
-            } else {
-                let changed =
-                    set_selections(test, &vec![("hold".into(), vec![target.clone()])], false)
-                        .await?;
+        let ok = Value::Boolean(true);
+        // Salt asks `hold` for the `hold` selections only, so a package dpkg does not know
+        // is "not held" and gets held; `unhold` asks for them all.
+        let (result, comment, set_to) = match (on, held) {
+            (true, true) => (ok, "is already set to be held.", None),
+            (true, false) if test => (Value::Nil, "is set to be held.", None),
+            (true, false) => (ok, "is now being held.", Some("hold")),
+            (false, _) if sel.is_empty() => (Value::Boolean(false), "does not have a state.", None),
+            (false, false) => (ok, "is already set not to be held.", None),
+            (false, true) if test => (Value::Nil, "is set not to be held.", None),
+            (false, true) => (ok, "is no longer being held.", Some("install")),
+        };
+        let changes = match set_to {
+            None => Value::Map(vec![]),
+            Some(state) => {
+                let wanted = vec![(state.to_string(), vec![target.clone()])];
+                let changed = set_selections(test, &wanted, false).await?;
                 let Some((_, old, new)) = changed.iter().find(|(n, _, _)| *n == target) else {
                     return Err(FnError::Exception(format!("KeyError: '{target}'")));
                 };
-                target_ret(
-                    &target,
-                    change(old, new),
-                    Value::Boolean(true),
-                    format!("Package {target} is now being held."),
-                )
+                change(old, new)
             }
-        } else if sel.is_empty() {
-            target_ret(
-                &target,
-                Value::Map(vec![]),
-                Value::Boolean(false),
-                format!("Package {target} does not have a state."),
-            )
-        } else if !held {
-            target_ret(
-                &target,
-                Value::Map(vec![]),
-                Value::Boolean(true),
-                format!("Package {target} is already set not to be held."),
-            )
-        } else if test {
-            target_ret(
-                &target,
-                Value::Map(vec![]),
-                Value::Nil,
-                format!("Package {target} is set not to be held."),
-            )
-        } else {
-            let changed =
-                set_selections(test, &vec![("install".into(), vec![target.clone()])], false).await?;
-            let Some((_, old, new)) = changed.iter().find(|(n, _, _)| *n == target) else {
-                return Err(FnError::Exception(format!("KeyError: '{target}'")));
-            };
-            target_ret(
-                &target,
-                change(old, new),
-                Value::Boolean(true),
-                format!("Package {target} is no longer being held."),
-            )
         };
+        let ret = target_ret(
+            &target,
+            changes,
+            result,
+            format!("Package {target} {comment}"),
+        );
         out.push((Value::from(target.as_str()), ret));
     }
     Ok(Value::Map(out))
