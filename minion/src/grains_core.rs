@@ -182,10 +182,7 @@ pub fn grains_collect(id: &str, extra: &Value, master: &str) -> Value {
         ),
     );
     put("brine_version", s(env!("CARGO_PKG_VERSION")));
-    put(
-        "shell",
-        s(std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into())),
-    );
+    put("shell", s(crate::functions::cmd::default_shell()));
     let (uid, gid) = (current_uid(), current_gid());
     put("uid", Value::from(uid));
     put("gid", Value::from(gid));

@@ -25,8 +25,18 @@ use super::args::{
 use super::{CallState, Context, FnError, Spec};
 use brine_protocol::payload::map;
 
-/// The shell Salt uses when none is given.
-pub const DEFAULT_SHELL: &str = "/bin/sh";
+/// The shell used when a call names none: the minion's `SHELL` environment variable, else
+/// `/bin/sh`, as Salt's `shell` grain and `cmd` module take it (a minion under systemd has no
+/// `SHELL`; one started from a login shell runs commands in that shell).
+pub fn default_shell() -> &'static str {
+    static SHELL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SHELL.get_or_init(|| {
+        std::env::var("SHELL")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "/bin/sh".to_string())
+    })
+}
 
 /// The functions of the `cmd` module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1290,7 +1300,7 @@ impl RunOpts {
             stdin,
             runas: b.opt("runas").map(py_str).filter(|s| !s.is_empty()),
             shell: match b.get("shell") {
-                None => Some(DEFAULT_SHELL.to_string()),
+                None => Some(default_shell().to_string()),
                 Some(v) if brine_protocol::payload::py_truthy(v) => Some(py_str(v)),
                 Some(_) => None,
             },
@@ -1448,7 +1458,7 @@ fn spawn_context(opts: &RunOpts, cwd: &str, bg: bool) -> String {
         ));
     }
     if opts.python_shell {
-        let shell = opts.shell.as_deref().unwrap_or(DEFAULT_SHELL);
+        let shell = opts.shell.as_deref().unwrap_or(default_shell());
         ctx.push(format!("'executable': {}", py_repr(&Value::from(shell))));
     }
     ctx.push("'close_fds': True".to_string());
@@ -2103,6 +2113,13 @@ mod tests {
     async fn shell_option_and_bad_shell() {
         let r = run("cmd.run", &[s("echo $0"), kw(&[("shell", s("/bin/sh"))])]).await;
         assert_eq!(r.ret, s("/bin/sh"));
+        // Without `shell`, the minion's own SHELL runs the command, as in Salt.
+        let own = std::env::var("SHELL")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "/bin/sh".into());
+        let r = run("cmd.run", &[s("echo $0")]).await;
+        assert_eq!(r.ret, s(&own));
         let r = run(
             "cmd.run",
             &[s("true"), kw(&[("shell", s("/no/such/shell"))])],
