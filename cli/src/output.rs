@@ -6,8 +6,9 @@
 //! skips empty text).
 
 mod highstate;
-mod pprint;
 mod table;
+
+use brine_protocol::pprint;
 
 pub(crate) use brine_protocol::nested::{
     nested, python_repr, python_rstrip, python_str, splitlines, Colors, Nested,

@@ -59,6 +59,30 @@ pub struct RawConfig {
     pub values: Map<String, Value>,
     /// The file each top-level key was last set by.
     pub sources: HashMap<String, PathBuf>,
+    /// The main configuration file read (`None` for built-in defaults).
+    pub conf_file: Option<PathBuf>,
+}
+
+impl RawConfig {
+    /// Salt's `conf_file` and `config_dir` options: every daemon's options name the file they
+    /// were read from and its directory (the `gpg` renderer's default key directory is
+    /// `<config_dir>/gpgkeys`).
+    fn file_opts(&self) -> Vec<(&'static str, Value)> {
+        let Some(file) = &self.conf_file else {
+            return Vec::new();
+        };
+        let dir = file.parent().unwrap_or(Path::new("/"));
+        vec![
+            (
+                "conf_file",
+                Value::from(file.to_string_lossy().into_owned()),
+            ),
+            (
+                "config_dir",
+                Value::from(dir.to_string_lossy().into_owned()),
+            ),
+        ]
+    }
 }
 
 impl RawConfig {
@@ -110,6 +134,7 @@ pub fn load_raw(dir: &Path, name: &str) -> Result<RawConfig, ConfigError> {
             raw.values.insert(key, value);
         }
     }
+    raw.conf_file = Some(main_path);
     Ok(raw)
 }
 
@@ -1676,6 +1701,9 @@ impl MasterConfig {
         for (key, value) in typed {
             opts.entry(key.to_owned()).or_insert(value);
         }
+        for (key, value) in self.raw.file_opts() {
+            opts.insert(key.to_owned(), value);
+        }
         opts
     }
 }
@@ -2095,7 +2123,7 @@ impl MinionConfig {
             ("test", Value::from(false)),
         ];
         let mut opts = raw.clone();
-        for (key, value) in computed {
+        for (key, value) in computed.into_iter().chain(self.raw.file_opts()) {
             opts.insert(key.to_owned(), value);
         }
         for (key, value) in defaults {

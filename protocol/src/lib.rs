@@ -14,6 +14,7 @@ pub mod nested;
 pub mod optparse;
 pub mod payload;
 pub mod posixpath;
+pub mod pprint;
 pub mod pyeq;
 pub mod pyjson;
 pub mod pyrepr;

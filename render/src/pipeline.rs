@@ -1,6 +1,7 @@
 //! The pipeline: the `#!` line (or the `renderer` option) names the renderers, applied left to
-//! right: `jinja` to text, then `yaml` or `json` to data. Salt 3007 has no `text` renderer, and
-//! neither has Brine: a file managed as text is a template ([`render_template`]).
+//! right: `jinja` to text, then `yaml` or `json` to data, then `gpg` to decrypt the PGP
+//! messages in it. Salt 3007 has no `text` renderer, and neither has Brine: a file managed as
+//! text is a template ([`render_template`]).
 
 use std::sync::Arc;
 
@@ -14,6 +15,7 @@ enum Step {
     Jinja,
     Yaml,
     Json,
+    Gpg,
 }
 
 fn parse_pipeline(spec: &str, ctx: &Context) -> Result<Vec<Step>, RenderError> {
@@ -22,6 +24,7 @@ fn parse_pipeline(spec: &str, ctx: &Context) -> Result<Vec<Step>, RenderError> {
             "jinja" => Ok(Step::Jinja),
             "yaml" => Ok(Step::Yaml),
             "json" => Ok(Step::Json),
+            "gpg" => Ok(Step::Gpg),
             other => Err(RenderError::Unsupported {
                 saltenv: ctx.saltenv.clone(),
                 sls: ctx.sls.clone(),
@@ -72,6 +75,16 @@ pub fn render_sls(
                     yaml::load(&text)
                         .map_err(|e| failed(format!("Could not render YAML of {path}: {e}")))?,
                 );
+            }
+            Step::Gpg => {
+                let gpg = crate::gpg::Gpg::from_opts(&ctx.opts);
+                let input = data
+                    .take()
+                    .unwrap_or(Value::String(std::mem::take(&mut text)));
+                match gpg.decrypt(input, 0).map_err(failed)? {
+                    Value::String(s) => text = s,
+                    other => data = Some(other),
+                }
             }
             Step::Json => {
                 data = Some(

@@ -252,6 +252,10 @@ pub fn master_view(
         "hash_type",
         "jinja_env",
         "jinja_sls_env",
+        "conf_file",
+        "config_dir",
+        "gpg_keydir",
+        "gpg_decrypt_must_succeed",
     ];
     let values = minion_opts
         .iter()
@@ -260,7 +264,7 @@ pub fn master_view(
         .collect();
     let raw = brine_protocol::config::RawConfig {
         values,
-        sources: Default::default(),
+        ..Default::default()
     };
     MasterConfig::from_raw(raw)
 }

@@ -453,7 +453,7 @@ mod tests {
         let r = call(&ctx(), "sys.list_renderers", &[s("j*")]).await;
         assert_eq!(names(&r.ret), ["jinja", "json"]);
         let r = call(&ctx(), "sys.list_renderers", &[]).await;
-        assert_eq!(names(&r.ret), ["jinja", "json", "yaml"]);
+        assert_eq!(names(&r.ret), ["gpg", "jinja", "json", "yaml"]);
         // A bare name selects `name.` functions, which renderers have none of (as in Salt).
         let r = call(&ctx(), "sys.renderer_doc", &[s("jinja")]).await;
         assert_eq!(r.ret, Value::Map(vec![]));

@@ -18,18 +18,31 @@ fn bad(msg: impl Into<String>) -> Error {
 
 /// Register Salt's filters and tests on an environment.
 pub(crate) fn register(env: &mut Environment<'_>) {
-    env.add_filter("json", |v: Value, kw: Kwargs| -> Result<String, Error> {
-        let sort: Option<bool> = kw.get("sort_keys")?;
-        kw.assert_all_used()?;
-        Ok(pyfmt::json_dumps(&pyfmt::to_json(&v), sort.unwrap_or(true)))
-    });
-    env.add_filter("tojson", |v: Value| -> String {
-        pyfmt::json_dumps(&pyfmt::to_json(&v), true)
-            .replace('<', "\\u003c")
-            .replace('>', "\\u003e")
-            .replace('&', "\\u0026")
-            .replace('\'', "\\u0027")
-    });
+    super::builtins::register(env);
+    super::filters_data::register(env);
+    super::filters_net::register(env);
+    // Salt's `tojson(val, indent=None, **options)`: `json.dumps` in the data's own order
+    // unless `sort_keys` asks, HTML-unsafe characters escaped.
+    env.add_filter(
+        "tojson",
+        |v: Value, args: super::pyargs::Args| -> Result<String, Error> {
+            let [indent, sort_keys] =
+                super::pyargs::bind("tojson", args, ["indent", "sort_keys"], 0)?;
+            let indent = indent
+                .filter(|i| !i.is_none())
+                .map(i64::try_from)
+                .transpose()?;
+            let style = brine_protocol::pyjson::JsonStyle {
+                sort_keys: sort_keys.is_some_and(|s| s.is_true()),
+                ..brine_protocol::pyjson::JsonStyle::new(indent, true)
+            };
+            Ok(brine_protocol::pyjson::dumps(&pyfmt::to_json(&v), &style)
+                .replace('<', "\\u003c")
+                .replace('>', "\\u003e")
+                .replace('&', "\\u0026")
+                .replace('\'', "\\u0027"))
+        },
+    );
     env.add_filter("yaml", |v: Value, flow: Option<bool>| -> String {
         yaml_dump(&v, flow.unwrap_or(true))
     });
@@ -80,7 +93,8 @@ pub(crate) fn register(env: &mut Environment<'_>) {
     });
     env.add_filter(
         "format",
-        |v: Value, args: minijinja::value::Rest<Value>| -> Result<String, Error> {
+        |v: Value, args: super::pyargs::Args| -> Result<String, Error> {
+            let args = args.into_values();
             let (positional, kwargs) = super::objects::split_kwargs(&args);
             let args = match (positional.is_empty(), kwargs.is_empty()) {
                 (false, false) => {

@@ -23,28 +23,34 @@ pub(crate) fn call(
     method: &str,
     args: &[Value],
 ) -> Result<Value, Error> {
+    call_on(value, method, args)
+}
+
+/// A Python method of `value` (`str`, `dict` and `list` methods); `UnknownMethod` when the
+/// value has none of that name.
+pub(crate) fn call_on(value: &Value, method: &str, args: &[Value]) -> Result<Value, Error> {
     if let Some(s) = value.as_str() {
         return string(s, method, args);
     }
-    if value.downcast_object_ref::<Dict>().is_some()
-        || value.downcast_object_ref::<List>().is_some()
-    {
-        return Err(Error::from(ErrorKind::UnknownMethod));
+    if let Some(dict) = value.downcast_object::<Dict>() {
+        return dict.method(method, args);
     }
-    if map_entries(value).is_some() && value.kind() == ValueKind::Map {
-        let dict = Dict::value(map_entries(value).unwrap_or_default().into_iter().collect());
-        if matches!(method, "update" | "setdefault" | "pop" | "clear") {
-            return Err(bad(format!(
-                "cannot call {method}() on an immutable mapping"
-            )));
-        }
-        return dict.call_method(_state, method, args);
+    if let Some(list) = value.downcast_object::<List>() {
+        return list.method(method, args);
     }
-    if value.kind() == ValueKind::Seq {
-        let list = List::value(seq_items(value).unwrap_or_default());
-        if matches!(method, "index" | "count" | "copy") {
-            return list.call_method(_state, method, args);
+    if value.kind() == ValueKind::Map {
+        if let Some(entries) = map_entries(value) {
+            if matches!(method, "update" | "setdefault" | "pop" | "clear") {
+                return Err(bad(format!(
+                    "cannot call {method}() on an immutable mapping"
+                )));
+            }
+            return std::sync::Arc::new(Dict::from_entries(entries)).method(method, args);
         }
+    }
+    if value.kind() == ValueKind::Seq && matches!(method, "index" | "count" | "copy") {
+        let items = seq_items(value).unwrap_or_default();
+        return std::sync::Arc::new(List::from_items(items)).method(method, args);
     }
     Err(Error::from(ErrorKind::UnknownMethod))
 }

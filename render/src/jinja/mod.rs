@@ -2,12 +2,18 @@
 //! filters, Python's methods with mutation, `import_yaml`/`import_json`/`import_text`, and
 //! templates loaded through the caller's [`crate::Loader`].
 
+mod builtins;
 mod filters;
+mod filters_data;
+pub use filters_data::which;
+mod filters_net;
 mod methods;
 mod objects;
 mod preprocess;
 mod printf;
+mod pyargs;
 pub(crate) mod pyfmt;
+mod pyrandom;
 mod salt_fns;
 
 pub use salt_fns::filter_by_json;
@@ -128,22 +134,20 @@ pub(crate) fn render(
                 .map_err(|e| Error::new(ErrorKind::InvalidOperation, e))
         },
     );
-    env.add_function(
-        "dict",
-        |args: minijinja::value::Rest<Value>| -> Result<Value, Error> {
-            let (positional, kwargs) = objects::split_kwargs(&args);
-            let mut entries = indexmap::IndexMap::new();
-            if let Some(first) = positional.first() {
-                for (k, v) in objects::map_entries(first).ok_or_else(|| {
-                    Error::new(ErrorKind::InvalidOperation, "dict() expects a mapping")
-                })? {
-                    entries.insert(k, v);
-                }
+    env.add_function("dict", |args: pyargs::Args| -> Result<Value, Error> {
+        let args = args.into_values();
+        let (positional, kwargs) = objects::split_kwargs(&args);
+        let mut entries = indexmap::IndexMap::new();
+        if let Some(first) = positional.first() {
+            for (k, v) in objects::map_entries(first).ok_or_else(|| {
+                Error::new(ErrorKind::InvalidOperation, "dict() expects a mapping")
+            })? {
+                entries.insert(k, v);
             }
-            entries.extend(kwargs);
-            Ok(objects::Dict::value(entries))
-        },
-    );
+        }
+        entries.extend(kwargs);
+        Ok(objects::Dict::value(entries))
+    });
     env.add_function(
         preprocess::IMPORT_FN,
         |state: &State, kind: String, path: String| -> Result<Value, Error> {
@@ -184,10 +188,12 @@ pub(crate) fn render(
     env.add_global("grains", data.grains.clone());
     env.add_global("pillar", data.pillar.clone());
     env.add_global("opts", data.opts.clone());
-    env.add_global(
-        "salt",
-        Value::from_object(salt_fns::Salt { data, functions }),
-    );
+    let salt = Arc::new(salt_fns::Salt { data, functions });
+    env.add_global("salt", Value::from_dyn_object(salt.clone()));
+    // Salt's `ifelse` global is its `match.ifelse` function.
+    env.add_function("ifelse", move |args: pyargs::Args| {
+        salt.invoke("match.ifelse", &args.into_values())
+    });
     env.add_global("saltenv", Value::from(ctx.saltenv.as_str()));
     for (key, value) in sls_context(name, &ctx.sls) {
         env.add_global(key, Value::from(value));

@@ -23,6 +23,10 @@ impl Dict {
         Value::from_object(Dict(Mutex::new(entries)))
     }
 
+    pub(crate) fn from_entries(entries: impl IntoIterator<Item = (Value, Value)>) -> Dict {
+        Dict(Mutex::new(entries.into_iter().collect()))
+    }
+
     pub(crate) fn entries(&self) -> MutexGuard<'_, IndexMap<Value, Value>> {
         self.0
             .lock()
@@ -33,6 +37,10 @@ impl Dict {
 impl List {
     pub(crate) fn value(items: Vec<Value>) -> Value {
         Value::from_object(List(Mutex::new(items)))
+    }
+
+    pub(crate) fn from_items(items: Vec<Value>) -> List {
+        List(Mutex::new(items))
     }
 
     pub(crate) fn items(&self) -> MutexGuard<'_, Vec<Value>> {
@@ -168,12 +176,23 @@ impl Object for Dict {
         !self.entries().is_empty()
     }
 
+    fn render(self: &Arc<Self>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&pyfmt::repr(&Value::from_dyn_object(self.clone())))
+    }
+
     fn call_method(
         self: &Arc<Self>,
         _state: &mut State<'_, '_>,
         method: &str,
         args: &[Value],
     ) -> Result<Value, Error> {
+        self.method(method, args)
+    }
+}
+
+impl Dict {
+    /// A Python `dict` method (no template state is needed).
+    pub(crate) fn method(self: &Arc<Self>, method: &str, args: &[Value]) -> Result<Value, Error> {
         match method {
             "get" => {
                 arity(args, 1, 2, method)?;
@@ -260,10 +279,6 @@ impl Object for Dict {
             _ => Err(unknown()),
         }
     }
-
-    fn render(self: &Arc<Self>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&pyfmt::repr(&Value::from_dyn_object(self.clone())))
-    }
 }
 
 impl Object for List {
@@ -293,12 +308,23 @@ impl Object for List {
         !self.items().is_empty()
     }
 
+    fn render(self: &Arc<Self>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&pyfmt::repr(&Value::from_dyn_object(self.clone())))
+    }
+
     fn call_method(
         self: &Arc<Self>,
         _state: &mut State<'_, '_>,
         method: &str,
         args: &[Value],
     ) -> Result<Value, Error> {
+        self.method(method, args)
+    }
+}
+
+impl List {
+    /// A Python `list` method (no template state is needed).
+    pub(crate) fn method(self: &Arc<Self>, method: &str, args: &[Value]) -> Result<Value, Error> {
         match method {
             "append" => {
                 arity(args, 1, 1, method)?;
@@ -398,9 +424,5 @@ impl Object for List {
             }
             _ => Err(unknown()),
         }
-    }
-
-    fn render(self: &Arc<Self>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&pyfmt::repr(&Value::from_dyn_object(self.clone())))
     }
 }

@@ -32,6 +32,9 @@ fn write_repr(value: &Value, out: &mut String, depth: usize) {
         ValueKind::Bool => out.push_str(if value.is_true() { "True" } else { "False" }),
         ValueKind::String => out.push_str(&repr_str(value.as_str().unwrap_or_default())),
         ValueKind::Number => out.push_str(&number(value)),
+        ValueKind::Bytes => {
+            brine_protocol::pyrepr::write_bytes_repr(out, value.as_bytes().unwrap_or_default())
+        }
         ValueKind::Map => {
             out.push('{');
             for (i, (k, v)) in map_entries(value).unwrap_or_default().iter().enumerate() {
@@ -197,13 +200,4 @@ fn json_key(key: &Value) -> String {
         ValueKind::Bool => (if key.is_true() { "true" } else { "false" }).into(),
         _ => str(key),
     }
-}
-
-/// Python's `json.dumps(value, sort_keys=...)`: `", "` and `": "` separators, ASCII only.
-pub(crate) fn json_dumps(json: &Json, sort_keys: bool) -> String {
-    let style = brine_protocol::pyjson::JsonStyle {
-        sort_keys,
-        ..brine_protocol::pyjson::JsonStyle::new(None, true)
-    };
-    brine_protocol::pyjson::dumps(json, &style)
 }

@@ -106,7 +106,8 @@ impl Args {
 }
 
 impl Salt {
-    fn invoke(&self, name: &str, args: &[Value]) -> Result<Value, Error> {
+    /// Call an execution function as `salt['name'](*args)` calls it.
+    pub(crate) fn invoke(&self, name: &str, args: &[Value]) -> Result<Value, Error> {
         let (positional, kwargs) = split_kwargs(args);
         let a = Args { positional, kwargs };
         let empty = || Value::from("");

@@ -11,6 +11,16 @@ use super::{all_specs, fnmatch, Fun};
 /// The renderers Brine's renderer pipeline runs (`#!jinja|yaml`, ...).
 const RENDERERS: &[(&str, &str)] = &[
     (
+        "gpg",
+        "
+Renderer that decrypts GPG ciphers
+
+Every PGP message block in the rendered data is decrypted with the keys of the
+gpg_keydir option (by default the gpgkeys directory next to the configuration
+file), for example in a #!yaml|gpg pillar file.
+",
+    ),
+    (
         "jinja",
         "
 Jinja loading utils to enable a more powerful backend for jinja templates

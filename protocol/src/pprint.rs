@@ -1,5 +1,7 @@
-//! Python 3's `pprint.pformat(data, indent=n)` of JSON values (width 80, dict keys sorted):
-//! Salt's `pprint` outputter, and the `txt` outputter for values that are not text.
+//! Python 3's `pprint.pformat(data, indent=n)` (width 80, dict keys sorted): Salt's `pprint`
+//! outputter, the `txt` outputter for values that are not text, and the templates' `pprint`
+//! and `python` filters. It prints any value that shows its [`Shape`] ([`Pretty`]); JSON
+//! values do.
 //!
 //! A value whose `repr` fits in what is left of the line is printed as its `repr`; a dict or a
 //! list that does not fit puts one item per line, and a string that does not fit is cut after
@@ -7,15 +9,59 @@
 
 use std::fmt::Write as _;
 
-use brine_protocol::nested::{python_repr_sorted, splitlines_keepends};
-use brine_protocol::pyrepr::str_repr;
-use brine_protocol::yaml::sorted;
+use crate::nested::{python_repr_sorted, splitlines_keepends};
+use crate::pyrepr::str_repr;
+use crate::yaml::sorted;
 use serde_json::Value;
 
 const WIDTH: isize = 80;
 
+/// What the printer needs of a value: its `repr` (dict keys sorted, as pprint sorts them)
+/// and, for the values it may break over lines, their parts.
+pub trait Pretty: Sized {
+    /// Python's `repr` of the value, dict items in sorted order.
+    fn repr(&self) -> String;
+    /// The value's parts.
+    fn shape(&self) -> Shape<Self>;
+}
+
+/// The parts of a value, as pprint breaks them.
+pub enum Shape<T> {
+    /// A dict's items in sorted order, each key as its `repr`.
+    Dict(Vec<(String, T)>),
+    /// A list, or a tuple (`(1,)` for one item).
+    Seq { items: Vec<T>, tuple: bool },
+    /// A string.
+    Str(String),
+    /// Anything printed as its `repr` alone.
+    Atom,
+}
+
+impl Pretty for Value {
+    fn repr(&self) -> String {
+        python_repr_sorted(self)
+    }
+
+    fn shape(&self) -> Shape<Value> {
+        match self {
+            Value::Object(map) => Shape::Dict(
+                sorted(map)
+                    .into_iter()
+                    .map(|(k, v)| (str_repr(k), v.clone()))
+                    .collect(),
+            ),
+            Value::Array(items) => Shape::Seq {
+                items: items.clone(),
+                tuple: false,
+            },
+            Value::String(s) => Shape::Str(s.clone()),
+            _ => Shape::Atom,
+        }
+    }
+}
+
 /// `pprint.pformat(value, indent=indent_per_level)`.
-pub(crate) fn pformat(value: &Value, indent_per_level: usize) -> String {
+pub fn pformat<T: Pretty>(value: &T, indent_per_level: usize) -> String {
     let mut printer = Printer {
         out: String::new(),
         per_level: indent_per_level,
@@ -64,14 +110,16 @@ struct Printer {
 }
 
 impl Printer {
-    fn format(&mut self, value: &Value, indent: usize, allowance: usize, level: usize) {
-        let rep = python_repr_sorted(value);
+    fn format<T: Pretty>(&mut self, value: &T, indent: usize, allowance: usize, level: usize) {
+        let rep = value.repr();
         if width_of(&rep) > WIDTH - as_isize(indent) - as_isize(allowance) {
-            match value {
-                Value::Object(map) => return self.dict(map, indent, allowance, level + 1),
-                Value::Array(items) => return self.list(items, indent, allowance, level + 1),
-                Value::String(s) => return self.string(s, indent, allowance, level + 1),
-                _ => {}
+            match value.shape() {
+                Shape::Dict(items) => return self.dict(items, indent, allowance, level + 1),
+                Shape::Seq { items, tuple } => {
+                    return self.seq(&items, tuple, indent, allowance, level + 1)
+                }
+                Shape::Str(s) => return self.string(&s, indent, allowance, level + 1),
+                Shape::Atom => {}
             }
         }
         self.out.push_str(&rep);
@@ -83,25 +131,23 @@ impl Printer {
         }
     }
 
-    fn dict(
+    fn dict<T: Pretty>(
         &mut self,
-        map: &serde_json::Map<String, Value>,
+        items: Vec<(String, T)>,
         indent: usize,
         allowance: usize,
         level: usize,
     ) {
         self.out.push('{');
         self.pad_after_open();
-        let items = sorted(map);
         let indent = indent + self.per_level;
         let last = items.len().saturating_sub(1);
-        for (i, (key, value)) in items.into_iter().enumerate() {
-            let rep = str_repr(key);
+        for (i, (rep, value)) in items.into_iter().enumerate() {
             self.out.push_str(&rep);
             self.out.push_str(": ");
             let key_width = rep.chars().count();
             let a = if i == last { allowance + 1 } else { 1 };
-            self.format(value, indent + key_width + 2, a, level);
+            self.format(&value, indent + key_width + 2, a, level);
             if i != last {
                 let _ = write!(self.out, ",\n{:1$}", "", indent);
             }
@@ -109,19 +155,37 @@ impl Printer {
         self.out.push('}');
     }
 
-    fn list(&mut self, items: &[Value], indent: usize, allowance: usize, level: usize) {
-        self.out.push('[');
+    fn seq<T: Pretty>(
+        &mut self,
+        items: &[T],
+        tuple: bool,
+        indent: usize,
+        allowance: usize,
+        level: usize,
+    ) {
+        let (open, close) = match (tuple, items.len()) {
+            (true, 1) => ('(', ",)"),
+            (true, _) => ('(', ")"),
+            _ => ('[', "]"),
+        };
+        self.out.push(open);
         let indent = indent + self.per_level;
         self.pad_after_open();
         let last = items.len().saturating_sub(1);
+        // The closing text counts in the last item's allowance.
+        let close_width = close.len();
         for (i, value) in items.iter().enumerate() {
             if i > 0 {
                 let _ = write!(self.out, ",\n{:1$}", "", indent);
             }
-            let a = if i == last { allowance + 1 } else { 1 };
+            let a = if i == last {
+                allowance + close_width
+            } else {
+                1
+            };
             self.format(value, indent, a, level);
         }
-        self.out.push(']');
+        self.out.push_str(close);
     }
 
     fn string(&mut self, s: &str, indent: usize, allowance: usize, level: usize) {
