@@ -339,3 +339,156 @@ fn failures_are_shown_as_salts_salt_call_shows_them() {
         assert!(!out.contains("\"local\""), "{args:?}: {out}");
     }
 }
+
+/// The `match` module: each function, with targets that match and that do not, another
+/// `minion_id`, the minion's nodegroups, and wrong arguments, on a masterless minion with
+/// static grains and a pillar. Brine's salt-call prints what Salt 3007's prints, with the
+/// same exit code. A function that raises (`ifelse` with an even number of arguments, an
+/// unknown `tgt_type`, ...) makes Salt's salt-call die with the traceback and no return:
+/// Brine's returns the traceback's last line, with the same exit code.
+#[test]
+fn match_module_answers_as_salts() {
+    let Some((salt3007, _)) = brine_e2e::real::venvs() else {
+        return;
+    };
+    let tree = |root: &std::path::Path| {
+        let w = |rel: &str, text: &str| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        w(
+            "etc/minion",
+            &format!(
+                "id: web01\nroot_dir: {0}\nfile_client: local\npillar_roots:\n  base: [{0}/srv/pillar]\n\
+                 nodegroups:\n  webs: 'web*'\n  listed: [web01, db01]\n  nested: 'N@webs and G@role:web'\n  broken: 'N@nope or db*'\n\
+                 grains:\n  role: web\n  roles: [app, cache]\n  deep: {{a: {{b: c}}}}\n  ipv4: [10.1.2.3, 127.0.0.1]\n  ipv6: ['::1', 'fe80::1']\n",
+                root.display()
+            ),
+        );
+        w("srv/pillar/top.sls", "base:\n  '*':\n    - app\n");
+        w(
+            "srv/pillar/app.sls",
+            "app:\n  name: shop\n  port: 8080\n  users: [ann, bob]\nenv: prod\n",
+        );
+    };
+    let (b, s) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    tree(b.path());
+    tree(s.path());
+    let (b_etc, s_etc) = (b.path().join("etc"), s.path().join("etc"));
+    let salt_call_3007 = salt3007.join("bin/salt-call");
+    for args in [
+        &["match.glob", "web*"][..],
+        &["match.glob", "db*"],
+        &["match.glob", "db*", "minion_id=db01"],
+        &["match.pcre", "web\\d+"],
+        &["match.pcre", "db.*"],
+        &["match.pcre", "["],
+        &["match.list", "db01,web01"],
+        &["match.list", "db01,web02", "minion_id=web02"],
+        &["match.list", "[db, x]"],
+        &["match.grain", "role:web"],
+        &["match.grain", "roles:cache"],
+        &["match.grain", "role:db"],
+        &["match.grain", "deep|a|b|c", "delimiter=|"],
+        &["match.grain_pcre", "role:w.b"],
+        &["match.grain_pcre", "role:["],
+        &["match.pillar", "app:users:bob"],
+        &["match.pillar", "env:dev"],
+        &["match.pillar_pcre", "app:port:80[0-9]+"],
+        &["match.data", "a:b"],
+        &["match.ipcidr", "10.0.0.0/8"],
+        &["match.ipcidr", "10.1.2.4"],
+        &["match.ipcidr", "fe80::/10"],
+        &["match.ipcidr", "bad"],
+        &["match.compound", "web* and G@role:web and I@env:prod"],
+        &["match.compound", "web* and not G@role:web"],
+        &[
+            "match.compound",
+            "( G@role:db or S@10.0.0.0/8 ) and not L@x,y",
+        ],
+        &["match.compound", "db* or G@role:web", "minion_id=db01"],
+        &["match.compound", "web*", "minion_id=db01"],
+        &["match.compound", "S@bad and web01"],
+        &["match.compound", "S@bad or web01"],
+        &["match.compound", "E@[ or web01"],
+        &["match.compound", "P@role:[ or web01"],
+        &["match.compound", "(web01 or db)"],
+        &["match.compound", "( )"],
+        &["match.compound", "not not web01"],
+        &["match.compound", "web01 or db ( x )"],
+        &["match.compound", "N@listed and not db*"],
+        &["match.compound", "N@nested"],
+        &["match.compound", "N@nope or web*"],
+        &["match.compound", "N@broken"],
+        &["match.compound", "[web01, db]"],
+        &["match.filter_by", "{web*: Web, db*: Db}"],
+        &["match.filter_by", "{web*: Web, db*: Db}", "minion_id=db01"],
+        &["match.filter_by", "{x*: X, default: Dflt}"],
+        &["match.filter_by", "{x*: X, other: O}", "default=other"],
+        &[
+            "match.filter_by",
+            "{role|web: 1}",
+            "tgt_type=grain",
+            "minion_id=|",
+        ],
+        &["match.filter_by", "{web01: 1}", "tgt_type=list_"],
+        &[
+            "match.filter_by",
+            "{web*: {a: 1, l: [1]}}",
+            "merge={b: 2, l: [2]}",
+            "merge_lists=True",
+        ],
+        &["match.filter_by", "{web*: null}", "merge={b: 2}"],
+        &["match.filter_by", "{web*: 1}", "merge={b: 2}"],
+        &[
+            "match.filter_by",
+            "{web*: 1}",
+            "tgt_type=ipcidr",
+            "minion_id=x",
+        ],
+        &["match.filter_by", "web*"],
+        &["match.search_by", "{a: [web*, w*], b: x*, c: [db*]}"],
+        &[
+            "match.search_by",
+            "{web: [web01], db: [db01]}",
+            "minion_id=db01",
+        ],
+        &["match.search_by", "{a: [db*]}"],
+        &["match.ifelse", "web*", "A", "B"],
+        &["match.ifelse", "web*", "A", "B", "minion_id=db01"],
+        &["match.ifelse", "G@role:web", "A", "B", "tgt_type=glob"],
+        &["match.ifelse", "False", "A", "True", "B", "C"],
+        &["match.ifelse", "only"],
+        &["match.ifelse", "G@role:web", "{a: 1}", "D", "merge={b: 2}"],
+        &["match.compound"],
+        &["match.glob", "a", "b", "c"],
+    ] {
+        let args = [&["--out", "json"][..], args].concat();
+        let (rc, out, _) = local_call(&bin("salt-call"), &b_etc, &args);
+        let (want_rc, want_out, _) = local_call(&salt_call_3007, &s_etc, &args);
+        assert_eq!(
+            (rc, &out),
+            (want_rc, &want_out),
+            "salt-call --local {args:?}"
+        );
+    }
+    for args in [
+        &["match.ifelse", "a", "b"][..],
+        &["match.filter_by", "{web*: 1}", "merge=5"],
+        &["match.filter_by", "{web*: 1}", "tgt_type=list"],
+        &["match.filter_by", "xyz"],
+        &["match.search_by", "[1]"],
+    ] {
+        let args = [&["--out", "json"][..], args].concat();
+        let (rc, out, _) = local_call(&bin("salt-call"), &b_etc, &args);
+        let (want_rc, want_out, want_err) = local_call(&salt_call_3007, &s_etc, &args);
+        assert_eq!((rc, want_out.as_str()), (want_rc, ""), "{args:?}");
+        let raised = want_err
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap();
+        assert!(out.contains(raised), "{args:?}: {out} / {raised}");
+    }
+}

@@ -13,17 +13,9 @@ fn strings<I: IntoIterator<Item = String>>(items: I) -> Value {
     Value::Array(items.into_iter().map(Value::from).collect())
 }
 
-/// Whether `name` is an executable on `PATH`.
+/// Whether `name` is an executable on `PATH` (or in the usual system directories).
 fn which(name: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|dir| {
-            let p = dir.join(name);
-            p.is_file()
-                && std::fs::metadata(&p)
-                    .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0)
-                    .unwrap_or(false)
-        })
-    })
+    brine_render::which(name).is_some()
 }
 
 /// Every grain of this module, in Salt's names.

@@ -36,7 +36,7 @@ use cidr::IpTarget;
 use compound::{compile_id_regex, Compound, Leaf, LeafNode, Side, Source};
 use subdict::{MatchMode, PatternCache, SubdictMatch};
 
-pub use compound::nodegroup_comp;
+pub use compound::{nodegroup_comp, nodegroup_comp_lenient};
 pub use fnmatch::fnmatch;
 
 /// Why a target cannot be evaluated. Salt mostly logs these and matches nothing; callers

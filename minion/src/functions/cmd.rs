@@ -1523,20 +1523,7 @@ async fn run_argv_with(
 }
 
 /// `salt.utils.path.which`.
-pub(crate) fn which(cmd: &str) -> Option<String> {
-    if cmd.is_empty() {
-        return None;
-    }
-    if cmd.contains('/') {
-        return is_executable(Path::new(cmd)).then(|| cmd.to_string());
-    }
-    let path = std::env::var("PATH").unwrap_or_default();
-    path.split(':')
-        .filter(|d| !d.is_empty())
-        .map(|d| Path::new(d).join(cmd))
-        .find(|p| is_executable(p))
-        .map(|p| p.to_string_lossy().into_owned())
-}
+pub(crate) use brine_render::which;
 
 fn is_executable(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)

@@ -357,17 +357,6 @@ fn flag(b: &Bound, key: &str) -> bool {
 /// Salt's `_which`: the command's path, searched on PATH and the usual system directories.
 pub(crate) fn which(cmd: &str) -> Result<String, FnError> {
     super::cmd::which(cmd)
-        .or_else(|| {
-            ["/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin"]
-                .iter()
-                .map(|d| std::path::Path::new(d).join(cmd))
-                .find(|p| {
-                    use std::os::unix::fs::PermissionsExt;
-                    std::fs::metadata(p)
-                        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-                })
-                .map(|p| p.to_string_lossy().into_owned())
-        })
         .ok_or_else(|| FnError::Execution(format!("Command '{cmd}' cannot be found")))
 }
 

@@ -608,6 +608,7 @@ modules! {
     Config => config,
     Git => git,
     Event => event,
+    Match => matching,
 }
 
 impl Function {

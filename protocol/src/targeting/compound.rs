@@ -399,7 +399,7 @@ pub fn nodegroup_comp(
     nodegroups: &BTreeMap<String, Value>,
 ) -> Result<Vec<String>, TargetError> {
     let mut stack = Vec::new();
-    let words = comp(name, nodegroups, &mut stack, true)?;
+    let words = comp(name, nodegroups, &mut stack, true, false)?;
     if words.is_empty() {
         return Err(TargetError::BadNodegroup {
             name: name.to_owned(),
@@ -409,24 +409,33 @@ pub fn nodegroup_comp(
     Ok(words)
 }
 
+/// [`nodegroup_comp`] as a minion expands the `N@` words of its own `compound` matches:
+/// an unknown, looping or malformed group stands for nothing (Salt logs it and drops it).
+pub fn nodegroup_comp_lenient(name: &str, nodegroups: &BTreeMap<String, Value>) -> Vec<String> {
+    comp(name, nodegroups, &mut Vec::new(), true, true).unwrap_or_default()
+}
+
 fn comp(
     name: &str,
     nodegroups: &BTreeMap<String, Value>,
     stack: &mut Vec<String>,
     first_call: bool,
+    lenient: bool,
 ) -> Result<Vec<String>, TargetError> {
+    // Leniently, a group that cannot be expanded stands for nothing.
+    let fail = |e: TargetError| if lenient { Ok(Vec::new()) } else { Err(e) };
     if stack.iter().any(|s| s == name) {
-        return Err(TargetError::NodegroupCycle(name.to_owned()));
+        return fail(TargetError::NodegroupCycle(name.to_owned()));
     }
     if stack.len() >= MAX_DEPTH {
-        return Err(TargetError::BadNodegroup {
+        return fail(TargetError::BadNodegroup {
             name: name.to_owned(),
             reason: "nested too deeply",
         });
     }
-    let definition = nodegroups
-        .get(name)
-        .ok_or_else(|| TargetError::UnknownNodegroup(name.to_owned()))?;
+    let Some(definition) = nodegroups.get(name) else {
+        return fail(TargetError::UnknownNodegroup(name.to_owned()));
+    };
     let words: Vec<String> = match definition {
         Value::String(_) => py_str(definition)
             .split_whitespace()
@@ -434,7 +443,7 @@ fn comp(
             .collect(),
         Value::Array(items) => items.iter().map(py_str).collect(),
         _ => {
-            return Err(TargetError::BadNodegroup {
+            return fail(TargetError::BadNodegroup {
                 name: name.to_owned(),
                 reason: "neither a string nor a list",
             })
@@ -448,7 +457,7 @@ fn comp(
             ret.push(word.clone());
         } else if word.chars().count() >= 3 && word.starts_with("N@") {
             expanded = true;
-            ret.extend(comp(&word[2..], nodegroups, stack, false)?);
+            ret.extend(comp(&word[2..], nodegroups, stack, false, lenient)?);
         } else {
             ret.push(word.clone());
         }
