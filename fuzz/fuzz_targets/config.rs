@@ -27,7 +27,11 @@ fuzz_target!(|data: &[u8]| {
         values.insert("id".into(), "fuzz".into());
     }
     let sources = values.keys().map(|k| (k.clone(), path.into())).collect();
-    let raw = RawConfig { values, sources };
+    let raw = RawConfig {
+        values,
+        sources,
+        ..RawConfig::default()
+    };
     if let Ok(master) = MasterConfig::from_raw(raw.clone()) {
         let _ = master.effective_opts();
     }
