@@ -24,6 +24,8 @@ fn context() -> &'static Context {
             "list": [1, 2, 3]}),
         // A small budget: one input runs in milliseconds and makes at most ~64 MB of data.
         opts: serde_json::json!({"id": "web1", "brine_jinja_fuel": 200_000}),
+        // No DNS lookups (`dns_check`) and no `gpg` processes from fuzzed input.
+        offline: true,
         saltenv: "base".into(),
         sls: "fuzz.init".into(),
         ..Context::default()

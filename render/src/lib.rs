@@ -73,4 +73,7 @@ pub struct Context {
     /// More variables of the template (a state's `context`/`defaults`, a pillar include's
     /// `defaults`); they hide the globals of the same name.
     pub vars: serde_json::Map<String, serde_json::Value>,
+    /// Renders that must not reach beyond the process (the fuzz targets): the `dns_check`
+    /// filter and the `gpg` renderer fail instead of resolving names or starting `gpg`.
+    pub offline: bool,
 }

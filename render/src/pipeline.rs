@@ -77,6 +77,9 @@ pub fn render_sls(
                 );
             }
             Step::Gpg => {
+                if ctx.offline {
+                    return Err(failed("GPG unavailable in this render".into()));
+                }
                 let gpg = crate::gpg::Gpg::from_opts(&ctx.opts);
                 let input = data
                     .take()

@@ -460,6 +460,7 @@ impl<'a> Compile<'a> {
             renderer: self.pillars.renderer.clone(),
             allow_undefined: false,
             vars: vars.cloned().unwrap_or_default(),
+            offline: false,
         }
     }
 

@@ -466,12 +466,39 @@ fn file_bytes(path: &str, limit: u64) -> std::io::Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// The most values the `itertools` filters make (tuples times their length): beyond it a
+/// template is refused rather than left to run out of memory (Salt's iterators would be
+/// consumed to the end by `| list`).
+const MAX_ITERTOOLS_VALUES: usize = 1_000_000;
+
+fn too_many(name: &str) -> Error {
+    bad(format!(
+        "{name}: more than {MAX_ITERTOOLS_VALUES} values to make; refused"
+    ))
+}
+
+/// Room for one more tuple of `width` values.
+fn room(out: &[Value], width: usize, name: &str) -> Result<(), Error> {
+    if (out.len() + 1).saturating_mul(width.max(1)) > MAX_ITERTOOLS_VALUES {
+        return Err(too_many(name));
+    }
+    Ok(())
+}
+
 /// `itertools.combinations(items, r)` (with replacement when `replace`).
-fn combinations(items: &[Value], r: usize, replace: bool) -> Vec<Value> {
+fn combinations(items: &[Value], r: usize, replace: bool) -> Result<Vec<Value>, Error> {
+    let name = if replace {
+        "combinations_with_replacement"
+    } else {
+        "combinations"
+    };
     let n = items.len();
     let mut out = Vec::new();
     if (!replace && r > n) || (replace && n == 0 && r > 0) {
-        return out;
+        return Ok(out);
+    }
+    if r > MAX_ITERTOOLS_VALUES {
+        return Err(too_many(name));
     }
     let mut idx: Vec<usize> = if replace {
         vec![0; r]
@@ -479,6 +506,7 @@ fn combinations(items: &[Value], r: usize, replace: bool) -> Vec<Value> {
         (0..r).collect()
     };
     loop {
+        room(&out, r, name)?;
         out.push(tuple(idx.iter().map(|i| items[*i].clone()).collect()));
         // The rightmost index that can still move.
         let Some(i) = (0..r).rev().find(|&i| {
@@ -488,24 +516,21 @@ fn combinations(items: &[Value], r: usize, replace: bool) -> Vec<Value> {
                 idx[i] != i + n - r
             }
         }) else {
-            return out;
+            return Ok(out);
         };
         idx[i] += 1;
         for j in i + 1..r {
             idx[j] = if replace { idx[i] } else { idx[j - 1] + 1 };
         }
-        if out.len() > 1_000_000 {
-            return out;
-        }
     }
 }
 
 /// `itertools.permutations(items, r)`.
-fn permutations(items: &[Value], r: usize) -> Vec<Value> {
+fn permutations(items: &[Value], r: usize) -> Result<Vec<Value>, Error> {
     let n = items.len();
     let mut out = Vec::new();
     if r > n {
-        return out;
+        return Ok(out);
     }
     let mut indices: Vec<usize> = (0..n).collect();
     let mut cycles: Vec<usize> = (n - r + 1..=n).rev().collect();
@@ -513,7 +538,7 @@ fn permutations(items: &[Value], r: usize) -> Vec<Value> {
         indices[..r].iter().map(|i| items[*i].clone()).collect(),
     ));
     if n == 0 {
-        return out;
+        return Ok(out);
     }
     'outer: loop {
         for i in (0..r).rev() {
@@ -525,22 +550,26 @@ fn permutations(items: &[Value], r: usize) -> Vec<Value> {
             } else {
                 let j = cycles[i];
                 indices.swap(i, n - j);
+                room(&out, r, "permutations")?;
                 out.push(tuple(
                     indices[..r].iter().map(|k| items[*k].clone()).collect(),
                 ));
-                if out.len() > 1_000_000 {
-                    return out;
-                }
                 continue 'outer;
             }
         }
         break;
     }
-    out
+    Ok(out)
 }
 
 /// `itertools.product(*pools)`.
-fn product(pools: &[Vec<Value>]) -> Vec<Value> {
+fn product(pools: &[Vec<Value>]) -> Result<Vec<Value>, Error> {
+    pools
+        .iter()
+        .try_fold(1usize, |acc, p| acc.checked_mul(p.len()))
+        .and_then(|t| t.checked_mul(pools.len().max(1)))
+        .filter(|t| *t <= MAX_ITERTOOLS_VALUES)
+        .ok_or_else(|| too_many("product"))?;
     let mut result: Vec<Vec<Value>> = vec![Vec::new()];
     for pool in pools {
         let mut next = Vec::with_capacity(result.len() * pool.len());
@@ -551,12 +580,9 @@ fn product(pools: &[Vec<Value>]) -> Vec<Value> {
                 next.push(t);
             }
         }
-        if next.len() > 1_000_000 {
-            return Vec::new();
-        }
         result = next;
     }
-    result.into_iter().map(tuple).collect()
+    Ok(result.into_iter().map(tuple).collect())
 }
 
 /// Salt's `xml` filter: `minidom`'s pretty print (one space per level) of the element tree
@@ -765,19 +791,35 @@ fn hexdigest<D: md5::Digest>(data: &[u8]) -> String {
     hex::encode(D::digest(data))
 }
 
-/// `hashlib.new(form)`'s hex digest of a file.
+/// `hashlib.new(form)`'s hex digest of a file, read in chunks (a device such as /dev/zero is
+/// refused: it never ends).
 fn file_hashsum(path: &str, form: &str) -> Result<String, Error> {
-    let data =
-        std::fs::read(path).map_err(|e| bad(brine_protocol::pyrepr::os_error(&e, Some(path))))?;
-    Ok(match form {
-        "md5" => hexdigest::<md5::Md5>(&data),
-        "sha1" => hexdigest::<sha1::Sha1>(&data),
-        "sha224" => hexdigest::<sha2::Sha224>(&data),
-        "sha256" => hexdigest::<sha2::Sha256>(&data),
-        "sha384" => hexdigest::<sha2::Sha384>(&data),
-        "sha512" => hexdigest::<sha2::Sha512>(&data),
+    fn digest<D: md5::Digest>(mut file: std::fs::File) -> std::io::Result<String> {
+        let mut hasher = D::new();
+        let mut buf = vec![0u8; 65536];
+        loop {
+            let n = file.read(&mut buf)?;
+            if n == 0 {
+                return Ok(hex::encode(hasher.finalize()));
+            }
+            hasher.update(&buf[..n]);
+        }
+    }
+    let os = |e: std::io::Error| bad(brine_protocol::pyrepr::os_error(&e, Some(path)));
+    let file = std::fs::File::open(path).map_err(os)?;
+    if !file.metadata().map_err(os)?.is_file() {
+        return Err(bad(format!("file_hashsum: {path} is not a regular file")));
+    }
+    match form {
+        "md5" => digest::<md5::Md5>(file),
+        "sha1" => digest::<sha1::Sha1>(file),
+        "sha224" => digest::<sha2::Sha224>(file),
+        "sha256" => digest::<sha2::Sha256>(file),
+        "sha384" => digest::<sha2::Sha384>(file),
+        "sha512" => digest::<sha2::Sha512>(file),
         other => return Err(bad(format!("Invalid hash type: {other}"))),
-    })
+    }
+    .map_err(os)
 }
 
 pub(crate) fn register(env: &mut Environment<'_>) {
@@ -1039,14 +1081,20 @@ fn register_text(env: &mut Environment<'_>) {
             ))
         },
     );
-    env.add_filter("random_str", |size: Option<usize>| -> String {
-        use base64::Engine as _;
-        let size = size.unwrap_or(32);
-        let bytes: Vec<u8> = (0..size).map(|_| rand::random::<u8>()).collect();
-        let mut text = base64::engine::general_purpose::STANDARD.encode(bytes);
-        text.truncate(size);
-        text
-    });
+    env.add_filter(
+        "random_str",
+        |size: Option<usize>| -> Result<String, Error> {
+            use base64::Engine as _;
+            let size = size.unwrap_or(32);
+            if size > 1 << 20 {
+                return Err(bad(format!("random_str: {size} bytes is too large")));
+            }
+            let bytes: Vec<u8> = (0..size).map(|_| rand::random::<u8>()).collect();
+            let mut text = base64::engine::general_purpose::STANDARD.encode(bytes);
+            text.truncate(size);
+            Ok(text)
+        },
+    );
     let random_hash = |size: Option<Value>, hash_type: Option<String>| -> Result<String, Error> {
         let size = match size {
             None => 9_999_999_999i64,
@@ -1360,13 +1408,13 @@ fn register_itertools(env: &mut Environment<'_>) {
     env.add_filter(
         "combinations",
         |v: Value, r: usize| -> Result<Value, Error> {
-            Ok(list(combinations(&py_iter_or_err(&v)?, r, false)))
+            Ok(list(combinations(&py_iter_or_err(&v)?, r, false)?))
         },
     );
     env.add_filter(
         "combinations_with_replacement",
         |v: Value, r: usize| -> Result<Value, Error> {
-            Ok(list(combinations(&py_iter_or_err(&v)?, r, true)))
+            Ok(list(combinations(&py_iter_or_err(&v)?, r, true)?))
         },
     );
     env.add_filter(
@@ -1375,7 +1423,7 @@ fn register_itertools(env: &mut Environment<'_>) {
             let b = bind("permutations", args, ["r"], 0)?;
             let items = py_iter_or_err(&v)?;
             let r = opt_usize(&b[0], "r")?.unwrap_or(items.len());
-            Ok(list(permutations(&items, r)))
+            Ok(list(permutations(&items, r)?))
         },
     );
     env.add_filter(
@@ -1401,10 +1449,12 @@ fn register_itertools(env: &mut Environment<'_>) {
                 .chain(rest.iter().cloned())
                 .map(|p| py_iter_or_err(&p))
                 .collect::<Result<_, _>>()?;
-            let all: Vec<Vec<Value>> = (0..repeat.unwrap_or(1))
-                .flat_map(|_| pools.clone())
-                .collect();
-            Ok(list(product(&all)))
+            let repeat = repeat.unwrap_or(1);
+            if repeat.saturating_mul(pools.len()) > MAX_ITERTOOLS_VALUES {
+                return Err(too_many("product"));
+            }
+            let all: Vec<Vec<Value>> = (0..repeat).flat_map(|_| pools.clone()).collect();
+            Ok(list(product(&all)?))
         },
     );
     env.add_filter(
@@ -1529,17 +1579,22 @@ mod tests {
         let items: Vec<Value> = (1..=4).map(Value::from).collect();
         let show = |v: Vec<Value>| pyfmt::repr(&list(v));
         assert_eq!(
-            show(combinations(&items[..3], 2, false)),
+            show(combinations(&items[..3], 2, false).unwrap()),
             "[(1, 2), (1, 3), (2, 3)]"
         );
         assert_eq!(
-            show(combinations(&items[..2], 2, true)),
+            show(combinations(&items[..2], 2, true).unwrap()),
             "[(1, 1), (1, 2), (2, 2)]"
         );
         assert_eq!(
-            show(permutations(&items[..3], 2)),
+            show(permutations(&items[..3], 2).unwrap()),
             "[(1, 2), (1, 3), (2, 1), (2, 3), (3, 1), (3, 2)]"
         );
-        assert_eq!(show(combinations(&items[..2], 3, false)), "[]");
+        assert_eq!(show(combinations(&items[..2], 3, false).unwrap()), "[]");
+        // Refused before memory runs out.
+        let many: Vec<Value> = (0..100).map(Value::from).collect();
+        assert!(permutations(&many, 6).is_err());
+        assert!(combinations(&many[..2], usize::MAX, true).is_err());
+        assert!(product(&vec![many.clone(); 5]).is_err());
     }
 }

@@ -18,7 +18,7 @@ use super::pyfmt;
 
 /// The most hosts `network_hosts` lists for one network. Salt would build the list whatever
 /// its size (an IPv6 /64 never ends); a larger network is refused.
-const MAX_HOSTS: u128 = 1 << 24;
+const MAX_HOSTS: u128 = 1 << 20;
 
 pub(crate) fn register(env: &mut Environment<'_>) {
     env.add_filter("is_ip", |v: Value, args: Args, kw: Kwargs| {

@@ -126,6 +126,14 @@ pub(crate) fn render(
         )),
     });
     filters::register(&mut env);
+    if ctx.offline {
+        env.add_filter("dns_check", |_: Value| -> Result<Value, Error> {
+            Err(Error::new(
+                ErrorKind::InvalidOperation,
+                "dns_check: name resolution is off in this render",
+            ))
+        });
+    }
     env.add_function(preprocess::MUT_FN, |v: Value| objects::shallow_mut(&v));
     env.add_function(
         preprocess::PERCENT_FN,
