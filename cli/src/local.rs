@@ -212,41 +212,11 @@ pub fn wait_for(
     }
 }
 
-/// Salt's `yamlify_arg` for command-line arguments: numbers, booleans, null, `[lists]` and
-/// `{maps}` written in YAML become those values; anything else stays the string given.
+/// Salt's `yamlify_arg` for command-line arguments (the minion's, one implementation):
+/// numbers, booleans, null, quoted strings, `[lists]` and `{maps}` written in YAML become
+/// those values; anything else stays the string given.
 pub fn yamlify(arg: &str) -> Value {
-    let t = arg.trim();
-    if matches!(t, "" | "---" | "...")
-        || (arg.contains('_') && t.chars().all(|c| c.is_ascii_digit() || c == '_'))
-        || arg.contains(['\t', '\r', '\n'])
-    {
-        return Value::from(arg);
-    }
-    if arg == "None" {
-        return Value::Nil;
-    }
-    // YAML 1.1 booleans and nulls, which PyYAML reads and serde_yaml (YAML 1.2) does not.
-    match t {
-        "yes" | "Yes" | "YES" | "on" | "On" | "ON" | "true" | "True" | "TRUE" => {
-            return Value::from(true)
-        }
-        "no" | "No" | "NO" | "off" | "Off" | "OFF" | "false" | "False" | "FALSE" => {
-            return Value::from(false)
-        }
-        "null" | "Null" | "NULL" | "~" => return Value::Nil,
-        _ => {}
-    }
-    let parsed = match serde_yaml::from_str::<serde_json::Value>(arg) {
-        Ok(v) => v,
-        Err(_) => return Value::from(arg),
-    };
-    match parsed {
-        serde_json::Value::Object(_) if !arg.starts_with('{') => Value::from(arg),
-        serde_json::Value::Array(_) if !arg.starts_with('[') => Value::from(arg),
-        serde_json::Value::String(_) | serde_json::Value::Null => Value::from(arg),
-        serde_json::Value::Bool(_) if arg.contains('#') => Value::from(arg),
-        v => brine_protocol::payload::from_json(&v),
-    }
+    brine_minion::functions::yamlify_arg(arg)
 }
 
 /// Split command-line words into positional args and `key=value` kwargs, Salt's way: a word

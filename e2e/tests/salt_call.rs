@@ -492,3 +492,149 @@ fn match_module_answers_as_salts() {
         assert!(out.contains(raised), "{args:?}: {out} / {raised}");
     }
 }
+
+/// The `slsutil` and `defaults` modules on a masterless minion with a small state tree:
+/// merges, serializers, the state tree questions, a formula's defaults file and the banner
+/// answer as Salt 3007's do (same stdout and exit code); failures show the same message on
+/// stderr with the same exit code (the documentation printed with wrong arguments is each
+/// implementation's own).
+#[test]
+fn slsutil_and_defaults_answer_as_salts() {
+    let Some((salt3007, _)) = brine_e2e::real::venvs() else {
+        return;
+    };
+    let tree = |root: &std::path::Path| {
+        let w = |rel: &str, text: &str| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        w(
+            "etc/minion",
+            &format!(
+                "id: m1\nroot_dir: {0}\nfile_client: local\nfile_roots:\n  base: [{0}/srv]\n",
+                root.display()
+            ),
+        );
+        w("srv/top.sls", "base: {}\n");
+        w(
+            "srv/core/defaults.yaml",
+            "users:\n  root:\n    uid: 0\nname: core\n",
+        );
+        w("srv/core/sub/init.sls", "{}\n");
+        w("srv/fmt/defaults.json", "{\"x\": {\"y\": 1}}\n");
+    };
+    let (b, s) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    tree(b.path());
+    tree(s.path());
+    let (b_etc, s_etc) = (b.path().join("etc"), s.path().join("etc"));
+    let salt_call_3007 = salt3007.join("bin/salt-call");
+    for args in [
+        &["slsutil.merge", "{a: 1, l: [1]}", "{b: 2, l: [2]}"][..],
+        &[
+            "slsutil.merge",
+            "{a: 1, l: [1]}",
+            "{b: 2, l: [2]}",
+            "merge_lists=True",
+        ],
+        &[
+            "slsutil.merge",
+            "{a: {b: 1}}",
+            "{a: {c: 1}}",
+            "strategy=overwrite",
+        ],
+        &["slsutil.merge", "{a: 1}", "{a: 2}", "strategy=list"],
+        &["slsutil.merge", "{a: 1}", "{b: 2}", "strategy=bogus"],
+        &["slsutil.merge_all", "[{a: 1}, {a: {b: 2}}]"],
+        &["slsutil.update", "{a: {b: 1}}", "{a: {c: 1}}"],
+        &[
+            "slsutil.update",
+            "{a: {b: 1}}",
+            "{a: {c: 1}}",
+            "recursive_update=False",
+        ],
+        &["slsutil.boolstr", "1", "yes", "no"],
+        &["slsutil.boolstr", "0"],
+        &["slsutil.serialize", "json", "{b: 1, a: [1, é]}"],
+        &[
+            "slsutil.serialize",
+            "json",
+            "{b: 1, a: 2}",
+            "indent=2",
+            "sort_keys=True",
+        ],
+        &[
+            "slsutil.serialize",
+            "yaml",
+            "{a: [1, 2], b: {c: [x]}, d: [{e: 1, f: [2]}], g: []}",
+        ],
+        &[
+            "slsutil.serialize",
+            "yaml",
+            "[[1, [2]], {a: {b: {c: 1}}}, x]",
+        ],
+        &[
+            "slsutil.serialize",
+            "yaml",
+            "{a: 1}",
+            "default_flow_style=False",
+        ],
+        &["slsutil.file_exists", "top.sls"],
+        &["slsutil.file_exists", "core"],
+        &["slsutil.dir_exists", "core/sub"],
+        &["slsutil.path_exists", "core"],
+        &["slsutil.path_exists", "nope"],
+        &["slsutil.findup", "core/sub", "defaults.yaml"],
+        &["slsutil.findup", "core/../core/sub", "top.sls"],
+        &["slsutil.findup", "core/sub", "[zz, top.sls]"],
+        &["slsutil.banner"],
+        &["slsutil.banner", "width=10"],
+        &[
+            "slsutil.banner",
+            "commentchar= *",
+            "borderchar=*",
+            "blockstart=/**",
+            "blockend= */",
+            "newline=True",
+        ],
+        &["defaults.get", "core:users:root"],
+        &["defaults.get", "core:users:nobody", "default=7"],
+        &["defaults.get", "fmt"],
+        &["defaults.get", "nope"],
+        &["defaults.merge", "{a: [1]}", "{a: [2]}", "merge_lists=True"],
+        &["defaults.merge", "{a: 1}", "null"],
+        &["defaults.update", "{n1: {a: 1}, n2: null}", "{b: [1]}"],
+        &["defaults.deepcopy", "{a: [1]}"],
+    ] {
+        let args = [&["--out", "json"][..], args].concat();
+        let (rc, out, _) = local_call(&bin("salt-call"), &b_etc, &args);
+        let (want_rc, want_out, _) = local_call(&salt_call_3007, &s_etc, &args);
+        assert_eq!(
+            (rc, &out),
+            (want_rc, &want_out),
+            "salt-call --local {args:?}"
+        );
+    }
+    for args in [
+        &["slsutil.merge", "{a: 1}", "[1]"][..],
+        &["slsutil.update", "{a: 1}", "1"],
+        &["slsutil.serialize", "toml", "{a: 1}"],
+        &["slsutil.deserialize", "toml", "a"],
+        &["slsutil.findup", "nope", "x"],
+        &["slsutil.findup", "core", "zz"],
+        &["slsutil.findup", "core", "1"],
+        &["slsutil.banner", "width=3"],
+        &["defaults.merge", "null", "{a: 1}"],
+        &["defaults.update", "null", "{}"],
+    ] {
+        let args = [&["--out", "json"][..], args].concat();
+        let (rc, out, err) = local_call(&bin("salt-call"), &b_etc, &args);
+        let (want_rc, want_out, want_err) = local_call(&salt_call_3007, &s_etc, &args);
+        assert_eq!(
+            (rc, &err),
+            (want_rc, &want_err),
+            "salt-call --local {args:?}"
+        );
+        assert_eq!(out.is_empty(), want_out.is_empty(), "{args:?}: {out}");
+    }
+}

@@ -400,7 +400,7 @@ fn yaml_load(s: &str) -> Option<Value> {
 }
 
 /// `salt.utils.args.yamlify_arg`: turn a CLI-style string into the value Salt would pass.
-pub(crate) fn yamlify_arg(arg: &str) -> Value {
+pub fn yamlify_arg(arg: &str) -> Value {
     let original = || Value::from(arg);
     let trimmed = arg.trim();
     if matches!(trimmed, "" | "---" | "...") {

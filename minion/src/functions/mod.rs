@@ -7,6 +7,9 @@
 
 mod args;
 
+/// Salt's `yamlify_arg`: a command-line word as the value Salt's tools send for it.
+pub use args::yamlify_arg;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -609,6 +612,8 @@ modules! {
     Git => git,
     Event => event,
     Match => matching,
+    Slsutil => slsutil,
+    Defaults => defaults,
 }
 
 impl Function {
