@@ -7,7 +7,7 @@ use rmpv::Value;
 use super::args::{py_str, Bound, Signature};
 use super::{CallState, Context, FnError, Spec};
 use crate::fileclient::FileClient;
-use brine_protocol::dictupdate::NotDicts;
+use super::slsutil::type_error;
 use brine_protocol::payload::{from_json, py_truthy};
 
 super::spec_table! {
@@ -151,10 +151,6 @@ fn load(client: Option<&FileClient>, formula: &str) -> Result<Value, FnError> {
         });
     }
     Ok(Value::Nil)
-}
-
-fn type_error(e: NotDicts) -> FnError {
-    FnError::InvalidArgs(e.to_string())
 }
 
 /// Salt's `defaults.merge`.

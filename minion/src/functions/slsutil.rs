@@ -293,7 +293,7 @@ impl Fun {
 }
 
 /// Salt's `TypeError` of `dictupdate.update`.
-fn type_error(e: NotDicts) -> FnError {
+pub(crate) fn type_error(e: NotDicts) -> FnError {
     FnError::InvalidArgs(e.to_string())
 }
 

@@ -142,7 +142,7 @@ pub(crate) fn py_eq(a: &Value, b: &Value) -> bool {
 }
 
 /// Python's ordering (`<`), failing between values Python cannot compare.
-fn py_cmp(a: &Value, b: &Value) -> Result<Ordering, Error> {
+pub(crate) fn py_cmp(a: &Value, b: &Value) -> Result<Ordering, Error> {
     if let (Some(x), Some(y)) = (num(a), num(b)) {
         return Ok(num_cmp(x, y).unwrap_or(Ordering::Equal));
     }

@@ -55,30 +55,13 @@ fn list(items: Vec<Value>) -> Value {
     List::value(items)
 }
 
-/// Python's `min`/`max` ordering of two values of one kind; an error for kinds Python
-/// cannot compare.
-fn py_cmp(a: &Value, b: &Value) -> Result<std::cmp::Ordering, Error> {
-    let number = |v: &Value| matches!(v.kind(), ValueKind::Number | ValueKind::Bool);
-    let comparable = (number(a) && number(b))
-        || (a.kind() == ValueKind::String && b.kind() == ValueKind::String)
-        || (a.kind() == ValueKind::Seq && b.kind() == ValueKind::Seq);
-    if !comparable {
-        return Err(bad(format!(
-            "'<' not supported between instances of '{}' and '{}'",
-            py_type(a),
-            py_type(b)
-        )));
-    }
-    Ok(a.cmp(b))
-}
-
 fn extreme(v: &Value, keep: std::cmp::Ordering, name: &str) -> Result<Value, Error> {
     let items = py_iter_or_err(v)?;
     let mut best: Option<Value> = None;
     for item in items {
         best = Some(match best {
             None => item,
-            Some(b) if py_cmp(&item, &b)? == keep => item,
+            Some(b) if super::builtins::py_cmp(&item, &b)? == keep => item,
             Some(b) => b,
         });
     }
