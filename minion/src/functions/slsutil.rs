@@ -8,7 +8,6 @@
 //! (Salt's yamlex aggregation) and the serializers other than `json` and `yaml`.
 
 use rmpv::Value;
-use serde_json::Value as Json;
 
 use super::args::{py_int, py_str, py_type_name, Bound, Signature};
 use super::{CallState, Context, FnError, Spec};
@@ -443,7 +442,7 @@ fn serialize(serializer: &str, obj: &Value, opts: &[(String, Value)]) -> Result<
                     o.style = Style::Flow;
                     yaml::dump(&data, &o)
                 }
-                None if is_flow_node(&data) => {
+                None if yaml::is_flow_node(&data) => {
                     o.style = Style::Flow;
                     yaml::dump(&data, &o)
                 }
@@ -455,9 +454,7 @@ fn serialize(serializer: &str, obj: &Value, opts: &[(String, Value)]) -> Result<
                                 .into(),
                         ));
                     }
-                    let mut lines = Vec::new();
-                    mixed_block(&data, &o, &mut lines);
-                    lines.join("\n") + "\n"
+                    yaml::dump_mixed(&data, &o)
                 }
             };
             let text = text
@@ -467,78 +464,6 @@ fn serialize(serializer: &str, obj: &Value, opts: &[(String, Value)]) -> Result<
             Ok(text.to_string())
         }
         other => Err(not_found(other)),
-    }
-}
-
-/// In PyYAML's mixed style (`default_flow_style=None`), a scalar or a collection of scalars
-/// only is written in flow style.
-fn is_flow_node(v: &Json) -> bool {
-    match v {
-        Json::Array(items) => items.iter().all(is_scalar),
-        Json::Object(m) => m.values().all(is_scalar),
-        _ => true,
-    }
-}
-
-fn is_scalar(v: &Json) -> bool {
-    !matches!(v, Json::Array(_) | Json::Object(_))
-}
-
-/// A node written alone in flow style, on one line.
-fn flow_text(v: &Json, o: &DumpOptions) -> String {
-    let text = yaml::dump(
-        v,
-        &DumpOptions {
-            style: Style::Flow,
-            explicit_start: false,
-            ..*o
-        },
-    );
-    let text = text.strip_suffix('\n').unwrap_or(&text);
-    text.strip_suffix("\n...").unwrap_or(text).to_string()
-}
-
-/// The lines of a block collection (not a flow node) in PyYAML's mixed style, from column 0:
-/// mappings indent their mapping values by two, sequences in a mapping are not indented.
-fn mixed_block(v: &Json, o: &DumpOptions, lines: &mut Vec<String>) {
-    match v {
-        Json::Object(m) => {
-            let entries: Vec<(&String, &Json)> = if o.sort_keys {
-                yaml::sorted(m)
-            } else {
-                m.iter().collect()
-            };
-            for (k, v) in entries {
-                let key = flow_text(&Json::String(k.clone()), o);
-                if is_flow_node(v) {
-                    lines.push(format!("{key}: {}", flow_text(v, o)));
-                    continue;
-                }
-                lines.push(format!("{key}:"));
-                let mut sub = Vec::new();
-                mixed_block(v, o, &mut sub);
-                let pad = if v.is_object() { "  " } else { "" };
-                lines.extend(sub.into_iter().map(|l| format!("{pad}{l}")));
-            }
-        }
-        Json::Array(items) => {
-            for item in items {
-                if is_flow_node(item) {
-                    lines.push(format!("- {}", flow_text(item, o)));
-                    continue;
-                }
-                let mut sub = Vec::new();
-                mixed_block(item, o, &mut sub);
-                for (i, l) in sub.into_iter().enumerate() {
-                    lines.push(if i == 0 {
-                        format!("- {l}")
-                    } else {
-                        format!("  {l}")
-                    });
-                }
-            }
-        }
-        scalar => lines.push(flow_text(scalar, o)),
     }
 }
 

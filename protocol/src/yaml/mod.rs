@@ -4,6 +4,9 @@
 //! the renderers).
 
 pub mod load;
+mod mixed;
+
+pub use mixed::{dump_mixed, is_flow_node};
 
 use serde_json::Value;
 
