@@ -13,6 +13,7 @@ use super::args::{py_int, py_str, py_type_name, Bound, Signature};
 use super::{CallState, Context, FnError, Spec};
 use crate::fileclient::FileClient;
 use brine_protocol::dictupdate::{self, NotDicts, Strategy};
+use brine_render::wrap_text as wrap;
 use brine_protocol::payload::{from_json, py_truthy, to_json};
 use brine_protocol::pyjson::{self, JsonStyle};
 use brine_protocol::yaml::{self, DumpOptions, Style};
@@ -497,93 +498,6 @@ fn deserialize(
     data.map_err(|e| FnError::Exception(format!("DeserializationError: {e}")))
 }
 
-/// Python's `textwrap.TextWrapper(width).wrap(text)` (whitespace collapsed to spaces, long
-/// words broken, hyphenated words broken after their hyphens).
-fn wrap(text: &str, width: usize) -> Vec<String> {
-    // The chunks: runs of whitespace (each character a space) and words,
-    // hyphenated words split after each hyphen between letters.
-    let mut chunks: Vec<String> = Vec::new();
-    let expanded: String = text
-        .chars()
-        .map(|c| if c.is_whitespace() { ' ' } else { c })
-        .collect();
-    let mut cur = String::new();
-    let mut in_space = false;
-    for c in expanded.chars() {
-        let space = c == ' ';
-        if !cur.is_empty() && space != in_space {
-            chunks.push(std::mem::take(&mut cur));
-        }
-        in_space = space;
-        cur.push(c);
-        if !space && c == '-' {
-            // "well-known" breaks as "well-" "known".
-            let before = cur.chars().rev().nth(1);
-            if before.is_some_and(char::is_alphanumeric) {
-                chunks.push(std::mem::take(&mut cur));
-            }
-        }
-    }
-    if !cur.is_empty() {
-        chunks.push(cur);
-    }
-    // A hyphen split off with nothing alphanumeric after it is glued back.
-    let mut merged: Vec<String> = Vec::new();
-    for c in chunks {
-        let glue = merged
-            .last()
-            .is_some_and(|p: &String| p.ends_with('-') && !p.starts_with(' '))
-            && !c.chars().next().is_some_and(char::is_alphanumeric)
-            && !c.starts_with(' ');
-        if glue {
-            merged.last_mut().expect("a chunk").push_str(&c);
-        } else {
-            merged.push(c);
-        }
-    }
-    let mut chunks: Vec<String> = merged.into_iter().rev().collect();
-    let width = width.max(1);
-    let mut lines = Vec::new();
-    while !chunks.is_empty() {
-        let mut line: Vec<String> = Vec::new();
-        let mut len = 0;
-        if !lines.is_empty() && chunks.last().is_some_and(|c| c.trim().is_empty()) {
-            chunks.pop();
-        }
-        while let Some(c) = chunks.last() {
-            let l = c.chars().count();
-            if len + l <= width {
-                len += l;
-                line.push(chunks.pop().expect("a chunk"));
-            } else {
-                break;
-            }
-        }
-        if chunks.last().is_some_and(|c| c.chars().count() > width) {
-            let space = width.saturating_sub(len).max(1);
-            let c = chunks.pop().expect("a chunk");
-            if line.is_empty() || len < width {
-                let head: String = c.chars().take(space).collect();
-                let rest: String = c.chars().skip(space).collect();
-                len += head.chars().count();
-                line.push(head);
-                chunks.push(rest);
-            } else {
-                chunks.push(c);
-            }
-        }
-        if line.last().is_some_and(|c| c.trim().is_empty()) {
-            if let Some(c) = line.pop() {
-                len -= c.chars().count();
-            }
-        }
-        if !line.is_empty() {
-            lines.push(line.concat());
-        }
-        let _ = len;
-    }
-    lines
-}
 
 /// Python's `str.center(width)`.
 fn center(text: &str, width: usize) -> String {

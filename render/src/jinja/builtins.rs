@@ -1487,8 +1487,45 @@ fn wordwrap(state: &State, v: Value, args: Args) -> Result<String, Error> {
     Ok(out.join(&wrapstring))
 }
 
-/// Python's `textwrap.TextWrapper` as Jinja2's `wordwrap` configures it: no tab expansion, no
-/// whitespace replacement, whitespace dropped at line ends, no indents.
+/// Python's `textwrap.wrap(text, width)` with its default options: tabs expanded, each
+/// whitespace character a space, long words broken, hyphenated words broken after their
+/// hyphens (Salt's `slsutil.banner` wraps its text so).
+pub fn wrap_text(text: &str, width: usize) -> Vec<String> {
+    let mut expanded = String::with_capacity(text.len());
+    let mut column = 0;
+    for c in text.chars() {
+        match c {
+            '\t' => {
+                let n = 8 - column % 8;
+                expanded.extend(std::iter::repeat_n(' ', n));
+                column += n;
+            }
+            '\n' | '\r' => {
+                expanded.push(' ');
+                column = 0;
+            }
+            '\x0b' | '\x0c' => {
+                expanded.push(' ');
+                column += 1;
+            }
+            c => {
+                expanded.push(c);
+                column += 1;
+            }
+        }
+    }
+    textwrap::Wrapper {
+        width: i128::try_from(width.max(1)).unwrap_or(i128::MAX),
+        break_long_words: true,
+        split_on_hyphens: true,
+        break_on_hyphens: true,
+    }
+    .wrap(&expanded)
+    .unwrap_or_default()
+}
+
+/// Python's `textwrap.TextWrapper` with whitespace dropped at line ends and no indents (Jinja2's
+/// `wordwrap` also leaves tabs and whitespace as they are).
 mod textwrap {
     use super::{bad, is_word, py_isspace, Error};
 
