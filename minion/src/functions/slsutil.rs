@@ -13,7 +13,7 @@ use super::args::{py_int, py_str, py_type_name, Bound, Signature};
 use super::{CallState, Context, FnError, Spec};
 use crate::fileclient::FileClient;
 use brine_protocol::dictupdate::{self, NotDicts, Strategy};
-use brine_render::wrap_text as wrap;
+use brine_render::{str_center as center, wrap_text as wrap};
 use brine_protocol::payload::{from_json, py_truthy, to_json};
 use brine_protocol::pyjson::{self, JsonStyle};
 use brine_protocol::yaml::{self, DumpOptions, Style};
@@ -499,16 +499,6 @@ fn deserialize(
 }
 
 
-/// Python's `str.center(width)`.
-fn center(text: &str, width: usize) -> String {
-    let n = text.chars().count();
-    if n >= width {
-        return text.to_string();
-    }
-    let marg = width - n;
-    let left = marg / 2 + (marg & width & 1);
-    format!("{}{text}{}", " ".repeat(left), " ".repeat(marg - left))
-}
 
 /// Salt's `slsutil.banner`.
 fn banner(b: &Bound) -> Result<String, FnError> {

@@ -1021,17 +1021,10 @@ fn register_text_filters(env: &mut Environment<'_>) {
             let a = bind("center", args, ["width"], 0)?;
             let s = text(state, &v)?;
             let width = int_arg(&a[0], 80)?;
-            let len = s.chars().count() as i128;
-            if width <= len {
-                return Ok(s);
+            if width > 1 << 20 {
+                return Err(bad(format!("center: a width of {width} is too large")));
             }
-            let marg = width - len;
-            let left = marg / 2 + (marg & width & 1);
-            Ok(format!(
-                "{}{s}{}",
-                " ".repeat(left as usize),
-                " ".repeat((marg - left) as usize)
-            ))
+            Ok(str_center(&s, usize::try_from(width).unwrap_or(0)))
         },
     );
     let escape = |state: &State, v: Value| -> Result<Value, Error> {
@@ -1101,7 +1094,13 @@ fn indent(v: Value, args: Args) -> Result<Value, Error> {
     };
     let indention = match &a[0] {
         Some(w) if w.kind() == ValueKind::String => w.as_str().unwrap_or_default().to_string(),
-        w => " ".repeat(usize::try_from(int_arg(w, 4)?).unwrap_or(0)),
+        w => {
+            let width = int_arg(w, 4)?;
+            if width > 1 << 20 {
+                return Err(bad(format!("indent: a width of {width} is too large")));
+            }
+            " ".repeat(usize::try_from(width).unwrap_or(0))
+        }
     };
     let lines = py_splitlines(&format!("{s}\n"), false);
     let mut rv = if flag(&a[2], false) {
@@ -1485,6 +1484,18 @@ fn wordwrap(state: &State, v: Value, args: Args) -> Result<String, Error> {
         out.push(wrapper.wrap(&line)?.join(&wrapstring));
     }
     Ok(out.join(&wrapstring))
+}
+
+/// Python's `str.center(width)`: the odd space goes left when `width` is odd, as CPython
+/// places it.
+pub fn str_center(text: &str, width: usize) -> String {
+    let n = text.chars().count();
+    if n >= width {
+        return text.to_string();
+    }
+    let marg = width - n;
+    let left = marg / 2 + (marg & width & 1);
+    format!("{}{text}{}", " ".repeat(left), " ".repeat(marg - left))
 }
 
 /// Python's `textwrap.wrap(text, width)` with its default options: tabs expanded, each

@@ -3,7 +3,7 @@
 //! templates loaded through the caller's [`crate::Loader`].
 
 mod builtins;
-pub use builtins::wrap_text;
+pub use builtins::{str_center, wrap_text};
 mod filters;
 mod filters_data;
 pub use filters_data::which;
