@@ -56,7 +56,8 @@ struct Cli {
     no_color: bool,
     force_color: bool,
     retcode_passthrough: bool,
-    log_level: String,
+    /// `-l`; the configuration's `log_level` otherwise.
+    log_level: Option<String>,
     function: String,
     args: Vec<String>,
 }
@@ -89,21 +90,15 @@ fn cli() -> Cli {
         no_color: p.flag("no_color"),
         force_color: p.flag("force_color"),
         retcode_passthrough: p.flag("retcode_passthrough"),
-        log_level: p.str("log_level").unwrap_or("warning").to_string(),
+        log_level: p.str("log_level").map(str::to_string),
         function,
         args: args.collect(),
     }
 }
 
 fn main() {
+    brine_cli::quiet_on_closed_pipe();
     let cli = cli();
-    if let Some(l) = brine_transport::logging::level(&cli.log_level) {
-        brine_transport::logging::init(l, None);
-    }
-    let out: Option<Outputter> = match &cli.out {
-        Some(o) => Some(outputter_named(o, &cli.log_level)),
-        None => None,
-    };
     let mut cfg = match MinionConfig::load(&cli.config_dir) {
         Ok(c) => c,
         Err(e) => {
@@ -111,6 +106,11 @@ fn main() {
             std::process::exit(1);
         }
     };
+    let log_level = cli.log_level.clone().unwrap_or(cfg.log_level.clone());
+    if let Some(l) = brine_transport::logging::level(&log_level) {
+        brine_transport::logging::init(l, None);
+    }
+    let out: Option<Outputter> = cli.out.as_ref().map(|o| outputter_named(o, &log_level));
     if let Some(id) = &cli.id {
         cfg.id = id.clone();
     }

@@ -105,6 +105,7 @@ struct Ctx {
 }
 
 fn main() {
+    brine_cli::quiet_on_closed_pipe();
     let cli = cli();
     match run(cli) {
         Ok(code) => std::process::exit(code),

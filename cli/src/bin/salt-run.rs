@@ -72,6 +72,7 @@ fn cli() -> Cli {
 }
 
 fn main() {
+    brine_cli::quiet_on_closed_pipe();
     let cli = cli();
     match run(cli) {
         Ok(code) => std::process::exit(code),

@@ -167,6 +167,7 @@ fn cli() -> Cli {
 }
 
 fn main() {
+    brine_cli::quiet_on_closed_pipe();
     let cli = cli();
     let code = match run(cli) {
         Ok(code) => code,
