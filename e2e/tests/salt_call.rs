@@ -638,3 +638,214 @@ fn slsutil_and_defaults_answer_as_salts() {
         assert_eq!(out.is_empty(), want_out.is_empty(), "{args:?}: {out}");
     }
 }
+
+/// The `ssh` module's authorized keys functions, called one after another on a key file of
+/// each root's own (with comments, options, a key listed twice, a line that is no key), give
+/// Salt's answers and leave the same file.
+#[test]
+fn ssh_keys_answer_as_salts() {
+    let Some((salt3007, _)) = brine_e2e::real::venvs() else {
+        return;
+    };
+    let tree = |root: &std::path::Path| {
+        let w = |rel: &str, text: &str| std::fs::write(root.join(rel), text).unwrap();
+        std::fs::create_dir_all(root.join("etc")).unwrap();
+        w(
+            "etc/minion",
+            &format!(
+                "id: m1\nroot_dir: {0}\nfile_client: local\nfile_roots:\n  base: [{0}/srv]\nlog_level: quiet\n",
+                root.display()
+            ),
+        );
+        w(
+            "ak",
+            "# comment\n\nssh-rsa AAAAB3NzaC1yc2Ex old@host\nno-pty,from=\"x\" ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 ed key\nssh-rsa notbase64! bad\ngarbage line\n  \nssh-dss QUJD dup1\nssh-dss QUJD dup2",
+        );
+        w(
+            "src.pub",
+            "ssh-rsa QUJDREVG src1\necdsa-sha2-nistp256 QUJDREVGR0g= src2\n",
+        );
+        w("empty.pub", "# nothing\n");
+        w(
+            "enc",
+            "-----BEGIN OPENSSH PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\n",
+        );
+    };
+    let (b, s) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    tree(b.path());
+    tree(s.path());
+    let salt_call_3007 = salt3007.join("bin/salt-call");
+    let calls: &[&[&str]] = &[
+        &["ssh.auth_keys", "root", "config={root}/ak"],
+        &[
+            "ssh.auth_keys",
+            "root",
+            "config={root}/ak",
+            "fingerprint_hash_type=md5",
+        ],
+        &[
+            "ssh.auth_keys",
+            "root",
+            "config={root}/ak",
+            "fingerprint_hash_type=blah",
+        ],
+        &["ssh.auth_keys", "brine-no-such-user", "config={root}/ak"],
+        &[
+            "ssh.check_key",
+            "root",
+            "AAAAB3NzaC1yc2Ex",
+            "ssh-rsa",
+            "old@host",
+            "[]",
+            "config={root}/ak",
+        ],
+        &[
+            "ssh.check_key",
+            "root",
+            "AAAAB3NzaC1yc2Ex",
+            "rsa",
+            "other",
+            "[]",
+            "config={root}/ak",
+        ],
+        &[
+            "ssh.check_key",
+            "root",
+            "QUJD",
+            "xyz",
+            "x",
+            "[]",
+            "config={root}/ak",
+        ],
+        &[
+            "ssh.set_auth_key",
+            "root",
+            "AAAAB3NzaC1yc2Ex",
+            "comment=changed",
+            "options=[\"no-pty\"]",
+            "config={root}/ak",
+        ],
+        &["ssh.set_auth_key", "root", "QUJD REVG", "config={root}/ak"],
+        &["ssh.set_auth_key", "root", "QUJ", "config={root}/ak"],
+        &[
+            "ssh.set_auth_key",
+            "root",
+            "QUJDREVG",
+            "enc=ed25519",
+            "comment=new",
+            "config={root}/ak",
+        ],
+        &[
+            "ssh.set_auth_key",
+            "brine-no-such-user",
+            "QUJDREVG",
+            "config={root}/ak",
+        ],
+        &[
+            "ssh.set_auth_key",
+            "root",
+            "QUJDREVH",
+            "comment=sub",
+            "config={root}/sub/dir/ak",
+        ],
+        &[
+            "ssh.rm_auth_key",
+            "root",
+            "AAAAC3NzaC1lZDI1NTE5",
+            "config={root}/ak",
+        ],
+        &["ssh.rm_auth_key", "root", "nothere", "config={root}/ak"],
+        &[
+            "ssh.set_auth_key_from_file",
+            "root",
+            "{root}/src.pub",
+            "config={root}/ak",
+        ],
+        &[
+            "ssh.set_auth_key_from_file",
+            "root",
+            "{root}/src.pub",
+            "config={root}/ak",
+        ],
+        &[
+            "ssh.set_auth_key_from_file",
+            "root",
+            "{root}/empty.pub",
+            "config={root}/ak",
+        ],
+        &[
+            "ssh.set_auth_key_from_file",
+            "root",
+            "{root}/missing.pub",
+            "config={root}/ak",
+        ],
+        &[
+            "ssh.check_key_file",
+            "root",
+            "{root}/src.pub",
+            "config={root}/ak",
+        ],
+        &[
+            "ssh.rm_auth_key_from_file",
+            "root",
+            "{root}/src.pub",
+            "config={root}/ak",
+        ],
+        &[
+            "ssh.check_key_file",
+            "root",
+            "{root}/src.pub",
+            "config={root}/ak",
+        ],
+        &["ssh.auth_keys", "root", "config=%h/x%"],
+        &["ssh.auth_keys", "user=[root]", "config={root}/ak"],
+        &["ssh.key_is_encrypted", "{root}/enc"],
+        &["ssh.key_is_encrypted", "{root}/ak"],
+        &[
+            "ssh.user_keys",
+            "user=root",
+            "pubfile={root}/src.pub",
+            "prvfile={root}/enc",
+        ],
+    ];
+    for call in calls {
+        let run = |salt_call: &std::path::Path, root: &std::path::Path| {
+            let args: Vec<String> = ["--out", "json"]
+                .iter()
+                .chain(call.iter())
+                .map(|a| a.replace("{root}", &root.display().to_string()))
+                .collect();
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let (rc, out, err) = local_call(salt_call, &root.join("etc"), &args);
+            let root = root.display().to_string();
+            (rc, out.replace(&root, "ROOT"), err.replace(&root, "ROOT"))
+        };
+        let (rc, out, err) = run(&bin("salt-call"), b.path());
+        let (want_rc, want_out, want_err) = run(&salt_call_3007, s.path());
+        assert_eq!(
+            (rc, &out),
+            (want_rc, &want_out),
+            "salt-call --local {call:?}"
+        );
+        assert_eq!(err.is_empty(), want_err.is_empty(), "{call:?}: {err}");
+    }
+    for file in ["ak", "sub/dir/ak"] {
+        let read = |root: &std::path::Path| std::fs::read_to_string(root.join(file)).unwrap();
+        assert_eq!(read(b.path()), read(s.path()), "{file}");
+    }
+    use std::os::unix::fs::PermissionsExt as _;
+    for (path, mode) in [("sub/dir", 0o700), ("sub/dir/ak", 0o600)] {
+        let mode_of = |root: &std::path::Path| {
+            std::fs::metadata(root.join(path))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777
+        };
+        assert_eq!(
+            (mode_of(b.path()), mode_of(s.path())),
+            (mode, mode),
+            "{path}"
+        );
+    }
+}

@@ -100,6 +100,22 @@ fn write_tree(tree: &Path) {
          missing-script:\n  cmd.script:\n    - source: salt://no/such/script.sh\n",
     );
     write(&base.join("broken.sls"), "oops: {{ undefined_thing.x }\n");
+    // Grains set by states: written to the grains file beside each minion's configuration
+    // and seen by the states after them. No grain is changed twice in one run: Salt's
+    // `changes` hold the grain's own list or dict, which a later change in the same run
+    // alters after the fact (Brine's show the value the state set).
+    write(
+        &base.join("roles.sls"),
+        "roles:\n  grains.list_present:\n    - value: [web, db]\n\
+         no-cache:\n  grains.list_absent:\n    - name: roles\n    - value: [cache]\n\
+         color:\n  grains.present:\n    - value: red\n\
+         app-port:\n  grains.present:\n    - name: app,port\n    - delimiter: ','\n    - value: 8080\n\
+         site-opts:\n  grains.present:\n    - name: site:opts\n    - value: {debug: true}\n\
+         port-set:\n  grains.exists:\n    - name: app:port\n    - require:\n      - grains: app-port\n\
+         tier:\n  grains.append:\n    - value: gold\n    - convert: True\n\
+         no-color:\n  grains.absent:\n    - name: color\n    - destructive: True\n\
+         never:\n  grains.absent: []\n",
+    );
     // A custom execution module: Python, which Brine's minion does not run.
     write(
         &base.join("_modules/custom.py"),
@@ -360,6 +376,14 @@ fn compare_minions(st: &Master, v7: &Path) {
         states,
     );
     compare("sls bad", &["state.sls", "bad"], states);
+    compare("grains test", &["state.sls", "roles", "test=True"], states);
+    compare("grains", &["state.sls", "roles"], states);
+    compare("grains again", &["state.sls", "roles"], states);
+    compare(
+        "grains set",
+        &["grains.item", "roles", "app", "site", "tier", "color"],
+        same,
+    );
     compare("sls broken", &["state.sls", "broken"], |v| {
         // The render error's wording is the template library's: compare its shape.
         match v.as_array() {

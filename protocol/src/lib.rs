@@ -18,6 +18,7 @@ pub mod pprint;
 pub mod pyeq;
 pub mod pyjson;
 pub mod pyrepr;
+pub mod pystr;
 pub mod target;
 pub mod yaml;
 

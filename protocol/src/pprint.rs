@@ -78,11 +78,7 @@ fn as_isize(n: usize) -> isize {
     isize::try_from(n).unwrap_or(isize::MAX)
 }
 
-/// Python's `str.isspace()` for one character (Unicode whitespace and the separators
-/// U+001C..U+001F).
-fn py_space(c: char) -> bool {
-    c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
-}
+use crate::pystr::is_space as py_space;
 
 /// `re.findall(r'\S*\s*', line)` without its final empty match: runs of non-space followed by
 /// the spaces after them.

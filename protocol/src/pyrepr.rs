@@ -227,6 +227,24 @@ pub fn os_error(e: &std::io::Error, path: Option<&str>) -> String {
     }
 }
 
+/// Python's class for an `OSError` with this errno (`FileNotFoundError`...).
+pub fn os_error_class(e: &std::io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(libc::ENOENT) => "FileNotFoundError",
+        Some(libc::EEXIST) => "FileExistsError",
+        Some(libc::EACCES | libc::EPERM) => "PermissionError",
+        Some(libc::EISDIR) => "IsADirectoryError",
+        Some(libc::ENOTDIR) => "NotADirectoryError",
+        _ => "OSError",
+    }
+}
+
+/// An `OSError` nothing caught, as the last line of Python's traceback words it:
+/// `FileNotFoundError: [Errno 2] No such file or directory: '/x'`.
+pub fn os_exception(e: &std::io::Error, path: Option<&str>) -> String {
+    format!("{}: {}", os_error_class(e), os_error(e, path))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

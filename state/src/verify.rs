@@ -219,6 +219,32 @@ pub(crate) fn py_repr(v: &Value) -> String {
     }
 }
 
+/// Python's `str()` of a value read from an SLS file, where Salt's YAML loader makes every
+/// mapping an `OrderedDict`: `OrderedDict([('a', 1)])` where [`py_text`] gives `{'a': 1}`.
+pub fn sls_text(v: &Value) -> String {
+    fn repr(v: &Value) -> String {
+        match v {
+            Value::Array(items) => format!(
+                "[{}]",
+                items.iter().map(repr).collect::<Vec<_>>().join(", ")
+            ),
+            Value::Object(m) if m.is_empty() => "OrderedDict()".into(),
+            Value::Object(m) => format!(
+                "OrderedDict([{}])",
+                m.iter()
+                    .map(|(k, v)| format!("({}, {})", brine_protocol::pyrepr::str_repr(k), repr(v)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            other => py_repr(other),
+        }
+    }
+    match v {
+        Value::String(s) => s.clone(),
+        other => repr(other),
+    }
+}
+
 /// Python's `type(v).__name__`.
 pub fn py_type(v: &Value) -> &'static str {
     match v {

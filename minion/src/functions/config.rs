@@ -10,7 +10,7 @@ use std::path::Path;
 use rmpv::Value;
 
 use super::args::{py_str, Bound, Signature, py_type_name};
-use super::cron::{py_split};
+use brine_protocol::pystr::split as py_split;
 use super::grains::lookup;
 use super::{CallState, Context, FnError, Spec};
 use brine_protocol::dictupdate::{self, Strategy};

@@ -219,15 +219,7 @@ fn is_text(v: &Value, s: &str) -> bool {
     v.as_str() == Some(s)
 }
 
-/// Python's `str.isspace()` for one character.
-pub(crate) fn py_space(c: char) -> bool {
-    c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
-}
-
-/// Python's `str.split()`.
-pub(crate) fn py_split(s: &str) -> Vec<&str> {
-    s.split(py_space).filter(|w| !w.is_empty()).collect()
-}
+use brine_protocol::pystr::{is_space as py_space, split as py_split};
 
 
 /// Salt's `_needs_change`: whether `new` asks for something other than `old` (`None` asks

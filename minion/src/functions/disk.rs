@@ -14,7 +14,7 @@ use regex::Regex;
 use rmpv::Value;
 
 use super::args::{py_repr, py_str, Bound, Signature, py_type_name};
-use super::cron::{py_split};
+use brine_protocol::pystr::split as py_split;
 use super::network::{at, command_not_found, salt_cmd, Dict};
 use super::{cmd, CallState, Context, FnError, Spec};
 use brine_protocol::nested::splitlines;

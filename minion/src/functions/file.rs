@@ -3281,23 +3281,14 @@ fn contains_regex(b: &Bound) -> Result<Value, FnError> {
 // ---------------------------------------------------------------------------
 // Line editing: comment_line, line, blockreplace
 
-/// Python's `str.isspace()` of one character.
-fn py_space(c: char) -> bool {
-    c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
-}
+use brine_protocol::pystr::is_space as py_space;
 
 /// The lines of a text as Salt's `fopen(path, "r")` reads them (`newline=""`): split after
 /// `\n`, `\r` and `\r\n`, the line endings kept.
 fn text_lines(text: &str) -> Vec<String> {
-    // The pieces follow each other, cut after ASCII bytes: char boundaries of `text`.
-    let mut start = 0;
-    splitlines(text.as_bytes())
+    brine_protocol::pystr::fopen_lines(text)
         .into_iter()
-        .map(|piece| {
-            let line = &text[start..start + piece.len()];
-            start += piece.len();
-            line.to_string()
-        })
+        .map(str::to_string)
         .collect()
 }
 

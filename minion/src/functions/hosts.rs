@@ -8,8 +8,8 @@ use std::path::Path;
 
 use rmpv::Value;
 
-use super::args::{py_repr, py_str, py_type, Bound, Signature, py_type_name};
-use super::cron::{py_space, py_split};
+use super::args::{py_str, py_type, Bound, Signature, py_type_name};
+use brine_protocol::pystr::{is_space as py_space, split as py_split};
 use super::{CallState, Context, FnError, Spec};
 use brine_protocol::payload::{map, py_truthy};
 
@@ -109,22 +109,8 @@ impl Fun {
 }
 
 /// Python's `OSError` as an exception text: `FileNotFoundError: [Errno 2] ...: 'path'`.
-fn os_error(e: &std::io::Error, path: &str) -> FnError {
-    let Some(code) = e.raw_os_error() else {
-        return FnError::Exception(format!("OSError: {e}"));
-    };
-    let class = match code {
-        libc::ENOENT => "FileNotFoundError",
-        libc::EACCES | libc::EPERM => "PermissionError",
-        libc::EISDIR => "IsADirectoryError",
-        libc::ENOTDIR => "NotADirectoryError",
-        _ => "OSError",
-    };
-    FnError::Exception(format!(
-        "{class}: [Errno {code}] {}: {}",
-        strerror(e),
-        py_repr(&Value::from(path))
-    ))
+pub(crate) fn os_error(e: &std::io::Error, path: &str) -> FnError {
+    FnError::Exception(brine_protocol::pyrepr::os_exception(e, Some(path)))
 }
 
 /// The system's text for an OS error, without Rust's ` (os error N)`.
@@ -140,7 +126,7 @@ fn strerror(e: &std::io::Error) -> String {
 }
 
 /// Salt's `process_read_exception` for a file that exists but cannot be read.
-fn read_error(e: &std::io::Error, path: &str) -> FnError {
+pub(crate) fn read_error(e: &std::io::Error, path: &str) -> FnError {
     match e.raw_os_error() {
         Some(libc::ENOENT) => FnError::Execution(format!("{path} does not exist")),
         Some(libc::EACCES) => FnError::Execution(format!("Permission denied reading from {path}")),
@@ -172,7 +158,7 @@ pub(crate) struct Hosts {
 }
 
 /// Text split at `\n`, `\r\n` and `\r` (Python's universal newlines).
-fn universal_lines(text: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn universal_lines(text: &str) -> impl Iterator<Item = &str> {
     let mut rest = text;
     std::iter::from_fn(move || {
         if rest.is_empty() {

@@ -912,12 +912,7 @@ fn py_index(container: &Value, key: &Value) -> Result<Value, FnError> {
     }
 }
 
-/// Python's `str.split()`: runs of whitespace separate the words.
-fn py_split(s: &str) -> Vec<&str> {
-    s.split(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
-        .filter(|w| !w.is_empty())
-        .collect()
-}
+use brine_protocol::pystr::split as py_split;
 
 /// Salt's `parse_target` (its `TARGET_REX`): the engine letter, the delimiter (G, P, I and J
 /// only) and the pattern of an `X@pattern` word; `None` for a bare word.

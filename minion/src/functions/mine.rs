@@ -161,7 +161,7 @@ impl Fun {
                         tracing::error!("Function {fun} in mine_functions not available");
                         continue;
                     }
-                    let r = call_boxed(ctx, &fun, def.call_args()).await;
+                    let r = super::call_boxed(ctx, &fun, def.call_args()).await;
                     if r.retcode != 0 {
                         tracing::error!("Function {fun} in mine.update failed to execute");
                         continue;
@@ -194,7 +194,7 @@ impl Fun {
                     tracing::error!("Function {function} in mine.send failed to execute");
                     return Ok(Value::Boolean(false));
                 }
-                let r = call_boxed(ctx, &function, args).await;
+                let r = super::call_boxed(ctx, &function, args).await;
                 if r.retcode != 0 {
                     tracing::error!("Function {function} in mine.send failed to execute");
                     return Ok(Value::Boolean(false));
@@ -245,15 +245,6 @@ impl Fun {
             }
         }
     }
-}
-
-/// Run another function of this minion (boxed: `call` is recursive through here).
-fn call_boxed<'a>(
-    ctx: &'a Context,
-    fun: &'a str,
-    args: Vec<Value>,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = super::CallResult> + Send + 'a>> {
-    Box::pin(async move { super::call(ctx, fun, &args).await })
 }
 
 /// Send one request to the master.

@@ -614,6 +614,8 @@ modules! {
     Match => matching,
     Slsutil => slsutil,
     Defaults => defaults,
+    Sysctl => sysctl,
+    Ssh => ssh,
 }
 
 impl Function {
@@ -629,6 +631,7 @@ const PROVIDER_FILES: &[(&str, &str)] = &[
     ("sys", "sysmod"),
     ("user", "useradd"),
     ("group", "groupadd"),
+    ("sysctl", "linux_sysctl"),
 ];
 
 /// The provider of `module`, or `None` when this minion has no such module. `pkg` and
@@ -704,6 +707,16 @@ fn return_failed(ret: &Value) -> bool {
 }
 
 /// Run one function the way a Salt minion does (see the module docs).
+/// Run another function of this minion from within a function (boxed: `call` is recursive
+/// through its callers).
+pub(crate) fn call_boxed<'a>(
+    ctx: &'a Context,
+    fun: &'a str,
+    args: Vec<Value>,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = CallResult> + Send + 'a>> {
+    Box::pin(async move { call(ctx, fun, &args).await })
+}
+
 pub async fn call(ctx: &Context, fun: &str, arg: &[Value]) -> CallResult {
     let missing = format!("'{fun}' is not available.");
     let Some(function) = Function::from_name(fun) else {
@@ -779,16 +792,33 @@ pub struct TemplateFunctions {
     runtime: Option<tokio::runtime::Handle>,
     /// Calls made by a state run under `test=True` (Salt's `__opts__["test"]` for them).
     test: bool,
+    /// The minion's grains when these functions were made: a call made after a function
+    /// changed them (`grains.setval` in a state run) sees the new grains, as in Salt.
+    grains_at_start: Arc<Value>,
 }
 
 impl TemplateFunctions {
     pub fn new(ctx: Context, allow: fn(&str) -> bool) -> TemplateFunctions {
         TemplateFunctions {
+            grains_at_start: ctx.services.grains(),
             ctx,
             allow,
             runtime: None,
             test: false,
         }
+    }
+
+    /// The context of a call: the minion's grains of now when they changed since these
+    /// functions were made.
+    fn call_context(&self) -> std::borrow::Cow<'_, Context> {
+        let now = self.ctx.services.grains();
+        if Arc::ptr_eq(&now, &self.grains_at_start) {
+            return std::borrow::Cow::Borrowed(&self.ctx);
+        }
+        std::borrow::Cow::Owned(Context {
+            grains: now,
+            ..self.ctx.clone()
+        })
     }
 
     /// The functions as a state run under `test=True` calls them: Salt's `__opts__["test"]`
@@ -805,6 +835,7 @@ impl TemplateFunctions {
         runtime: tokio::runtime::Handle,
     ) -> TemplateFunctions {
         TemplateFunctions {
+            grains_at_start: ctx.services.grains(),
             ctx,
             allow,
             runtime: Some(runtime),
@@ -839,9 +870,11 @@ impl brine_render::Functions for TemplateFunctions {
             let ret = error_result(name, function.spec().doc, e).ret;
             ret.as_str().map_or_else(|| ret.to_string(), str::to_string)
         };
+        let ctx = self.call_context();
+        let ctx = ctx.as_ref();
         let outcome = match &self.runtime {
             Some(handle) => handle
-                .block_on(invoke_bound(&self.ctx, function, arg, kwarg, self.test))
+                .block_on(invoke_bound(ctx, function, arg, kwarg, self.test))
                 .map_err(failed),
             // Templates render on plain threads and inside async tasks alike: run the call
             // on a thread of its own with its own small runtime.
@@ -853,7 +886,7 @@ impl brine_render::Functions for TemplateFunctions {
                             .build()
                             .map_err(|e| e.to_string())?;
                         runtime
-                            .block_on(invoke_bound(&self.ctx, function, arg, kwarg, self.test))
+                            .block_on(invoke_bound(ctx, function, arg, kwarg, self.test))
                             .map_err(failed)
                     })
                     .join()

@@ -20,7 +20,7 @@ use regex::Regex;
 use rmpv::Value;
 
 use super::args::{self, py_int, py_repr, py_str, split_input, Bound, Signature, py_type_name};
-use super::cron::{py_split};
+use brine_protocol::pystr::split as py_split;
 use super::{cmd, CallState, Context, FnError, Spec};
 use brine_protocol::nested::splitlines;
 use brine_protocol::payload::{get, get_str, map, py_truthy};

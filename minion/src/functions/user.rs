@@ -486,7 +486,7 @@ pub(crate) fn parse_passwd(text: &str) -> Vec<Passwd> {
         .collect()
 }
 
-fn read_users(root: Option<&str>) -> Result<Vec<Passwd>, FnError> {
+pub(crate) fn read_users(root: Option<&str>) -> Result<Vec<Passwd>, FnError> {
     let path =
         std::path::Path::new(root.filter(|r| !r.is_empty()).unwrap_or("/")).join("etc/passwd");
     let text = std::fs::read_to_string(&path)
@@ -496,7 +496,7 @@ fn read_users(root: Option<&str>) -> Result<Vec<Passwd>, FnError> {
 
 /// A user by name: from the passwd file, else (without a root) from the system's user
 /// database (NSS).
-fn find_user(name: &str, root: Option<&str>) -> Result<Option<Passwd>, FnError> {
+pub(crate) fn find_user(name: &str, root: Option<&str>) -> Result<Option<Passwd>, FnError> {
     if let Some(u) = read_users(root)?.into_iter().find(|u| u.name == name) {
         return Ok(Some(u));
     }

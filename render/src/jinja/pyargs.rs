@@ -113,10 +113,7 @@ pub(crate) fn int_value(i: i128) -> Value {
     i64::try_from(i).map_or_else(|_| Value::from(i), Value::from)
 }
 
-/// Python's `str.isspace()` for one character.
-pub(crate) fn py_isspace(c: char) -> bool {
-    c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
-}
+pub(crate) use brine_protocol::pystr::is_space as py_isspace;
 
 /// The first code point of each run of ten Unicode decimal digits (category Nd).
 const DECIMAL_ZEROS: &[u32] = &[

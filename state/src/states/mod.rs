@@ -14,6 +14,7 @@ pub mod cmd;
 pub mod cron;
 pub mod file;
 pub mod git;
+pub mod grains;
 pub mod group;
 pub mod host;
 pub mod module;
@@ -21,6 +22,8 @@ pub mod pkg;
 pub mod salt;
 pub mod service;
 pub(crate) mod source_hash;
+pub mod ssh_auth;
+pub mod sysctl;
 pub mod test;
 pub mod user;
 
@@ -234,6 +237,9 @@ const MODULES: &[(&str, &[Spec])] = &[
     ("git", git::FUNCTIONS),
     ("salt", salt::FUNCTIONS),
     ("archive", archive::FUNCTIONS),
+    ("ssh_auth", ssh_auth::FUNCTIONS),
+    ("grains", grains::FUNCTIONS),
+    ("sysctl", sysctl::FUNCTIONS),
 ];
 
 /// A module's initialiser.

@@ -21,43 +21,9 @@ use crate::verify::{py_text, py_type};
 // ---------------------------------------------------------------------------
 // Python's text functions
 
-/// The lines of a text as Salt's `fopen(path, "r")` reads them (`newline=""`): split after
-/// `\n`, `\r` and `\r\n`, the endings kept.
-fn fopen_lines(text: &str) -> Vec<&str> {
-    let bytes = text.as_bytes();
-    let mut lines = Vec::new();
-    let (mut start, mut i) = (0, 0);
-    while i < bytes.len() {
-        let end = match bytes[i] {
-            b'\n' => Some(i + 1),
-            b'\r' if bytes.get(i + 1) == Some(&b'\n') => Some(i + 2),
-            b'\r' => Some(i + 1),
-            _ => None,
-        };
-        match end {
-            Some(end) => {
-                lines.push(&text[start..end]);
-                start = end;
-                i = end;
-            }
-            None => i += 1,
-        }
-    }
-    if start < text.len() {
-        lines.push(&text[start..]);
-    }
-    lines
-}
+use brine_protocol::pystr::fopen_lines;
 
-/// Python's `str.isspace()` of one character.
-fn py_space(c: char) -> bool {
-    c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
-}
-
-/// Python's `str.strip()`.
-fn py_strip(s: &str) -> &str {
-    s.trim_matches(py_space)
-}
+use brine_protocol::pystr::{is_space as py_space, strip as py_strip};
 
 /// Python's `str.lstrip(chars)`: whitespace when `chars` is `None`.
 fn py_lstrip<'s>(s: &'s str, chars: Option<&str>) -> &'s str {
@@ -186,22 +152,7 @@ fn is_text(path: &str) -> bool {
 
 /// A Python `OSError` as its traceback's last line.
 fn os_error(e: &std::io::Error, path: &str) -> String {
-    let Some(code) = e.raw_os_error() else {
-        return format!("OSError: {e}");
-    };
-    let errno = nix::errno::Errno::from_raw(code);
-    let class = match errno {
-        nix::errno::Errno::ENOENT => "FileNotFoundError",
-        nix::errno::Errno::EISDIR => "IsADirectoryError",
-        nix::errno::Errno::ENOTDIR => "NotADirectoryError",
-        nix::errno::Errno::EACCES | nix::errno::Errno::EPERM => "PermissionError",
-        _ => "OSError",
-    };
-    format!(
-        "{class}: [Errno {code}] {}: {}",
-        errno.desc(),
-        brine_protocol::pyrepr::str_repr(path)
-    )
+    brine_protocol::pyrepr::os_exception(e, Some(path))
 }
 
 /// Bytes decoded as UTF-8, strictly (Python's `UnicodeDecodeError` otherwise) or with
