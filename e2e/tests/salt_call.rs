@@ -849,3 +849,79 @@ fn ssh_keys_answer_as_salts() {
         );
     }
 }
+
+/// The `alternatives` module, called one after another on a link group of the test's own
+/// (made and removed with `update-alternatives`), gives Salt's answers and exit codes: first
+/// the calls through Salt's salt-call, then, on the group made anew, through Brine's.
+#[test]
+fn alternatives_answer_as_salts() {
+    let Some((salt3007, _)) = brine_e2e::real::venvs() else {
+        return;
+    };
+    // Changing the system's alternatives needs root (`/proc/self` is owned by the euid).
+    let root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0;
+    if !root || !std::path::Path::new("/etc/alternatives").is_dir() {
+        return;
+    }
+    const GROUP: &str = "brine-e2e-alt";
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    std::fs::create_dir_all(dir.path().join("etc")).unwrap();
+    std::fs::write(
+        dir.path().join("etc/minion"),
+        format!("id: m1\nroot_dir: {d}\nfile_client: local\nfile_roots:\n  base: [{d}/srv]\nlog_level: quiet\n"),
+    )
+    .unwrap();
+    for alt in ["a", "b"] {
+        std::fs::write(dir.path().join(alt), "#!/bin/sh\n").unwrap();
+    }
+    let remove_all = || {
+        let _ = std::process::Command::new("update-alternatives")
+            .args(["--remove-all", GROUP])
+            .output();
+    };
+    let (link, a, b) = (
+        format!("{d}/bin/{GROUP}"),
+        format!("{d}/a"),
+        format!("{d}/b"),
+    );
+    let (zzz, missing) = (format!("{d}/zzz"), format!("{d}/missing"));
+    let calls: Vec<Vec<&str>> = vec![
+        vec!["alternatives.display", GROUP],
+        vec!["alternatives.show_link", GROUP],
+        vec!["alternatives.show_current", GROUP],
+        vec!["alternatives.check_exists", GROUP, &a],
+        vec!["alternatives.install", GROUP, &link, &a, "10"],
+        vec!["alternatives.install", GROUP, &link, &b, "20"],
+        vec!["alternatives.display", GROUP],
+        vec!["alternatives.show_link", GROUP],
+        vec!["alternatives.check_exists", GROUP, &a],
+        vec!["alternatives.check_installed", GROUP, &b],
+        vec!["alternatives.set", GROUP, &a],
+        vec!["alternatives.show_current", GROUP],
+        vec!["alternatives.set", GROUP, &zzz],
+        vec!["alternatives.auto", GROUP],
+        vec!["alternatives.remove", GROUP, &b],
+        vec!["alternatives.remove", GROUP, &zzz],
+        vec!["alternatives.install", GROUP, &link, &missing, "5"],
+        vec!["alternatives.remove", GROUP, &a],
+    ];
+    let run_all = |salt_call: &std::path::Path| {
+        remove_all();
+        let answers: Vec<_> = calls
+            .iter()
+            .map(|call| {
+                let args = [&["--out", "json"][..], call].concat();
+                let (rc, out, _) = local_call(salt_call, &dir.path().join("etc"), &args);
+                (call.join(" "), rc, out)
+            })
+            .collect();
+        remove_all();
+        answers
+    };
+    let want = run_all(&salt3007.join("bin/salt-call"));
+    let got = run_all(&bin("salt-call"));
+    for (w, g) in want.iter().zip(&got) {
+        assert_eq!(g, w);
+    }
+}

@@ -1376,7 +1376,7 @@ impl RunOutput {
         if opts.ignore_retcode {
             0
         } else {
-            i32::try_from(self.retcode).unwrap_or(1)
+            self.exit_code()
         }
     }
 
@@ -1409,6 +1409,12 @@ impl RunOutput {
     /// The exit code.
     pub(crate) fn retcode(&self) -> i64 {
         self.retcode
+    }
+
+    /// The exit code as the job's retcode (what Salt's `cmd` functions leave in
+    /// `__context__["retcode"]` unless told to ignore it).
+    pub(crate) fn exit_code(&self) -> i32 {
+        i32::try_from(self.retcode).unwrap_or(1)
     }
 
     /// Standard output, trailing whitespace removed.

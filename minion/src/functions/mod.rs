@@ -519,9 +519,10 @@ pub(crate) struct CallState {
 }
 
 /// Declares a module's `Fun` enum and its `spec()` from one line per function:
-/// `Variant => ("mod.fun", "pyname", [params], required, varargs, kwargs, "doc")`.
+/// `Variant => ("mod.fun", "pyname", [params], required, varargs, kwargs, "doc")`, with
+/// `, out = "txt"` after the doc for a function Salt prints with another outputter.
 macro_rules! spec_table {
-    ($(#[$meta:meta])* $($variant:ident => ($name:literal, $py:literal, [$($p:literal),*], $req:expr, $var:expr, $kw:expr, $doc:literal),)*) => {
+    ($(#[$meta:meta])* $($variant:ident => ($name:literal, $py:literal, [$($p:literal),*], $req:expr, $var:expr, $kw:expr, $doc:literal $(, out = $out:literal)?),)*) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub enum Fun { $($variant,)* }
@@ -536,7 +537,7 @@ macro_rules! spec_table {
                         pyname: $py,
                         sig: Signature::new(&[$($p),*], $req, $var, $kw),
                         doc: $doc,
-                        out: None,
+                        out: None $(.or(Some($out)))?,
                     },)*
                 }
             }
@@ -616,6 +617,7 @@ modules! {
     Defaults => defaults,
     Sysctl => sysctl,
     Ssh => ssh,
+    Alternatives => alternatives,
 }
 
 impl Function {

@@ -271,7 +271,7 @@ impl Fun {
             Fun::ForceReload => match init {
                 Init::Sysv => {
                     let out = run(service_argv(&name, "force-reload")?).await?;
-                    _st.retcode = out.retcode() as i32;
+                    _st.retcode = out.exit_code();
                     Ok(Value::Boolean(out.retcode() == 0))
                 }
                 Init::Systemd => force_reload(
@@ -1170,8 +1170,7 @@ mod tests {
         assert_eq!(
             FnError::with_info("Failed to mask service 'x'", &s("Invalid unit name")),
             FnError::Execution(
-                "Failed to mask service 'x'. Additional info follows:\n\nInvalid unit name"
-                    .into()
+                "Failed to mask service 'x'. Additional info follows:\n\nInvalid unit name".into()
             )
         );
         assert_eq!(

@@ -12,12 +12,12 @@ use rmpv::Value;
 
 use super::args::{py_repr, py_str, py_type_name, Bound, Signature};
 use super::cmd::{run_argv, run_argv_merged};
-use brine_protocol::nested::splitlines;
-use brine_protocol::pystr::{fopen_lines, is_space as py_space};
-use super::hosts::os_error;
 use super::group::which;
+use super::hosts::os_error;
 use super::{CallState, Context, FnError, Spec};
+use brine_protocol::nested::splitlines;
 use brine_protocol::payload::py_truthy;
+use brine_protocol::pystr::{fopen_lines, is_space as py_space};
 
 /// The most of a configuration file this module reads.
 const MAX_CONFIG_BYTES: usize = 64 << 20;
@@ -105,8 +105,6 @@ impl Fun {
 // ---------------------------------------------------------------------------
 // Python's ways with text
 
-
-
 /// Salt's `_sanitize_sysctl_value`: every run of whitespace made one tab.
 fn sanitize(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
@@ -174,8 +172,6 @@ fn decode(data: Vec<u8>) -> Result<String, FnError> {
         }
     }
 }
-
-
 
 /// Read a whole file, at most [`MAX_CONFIG_BYTES`] of it.
 fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
@@ -259,12 +255,6 @@ fn version_of(line: &str) -> Option<u64> {
     None
 }
 
-/// The exit code a command leaves as the job's (Salt's `cmd` functions set
-/// `__context__["retcode"]` to it).
-fn job_retcode(out: &super::cmd::RunOutput) -> i32 {
-    i32::try_from(out.retcode()).unwrap_or(1)
-}
-
 /// The path of `sysctl`, or Salt's error when there is none.
 fn sysctl_bin() -> Result<String, FnError> {
     which("sysctl")
@@ -274,7 +264,7 @@ fn sysctl_bin() -> Result<String, FnError> {
 async fn show(config_file: &Value, st: &mut CallState) -> Result<Value, FnError> {
     if !py_truthy(config_file) {
         let out = run_argv(&[sysctl_bin()?, "-a".into()], &[]).await?;
-        st.retcode = job_retcode(&out);
+        st.retcode = out.exit_code();
         return Ok(Value::Map(
             parse_live(out.stdout())
                 .into_iter()
@@ -372,7 +362,7 @@ fn set<'a>(params: &mut Vec<(&'a str, &'a str)>, key: &'a str, value: &'a str) {
 async fn get(name: &Value, st: &mut CallState) -> Result<String, FnError> {
     let sysctl = sysctl_bin()?;
     let out = run_argv_merged(&[sysctl.clone(), "-n".into(), py_str(name)], &[]).await?;
-    st.retcode = job_retcode(&out);
+    st.retcode = out.exit_code();
     if out.retcode() != 0 {
         tracing::error!(
             "Command '{sysctl}' failed with return code: {}\noutput: {}",
@@ -408,7 +398,7 @@ async fn assign(name: &Value, value: &Value, st: &mut CallState) -> Result<Value
         &[],
     )
     .await?;
-    st.retcode = job_retcode(&out);
+    st.retcode = out.exit_code();
     let (stdout, stderr) = (out.stdout(), out.stderr());
     if !reports(stdout, name, &value) || stderr.contains("Invalid argument") {
         let error = if out.retcode() != 0 && !stderr.is_empty() {

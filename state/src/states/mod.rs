@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::low::Low;
 
+pub mod alternatives;
 pub mod archive;
 pub mod checks;
 pub mod cmd;
@@ -239,6 +240,7 @@ const MODULES: &[(&str, &[Spec])] = &[
     ("archive", archive::FUNCTIONS),
     ("ssh_auth", ssh_auth::FUNCTIONS),
     ("grains", grains::FUNCTIONS),
+    ("alternatives", alternatives::FUNCTIONS),
     ("sysctl", sysctl::FUNCTIONS),
 ];
 
