@@ -14,7 +14,7 @@ use brine_protocol::loads::{Fun, PublishRequest, Tgt};
 use brine_protocol::payload::{from_json, to_json, Value};
 use brine_render::Context as RenderContext;
 use brine_state::states::{EventWatch, MasterList, Params};
-use brine_state::{call_high, High, Host, Job, Options};
+use brine_state::{call_high, High, Host, Job, Options, RunError};
 use serde_json::{json, Map, Value as Json};
 
 use crate::master::Master;
@@ -161,7 +161,11 @@ impl Orchestration {
                 state_events: false,
             }),
         };
-        call_high(high, self, opts)
+        // A refused argument ends an orchestration as an error of the run.
+        call_high(high, self, opts).map_err(|e| match e {
+            RunError::High(errors) => errors,
+            RunError::Refused(why) => vec![why],
+        })
     }
 
     /// `saltutil.cmd` on the master: publish, gather in arrival order, as Salt's

@@ -108,6 +108,19 @@ pub struct Runner<'a, 's> {
     failhard_hit: bool,
     /// The state modules whose `mod_init` ran.
     mod_inited: HashSet<String>,
+    /// Why the run stopped with no results: a state gave its function arguments it does not
+    /// take.
+    refused: Option<String>,
+}
+
+/// Why a run gave no results.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunError {
+    /// Errors in the high data, which Salt returns as a list.
+    High(Vec<String>),
+    /// A state gave its function arguments it does not take: Salt's `SaltInvocationError`,
+    /// which ends the whole run (the states run before it keep what they did).
+    Refused(String),
 }
 
 /// Salt's `check_result` (without the highstate, so no `onfail` handler rescues a failure):
@@ -144,23 +157,23 @@ pub fn call_high(
     high: &High,
     host: &dyn Host,
     opts: Options,
-) -> Result<Map<String, Value>, Vec<String>> {
+) -> Result<Map<String, Value>, RunError> {
     let mut high = high.clone();
     let mut errors = low::reconcile_extend(&mut high, false);
     errors.extend(crate::verify_high(&high));
     if !errors.is_empty() {
-        return Err(errors);
+        return Err(RunError::High(errors));
     }
     let req_in_errors = low::requisite_in(&mut high);
     low::apply_exclude(&mut high);
     if !req_in_errors.is_empty() {
-        return Err(req_in_errors);
+        return Err(RunError::High(req_in_errors));
     }
     let chunks = low::compile_high_data(&high);
-    Ok(run_chunks(&high, chunks, host, opts, |runner| {
+    run_chunks(&high, chunks, host, opts, |runner| {
         runner.call_chunks();
         runner.call_listen();
-    }))
+    })
 }
 
 /// Salt's `state.sls_id`: the high data checked and its `*_in` requisites turned around (no
@@ -172,15 +185,15 @@ pub fn call_id(
     host: &dyn Host,
     opts: Options,
     id: &str,
-) -> Result<Map<String, Value>, Vec<String>> {
+) -> Result<Map<String, Value>, RunError> {
     let mut high = high.clone();
     let mut errors = crate::verify_high(&high);
     errors.extend(low::requisite_in(&mut high));
     if !errors.is_empty() {
-        return Err(errors);
+        return Err(RunError::High(errors));
     }
     let chunks = low::compile_high_data(&high);
-    Ok(run_chunks(&high, chunks, host, opts, |runner| {
+    run_chunks(&high, chunks, host, opts, |runner| {
         let mut merged = Map::new();
         for idx in 0..runner.chunks.len() {
             if text_ref(&runner.chunks[idx], "__id__") != id {
@@ -193,7 +206,7 @@ pub fn call_id(
             merged.extend(std::mem::take(&mut runner.running));
         }
         runner.running = merged;
-    }))
+    })
 }
 
 /// A run of `chunks` (compiled from `high`) made by `drive`, its results once every thread
@@ -204,7 +217,7 @@ fn run_chunks(
     host: &dyn Host,
     opts: Options,
     drive: impl FnOnce(&mut Runner<'_, '_>),
-) -> Map<String, Value> {
+) -> Result<Map<String, Value>, RunError> {
     let processed_sls = high
         .iter()
         .filter(|(k, _)| !k.starts_with("__"))
@@ -226,9 +239,15 @@ fn run_chunks(
             processed_sls,
             failhard_hit: false,
             mod_inited: HashSet::new(),
+            refused: None,
         };
         drive(&mut runner);
-        runner.finish()
+        let refused = runner.refused.take();
+        let ret = runner.finish();
+        match refused {
+            Some(why) => Err(RunError::Refused(why)),
+            None => Ok(ret),
+        }
     })
 }
 
@@ -1396,6 +1415,11 @@ impl<'a, 's> Runner<'a, 's> {
             .map(py_text)
             .unwrap_or_else(|| "base".into());
         if ret.get("result") == Some(&Value::Bool(false)) {
+            if let Some(why) = spec.refused_arguments(&full, low) {
+                self.refused = Some(why);
+                self.failhard_hit = true;
+                return (ret, false);
+            }
             if !prereq && truthy(low.get("parallel")) {
                 ret = self.call_parallel(low, spec, saltenv);
             } else {

@@ -22,7 +22,7 @@ pub mod top;
 pub mod url;
 pub mod verify;
 
-pub use engine::{call_high, call_id, check_result, Job, Options};
+pub use engine::{call_high, call_id, check_result, Job, Options, RunError};
 pub use high::{Compiler, Tree};
 pub use states::Host;
 pub use verify::verify_high;

@@ -328,7 +328,8 @@ fn brine(case: &Path, work: &Path, meta: &Value, http: &str) -> Value {
     for _ in 0..meta["runs"].as_u64().unwrap_or(1) {
         last = match call_high(&high, &host, opts.clone()) {
             Ok(ret) => json!({"ret": ret}),
-            Err(errors) => json!({"errors": errors}),
+            Err(brine_state::RunError::High(errors)) => json!({"errors": errors}),
+            Err(brine_state::RunError::Refused(why)) => return json!({"refused": why}),
         };
     }
     last
@@ -405,6 +406,13 @@ fn cases_run_as_salt_runs_them() {
         }
         let got = brine(&case, &case_work, &meta, &http);
         let _ = std::fs::remove_dir_all(&case_work);
+        if expected.get("refused") != got.get("refused") {
+            failures.push(format!(
+                "{name}: refused\n  salt:  {}\n  brine: {}",
+                expected["refused"], got["refused"]
+            ));
+            continue;
+        }
         if expected.get("errors") != got.get("errors") {
             failures.push(format!(
                 "{name}: errors\n  salt:  {}\n  brine: {}",

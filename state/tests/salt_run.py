@@ -15,6 +15,7 @@ import sys
 import tempfile
 
 import salt.config
+import salt.exceptions
 import salt.state
 
 
@@ -92,10 +93,14 @@ def main():
         if errors:
             out[case] = {"errors": errors}
         else:
-            for _ in range(meta.get("runs", 1)):
-                ret = st.state.call_high(high)
-                st.state.reset_run_num()
-            out[case] = {"errors": ret} if isinstance(ret, list) else {"ret": ret}
+            try:
+                for _ in range(meta.get("runs", 1)):
+                    ret = st.state.call_high(high)
+                    st.state.reset_run_num()
+                out[case] = {"errors": ret} if isinstance(ret, list) else {"ret": ret}
+            except salt.exceptions.SaltInvocationError as exc:
+                # A state gave its function arguments it does not take: the run ends.
+                out[case] = {"refused": str(exc)}
         st.destroy()
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(root, ignore_errors=True)

@@ -708,7 +708,6 @@ fn return_failed(ret: &Value) -> bool {
         .any(|key| get(ret, key).is_some_and(|v| !brine_protocol::payload::py_truthy(v)))
 }
 
-/// Run one function the way a Salt minion does (see the module docs).
 /// Run another function of this minion from within a function (boxed: `call` is recursive
 /// through its callers).
 pub(crate) fn call_boxed<'a>(
@@ -719,6 +718,7 @@ pub(crate) fn call_boxed<'a>(
     Box::pin(async move { call(ctx, fun, &args).await })
 }
 
+/// Run one function the way a Salt minion does (see the module docs).
 pub async fn call(ctx: &Context, fun: &str, arg: &[Value]) -> CallResult {
     let missing = format!("'{fun}' is not available.");
     let Some(function) = Function::from_name(fun) else {

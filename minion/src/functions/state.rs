@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use brine_protocol::payload::{from_json, to_json, Value};
 use brine_render::Context as RenderContext;
-use brine_state::top::{Matcher, Top};
 use brine_state::states::MasterList;
-use brine_state::{call_high, Compiler, High, Host, Options};
+use brine_state::top::{Matcher, Top};
+use brine_state::{call_high, Compiler, High, Host, Options, RunError};
 use serde_json::{json, Map, Value as Json};
 
 use super::args::{is_true, py_str, Bound, Signature};
@@ -156,7 +156,12 @@ impl Fun {
             Fun::ShowSls => (
                 "state.show_sls",
                 "show_sls",
-                Signature::new(&["mods", "test", "queue", "saltenv", "pillar"], 1, false, true),
+                Signature::new(
+                    &["mods", "test", "queue", "saltenv", "pillar"],
+                    1,
+                    false,
+                    true,
+                ),
                 "
     Show the high data of the named SLS files.
 
@@ -210,7 +215,12 @@ impl Fun {
             Fun::SlsId => (
                 "state.sls_id",
                 "sls_id",
-                Signature::new(&["id_", "mods", "test", "queue", "state_events"], 2, false, true),
+                Signature::new(
+                    &["id_", "mods", "test", "queue", "state_events"],
+                    2,
+                    false,
+                    true,
+                ),
                 "
     Run one ID of the named SLS files (comma separated or a list) from saltenv
     (default base), with the states it requires; test=True reports what would
@@ -259,7 +269,12 @@ impl Fun {
         // Salt's `_disabled(["highstate"])` comes before the check for a running state.
         let highstate = match self {
             Fun::Highstate => true,
-            Fun::Apply => b.opt("mods").or_else(|| b.kwarg("mods")).map(split_mods).unwrap_or_default().is_empty(),
+            Fun::Apply => b
+                .opt("mods")
+                .or_else(|| b.kwarg("mods"))
+                .map(split_mods)
+                .unwrap_or_default()
+                .is_empty(),
             Fun::Test => b.varargs.iter().flat_map(split_mods).next().is_none(),
             _ => false,
         };
@@ -268,7 +283,13 @@ impl Fun {
         }
         if !matches!(
             self,
-            Fun::ShowHighstate | Fun::ShowLowstate | Fun::ShowSls | Fun::ShowTop | Fun::ShowLowSls | Fun::SlsExists | Fun::IdExists
+            Fun::ShowHighstate
+                | Fun::ShowLowstate
+                | Fun::ShowSls
+                | Fun::ShowTop
+                | Fun::ShowLowSls
+                | Fun::SlsExists
+                | Fun::IdExists
         ) {
             if let Some(conflict) = more::running(ctx).into_iter().next() {
                 st.retcode = 1;
@@ -288,7 +309,9 @@ impl Fun {
             let disabled = more::disabled(&ctx.grains, &names);
             if !disabled.is_empty() {
                 st.retcode = 1;
-                return Ok(Value::Array(disabled.into_iter().map(Value::from).collect()));
+                return Ok(Value::Array(
+                    disabled.into_iter().map(Value::from).collect(),
+                ));
             }
         }
         let ctx = ctx.clone();
@@ -306,7 +329,12 @@ impl Fun {
         }
         // Salt's high state (not `state.single`) takes some options from the master's.
         let run = Run::new(ctx, b, self != Fun::Single)?;
-        let mods = |key: &str| -> Vec<String> { b.opt(key).or_else(|| b.kwarg(key)).map(split_mods).unwrap_or_default() };
+        let mods = |key: &str| -> Vec<String> {
+            b.opt(key)
+                .or_else(|| b.kwarg(key))
+                .map(split_mods)
+                .unwrap_or_default()
+        };
         match self {
             Fun::Apply => {
                 let mods = mods("mods");
@@ -333,7 +361,7 @@ impl Fun {
                     Ok(high) => high,
                     Err(errors) => return Ok(errors_ret(errors)),
                 };
-                let (ret, retcode) = run.execute_id(&high, &id);
+                let (ret, retcode) = run.execute_id(&high, &id)?;
                 if matches!(&ret, Value::Map(m) if m.is_empty()) {
                     return Err(FnError::Invocation(format!(
                         "No matches for ID '{id}' found in SLS '{}' within saltenv '{}'",
@@ -349,7 +377,10 @@ impl Fun {
             Fun::ShowLowstate => {
                 let (matches, _) = run.top()?;
                 match run.low_chunks(&matches) {
-                    Ok(chunks) => Ok((from_json(&Json::Array(chunks.into_iter().map(Json::Object).collect())), 0)),
+                    Ok(chunks) => Ok((
+                        from_json(&Json::Array(chunks.into_iter().map(Json::Object).collect())),
+                        0,
+                    )),
                     Err(errors) => Ok(errors_ret(errors)),
                 }
             }
@@ -363,7 +394,10 @@ impl Fun {
                         matches
                             .into_iter()
                             .map(|(env, sls)| {
-                                (Value::from(env), Value::Array(sls.into_iter().map(Value::from).collect()))
+                                (
+                                    Value::from(env),
+                                    Value::Array(sls.into_iter().map(Value::from).collect()),
+                                )
                             })
                             .collect(),
                     ),
@@ -373,7 +407,9 @@ impl Fun {
             Fun::Single => {
                 let fun = b.get("fun").map(py_str).unwrap_or_default();
                 let Some((state, function)) = fun.split_once('.') else {
-                    return Err(FnError::Invocation(format!("Invalid function passed: {fun}")));
+                    return Err(FnError::Invocation(format!(
+                        "Invalid function passed: {fun}"
+                    )));
                 };
                 let name = b.get("name").map(to_json).unwrap_or(Json::Null);
                 let mut decl = vec![json!(function), json!({"name": name})];
@@ -389,7 +425,7 @@ impl Fun {
                     id,
                     json!({state: decl, "__sls__": Json::Null, "__env__": run.saltenv.clone()}),
                 );
-                Ok(run.execute(&high))
+                run.execute(&high)
             }
             _ => unreachable!("{self:?} runs in state/more.rs"),
         }
@@ -409,7 +445,10 @@ fn split_mods(v: &Value) -> Vec<String> {
 }
 
 fn errors_ret(errors: Vec<String>) -> (Value, i32) {
-    (Value::Array(errors.into_iter().map(Value::from).collect()), 1)
+    (
+        Value::Array(errors.into_iter().map(Value::from).collect()),
+        1,
+    )
 }
 
 /// One state run: the minion's data, the file client and how to run.
@@ -452,7 +491,10 @@ struct MasterOpts {
 impl MasterOpts {
     /// A masterless minion's own options in place of the master's.
     fn local(opts: &serde_json::Map<String, Json>) -> MasterOpts {
-        let flag = |k: &str| opts.get(k).is_some_and(brine_protocol::payload::json_truthy);
+        let flag = |k: &str| {
+            opts.get(k)
+                .is_some_and(brine_protocol::payload::json_truthy)
+        };
         MasterOpts {
             renderer: opts
                 .get("renderer")
@@ -518,26 +560,34 @@ impl Run {
         }
         let exclude = match arg("exclude") {
             Some(Value::Array(items)) => items.iter().map(to_json).collect(),
-            Some(other) => py_str(other)
-                .split(',')
-                .map(|s| json!(s.trim()))
-                .collect(),
+            Some(other) => py_str(other).split(',').map(|s| json!(s.trim())).collect(),
             None => Vec::new(),
         };
         // `state_events` given to the call, else the minion's option or the master's.
-        let state_events = arg("state_events").map(|v| is_true(Some(v))).unwrap_or_else(|| {
-            ctx.services.opts.get("state_events").is_some_and(brine_protocol::payload::json_truthy)
-                || master_opts.as_ref().is_some_and(|m| m.state_events)
-        });
+        let state_events = arg("state_events")
+            .map(|v| is_true(Some(v)))
+            .unwrap_or_else(|| {
+                ctx.services
+                    .opts
+                    .get("state_events")
+                    .is_some_and(brine_protocol::payload::json_truthy)
+                    || master_opts.as_ref().is_some_and(|m| m.state_events)
+            });
         let test = force_test
             || match arg("test") {
                 Some(given) => is_true(Some(given)),
                 None => {
-                    b.kwargs.iter().any(|(k, v)| k.eq_ignore_ascii_case("test") && is_true(Some(v)))
-                        || [&ctx.grains, &ctx.pillar]
-                            .iter()
-                            .any(|m| brine_protocol::payload::get(m, "test") == Some(&Value::Boolean(true)))
-                        || ctx.services.opts.get("test").is_some_and(brine_protocol::payload::json_truthy)
+                    b.kwargs
+                        .iter()
+                        .any(|(k, v)| k.eq_ignore_ascii_case("test") && is_true(Some(v)))
+                        || [&ctx.grains, &ctx.pillar].iter().any(|m| {
+                            brine_protocol::payload::get(m, "test") == Some(&Value::Boolean(true))
+                        })
+                        || ctx
+                            .services
+                            .opts
+                            .get("test")
+                            .is_some_and(brine_protocol::payload::json_truthy)
                 }
             };
         let job = ctx.jid().map(|jid| brine_state::Job {
@@ -599,16 +649,28 @@ impl Run {
             if self.top_saltenv.as_ref().is_some_and(|only| only != env) {
                 continue;
             }
-            let Some(text) = self.files.read_text(&self.top_file, env).map_err(FnError::Execution)? else {
+            let Some(text) = self
+                .files
+                .read_text(&self.top_file, env)
+                .map_err(FnError::Execution)?
+            else {
                 continue;
             };
             let ctx = RenderContext {
                 saltenv: env.clone(),
                 ..self.render_context()
             };
-            match brine_render::render_sls(&text, "top.sls", &ctx, self.files.clone(), self.functions.clone()) {
+            match brine_render::render_sls(
+                &text,
+                "top.sls",
+                &ctx,
+                self.files.clone(),
+                self.functions.clone(),
+            ) {
                 Ok(data) => tops.push((env.clone(), vec![from_json(&data)])),
-                Err(e) => errors.push(format!("Rendering Primary Top file failed, render error:\n{e}")),
+                Err(e) => errors.push(format!(
+                    "Rendering Primary Top file failed, render error:\n{e}"
+                )),
             }
         }
         let top = Top::merge_states(&tops).map_err(|_| {
@@ -630,12 +692,20 @@ impl Run {
     /// High data of `matches`, or the compile errors.
     fn compile(&self, matches: &[(String, Vec<String>)]) -> Result<High, Vec<String>> {
         let envs = self.files.envs().map_err(|e| vec![e])?;
-        let mut compiler = Compiler::new(self.files.clone(), &envs, self.functions.clone(), self.render_context());
+        let mut compiler = Compiler::new(
+            self.files.clone(),
+            &envs,
+            self.functions.clone(),
+            self.render_context(),
+        );
         compiler.compile(matches, &self.exclude)
     }
 
     /// The low chunks of the high data of `matches` (as `state.show_lowstate` shows them).
-    fn low_chunks(&self, matches: &[(String, Vec<String>)]) -> Result<Vec<brine_state::low::Low>, Vec<String>> {
+    fn low_chunks(
+        &self,
+        matches: &[(String, Vec<String>)],
+    ) -> Result<Vec<brine_state::low::Low>, Vec<String>> {
         let mut high = self.compile(matches)?;
         let errors = brine_state::low::requisite_in(&mut high);
         brine_state::low::apply_exclude(&mut high);
@@ -645,7 +715,9 @@ impl Run {
         Ok(brine_state::low::compile_high_data(&high))
     }
 
-    fn execute(&self, high: &High) -> (Value, i32) {
+    /// The run of `high`; a state that gives its function arguments it does not take ends
+    /// it with Salt's `SaltInvocationError`.
+    fn execute(&self, high: &High) -> Result<(Value, i32), FnError> {
         let host = MinionHost { run: self };
         let opts = Options {
             test: self.test,
@@ -656,17 +728,24 @@ impl Run {
         let disabled = more::take_disabled(&mut high, &self.disabled);
         match call_high(&high, &host, opts) {
             Ok(ret) => {
-                let ret = if disabled.is_empty() { ret } else { more::merge_disabled(disabled, ret) };
-                let failed = ret.values().any(|r| r.get("result") == Some(&Json::Bool(false)));
-                (from_json(&Json::Object(ret)), if failed { 2 } else { 0 })
+                let ret = if disabled.is_empty() {
+                    ret
+                } else {
+                    more::merge_disabled(disabled, ret)
+                };
+                let failed = ret
+                    .values()
+                    .any(|r| r.get("result") == Some(&Json::Bool(false)));
+                Ok((from_json(&Json::Object(ret)), if failed { 2 } else { 0 }))
             }
-            Err(errors) => errors_ret(errors),
+            Err(RunError::High(errors)) => Ok(errors_ret(errors)),
+            Err(RunError::Refused(why)) => Err(FnError::Invocation(why)),
         }
     }
 
     /// `state.sls_id`'s run of one ID of `high` (no state is left out as disabled: Salt's
     /// `sls_id` does not read `state_runs_disabled`).
-    fn execute_id(&self, high: &High, id: &str) -> (Value, i32) {
+    fn execute_id(&self, high: &High, id: &str) -> Result<(Value, i32), FnError> {
         let host = MinionHost { run: self };
         let opts = Options {
             test: self.test,
@@ -675,17 +754,20 @@ impl Run {
         };
         match brine_state::call_id(high, &host, opts, id) {
             Ok(ret) => {
-                let failed = ret.values().any(|r| r.get("result") == Some(&Json::Bool(false)));
-                (from_json(&Json::Object(ret)), if failed { 2 } else { 0 })
+                let failed = ret
+                    .values()
+                    .any(|r| r.get("result") == Some(&Json::Bool(false)));
+                Ok((from_json(&Json::Object(ret)), if failed { 2 } else { 0 }))
             }
-            Err(errors) => errors_ret(errors),
+            Err(RunError::High(errors)) => Ok(errors_ret(errors)),
+            Err(RunError::Refused(why)) => Err(FnError::Invocation(why)),
         }
     }
 
     fn sls(&self, mods: &[String], show: bool) -> Result<(Value, i32), FnError> {
         match self.compile(&[(self.saltenv.clone(), mods.to_vec())]) {
             Ok(high) if show => Ok((from_json(&Json::Object(high)), 0)),
-            Ok(high) => Ok(self.execute(&high)),
+            Ok(high) => self.execute(&high),
             Err(errors) => Ok(errors_ret(errors)),
         }
     }
@@ -710,7 +792,7 @@ impl Run {
         }
         match self.compile(&matches) {
             Ok(high) if show => Ok((from_json(&Json::Object(high)), 0)),
-            Ok(high) => Ok(self.execute(&high)),
+            Ok(high) => self.execute(&high),
             Err(errors) => Ok(errors_ret(errors)),
         }
     }
@@ -759,8 +841,14 @@ impl Host for MinionHost<'_> {
             ..self.run.render_context()
         };
         let (path, _) = crate::fileclient::split_url(source, saltenv);
-        brine_render::render_template(text, &path, &ctx, self.run.files.clone(), self.run.functions.clone())
-            .map_err(|e| e.to_string())
+        brine_render::render_template(
+            text,
+            &path,
+            &ctx,
+            self.run.files.clone(),
+            self.run.functions.clone(),
+        )
+        .map_err(|e| e.to_string())
     }
 
     fn cachedir(&self) -> PathBuf {
@@ -818,7 +906,11 @@ mod tests {
 
     impl crate::fileclient::FileSource for DirFiles {
         fn request(&self, load: &Value) -> Result<Value, String> {
-            let arg = |k: &str| brine_protocol::payload::get_str(load, k).unwrap_or_default().to_string();
+            let arg = |k: &str| {
+                brine_protocol::payload::get_str(load, k)
+                    .unwrap_or_default()
+                    .to_string()
+            };
             let files = || -> Vec<String> {
                 let mut out: Vec<String> = std::fs::read_dir(&self.0)
                     .unwrap()
@@ -844,7 +936,10 @@ mod tests {
                     } else {
                         Vec::new()
                     };
-                    brine_protocol::payload::map(vec![("data", Value::Binary(data)), ("dest", Value::from(arg("path")))])
+                    brine_protocol::payload::map(vec![
+                        ("data", Value::Binary(data)),
+                        ("dest", Value::from(arg("path"))),
+                    ])
                 }
                 _ => Value::Array(vec![]),
             })
@@ -920,7 +1015,14 @@ mod tests {
                 .as_object()
                 .unwrap()
                 .iter()
-                .map(|(k, v)| (k.clone(), v["__run_num__"].as_i64().unwrap(), v["result"].clone(), v["comment"].clone()))
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v["__run_num__"].as_i64().unwrap(),
+                        v["result"].clone(),
+                        v["comment"].clone(),
+                    )
+                })
                 .collect();
             rows.sort_by_key(|r| r.1);
             rows
@@ -930,23 +1032,54 @@ mod tests {
         assert_eq!(
             summary(&ret),
             [
-                ("test_|-db_setup_|-dbname_|-nop".to_string(), 0, json!(true), json!("Success!")),
-                ("test_|-web_pkg_|-nginx_|-succeed_without_changes".into(), 1, json!(true), json!("Success!")),
-                ("test_|-web_conf_|-web_conf_|-succeed_with_changes".into(), 2, json!(true), json!("Success!")),
+                (
+                    "test_|-db_setup_|-dbname_|-nop".to_string(),
+                    0,
+                    json!(true),
+                    json!("Success!")
+                ),
+                (
+                    "test_|-web_pkg_|-nginx_|-succeed_without_changes".into(),
+                    1,
+                    json!(true),
+                    json!("Success!")
+                ),
+                (
+                    "test_|-web_conf_|-web_conf_|-succeed_with_changes".into(),
+                    2,
+                    json!(true),
+                    json!("Success!")
+                ),
             ]
         );
-        let (ret, rc) = run(&c, "state.sls_id", &[s("web_conf"), s("web"), s("test=True")]).await;
+        let (ret, rc) = run(
+            &c,
+            "state.sls_id",
+            &[s("web_conf"), s("web"), s("test=True")],
+        )
+        .await;
         assert_eq!(rc, 0);
         let conf = &summary(&ret)[2];
         assert_eq!(
             (&conf.2, &conf.3),
-            (&json!(null), &json!("If we weren't testing, this would be successful with changes"))
+            (
+                &json!(null),
+                &json!("If we weren't testing, this would be successful with changes")
+            )
         );
-        let (ret, _) = run(&c, "state.sls_id", &[s("db_setup"), Value::Array(vec![s("web"), s("db")])]).await;
+        let (ret, _) = run(
+            &c,
+            "state.sls_id",
+            &[s("db_setup"), Value::Array(vec![s("web"), s("db")])],
+        )
+        .await;
         assert_eq!(summary(&ret).len(), 1);
         assert_eq!(
             run(&c, "state.sls_id", &[s("web_conf"), s("nosuch")]).await,
-            (json!(["No matching sls found for 'nosuch' in env 'base'"]), 1)
+            (
+                json!(["No matching sls found for 'nosuch' in env 'base'"]),
+                1
+            )
         );
         assert_eq!(
             run(&c, "state.sls_id", &[s("nope"), s("web")]).await,
@@ -964,7 +1097,13 @@ mod tests {
             .as_array()
             .unwrap()
             .iter()
-            .map(|c| (c["__id__"].as_str().unwrap(), c["fun"].as_str().unwrap(), c["order"].as_i64().unwrap()))
+            .map(|c| {
+                (
+                    c["__id__"].as_str().unwrap(),
+                    c["fun"].as_str().unwrap(),
+                    c["order"].as_i64().unwrap(),
+                )
+            })
             .collect();
         assert_eq!(
             ids,
@@ -982,11 +1121,26 @@ mod tests {
             err,
             json!(["No matching sls found for 'nope' in env 'base'"])
         );
-        assert_eq!(run(&c, "state.show_states", &[]).await, (json!(["db", "web"]), 0));
-        assert_eq!(run(&c, "state.sls_exists", &[s("web")]).await, (json!(true), 0));
-        assert_eq!(run(&c, "state.sls_exists", &[s("nope")]).await, (json!(false), 1));
-        assert_eq!(run(&c, "state.id_exists", &[s("web_pkg,db_setup"), s("web")]).await, (json!(true), 0));
-        assert_eq!(run(&c, "state.id_exists", &[s("x"), s("web")]).await, (json!(false), 0));
+        assert_eq!(
+            run(&c, "state.show_states", &[]).await,
+            (json!(["db", "web"]), 0)
+        );
+        assert_eq!(
+            run(&c, "state.sls_exists", &[s("web")]).await,
+            (json!(true), 0)
+        );
+        assert_eq!(
+            run(&c, "state.sls_exists", &[s("nope")]).await,
+            (json!(false), 1)
+        );
+        assert_eq!(
+            run(&c, "state.id_exists", &[s("web_pkg,db_setup"), s("web")]).await,
+            (json!(true), 0)
+        );
+        assert_eq!(
+            run(&c, "state.id_exists", &[s("x"), s("web")]).await,
+            (json!(false), 0)
+        );
         assert_eq!(
             run(&c, "state.show_state_usage", &[]).await,
             (
@@ -997,9 +1151,15 @@ mod tests {
         );
         let (ret, rc) = run(&c, "state.top", &[s("alt_top.sls")]).await;
         assert_eq!(rc, 0);
-        assert_eq!(ret.as_object().unwrap().keys().collect::<Vec<_>>(), ["test_|-db_setup_|-dbname_|-nop"]);
+        assert_eq!(
+            ret.as_object().unwrap().keys().collect::<Vec<_>>(),
+            ["test_|-db_setup_|-dbname_|-nop"]
+        );
         let (ret, rc) = run(&c, "state.top", &[s("nosuch.sls")]).await;
-        assert_eq!((ret["no_|-states_|-states_|-None"]["name"].clone(), rc), (json!("No States"), 2));
+        assert_eq!(
+            (ret["no_|-states_|-states_|-None"]["name"].clone(), rc),
+            (json!("No States"), 2)
+        );
     }
 
     #[tokio::test(flavor = "multi_thread")]
@@ -1013,12 +1173,20 @@ mod tests {
             json!({"name": "vi", "changes": {}, "result": true, "comment": "Success!", "__sls__": null, "__run_num__": 0, "__id__": "vi"})
         );
         assert_eq!(rc, 0);
-        let fails = from_json(&json!({"state": "test", "fun": "fail_without_changes", "name": "vi", "__id__": "x"}));
+        let fails = from_json(
+            &json!({"state": "test", "fun": "fail_without_changes", "name": "vi", "__id__": "x"}),
+        );
         assert_eq!(run(&c, "state.low", &[fails]).await.1, 1);
         let nosuch = from_json(&json!({"state": "test", "fun": "nosuch", "name": "vi"}));
-        assert_eq!(run(&c, "state.low", &[nosuch]).await, (json!(["Specified state 'test.nosuch' was not found"]), 1));
+        assert_eq!(
+            run(&c, "state.low", &[nosuch]).await,
+            (json!(["Specified state 'test.nosuch' was not found"]), 1)
+        );
         let nofun = from_json(&json!({"state": "test", "name": "vi"}));
-        assert_eq!(run(&c, "state.low", &[nofun]).await, (json!(["Missing \"fun\" data"]), 1));
+        assert_eq!(
+            run(&c, "state.low", &[nofun]).await,
+            (json!(["Missing \"fun\" data"]), 1)
+        );
 
         let high = from_json(&json!({"vim": {"test": ["nop"]}}));
         let (ret, rc) = run(&c, "state.high", &[high]).await;
@@ -1029,21 +1197,41 @@ mod tests {
         );
 
         let (ret, rc) = run(&c, "state.template_str", &[s("x: test.nop")]).await;
-        assert_eq!((ret["test_|-x_|-x_|-nop"]["comment"].clone(), rc), (json!("Success!"), 0));
+        assert_eq!(
+            (ret["test_|-x_|-x_|-nop"]["comment"].clone(), rc),
+            (json!("Success!"), 0)
+        );
         assert_eq!(
             run(&c, "state.template_str", &[s("include: [a]")]).await,
             (json!(["The 'include' declaration found on '<template-str>' is invalid when rendering single templates"]), 1)
         );
         let tem = etc.path().join("tem.sls");
-        std::fs::write(&tem, "tid:\n  test.succeed_with_changes:\n    - name: {{ grains['id'] }}\n").unwrap();
+        std::fs::write(
+            &tem,
+            "tid:\n  test.succeed_with_changes:\n    - name: {{ grains['id'] }}\n",
+        )
+        .unwrap();
         let path = tem.to_string_lossy().to_string();
-        let (ret, rc) = run(&c, "state.template", &[s(path.strip_suffix(".sls").unwrap())]).await;
+        let (ret, rc) = run(
+            &c,
+            "state.template",
+            &[s(path.strip_suffix(".sls").unwrap())],
+        )
+        .await;
         let r = &ret["test_|-tid_|-m1_|-succeed_with_changes"];
-        assert_eq!((r["__sls__"].clone(), r["result"].clone(), rc), (json!(path), json!(true), 0));
+        assert_eq!(
+            (r["__sls__"].clone(), r["result"].clone(), rc),
+            (json!(path), json!(true), 0)
+        );
         let missing = etc.path().join("none.sls").to_string_lossy().to_string();
         assert_eq!(
             run(&c, "state.template", &[s(&missing)]).await,
-            (json!([format!("Specified SLS {missing} on local filesystem cannot be found.")]), 1)
+            (
+                json!([format!(
+                    "Specified SLS {missing} on local filesystem cannot be found."
+                )]),
+                1
+            )
         );
     }
 
@@ -1053,8 +1241,16 @@ mod tests {
         let c = minion(srv.path(), etc.path());
         assert_eq!(run(&c, "state.list_disabled", &[]).await, (json!(""), 0));
         assert_eq!(
-            run(&c, "state.disable", &[s("highstate,test.succeed_with_changes")]).await,
-            (json!({"res": true, "msg": "Info: highstate state disabled.\nInfo: test.succeed_with_changes state disabled."}), 0)
+            run(
+                &c,
+                "state.disable",
+                &[s("highstate,test.succeed_with_changes")]
+            )
+            .await,
+            (
+                json!({"res": true, "msg": "Info: highstate state disabled.\nInfo: test.succeed_with_changes state disabled."}),
+                0
+            )
         );
         assert_eq!(
             std::fs::read_to_string(etc.path().join("grains")).unwrap(),
@@ -1064,7 +1260,10 @@ mod tests {
             run(&c, "state.disable", &[s("highstate")]).await.0,
             json!({"res": true, "msg": "Info: highstate state already disabled."})
         );
-        assert_eq!(run(&c, "state.list_disabled", &[]).await.0, json!(["highstate", "test.succeed_with_changes"]));
+        assert_eq!(
+            run(&c, "state.list_disabled", &[]).await.0,
+            json!(["highstate", "test.succeed_with_changes"])
+        );
         let hs = json!({"name": "Salt highstate run is disabled. To re-enable, run state.enable highstate", "result": "False", "comment": "Disabled"});
         assert_eq!(run(&c, "state.highstate", &[]).await, (hs.clone(), 0));
         assert_eq!(run(&c, "state.apply", &[]).await, (hs, 0));
@@ -1076,8 +1275,14 @@ mod tests {
             json!({"changes": {}, "result": false, "__run_num__": 0, "__sls__": "web",
                 "comment": "The state function \"test.succeed_with_changes\" is currently disabled by \"test.succeed_with_changes\", to re-enable, run state.enable test.succeed_with_changes."})
         );
-        assert_eq!(ret["test_|-db_setup_|-dbname_|-nop"]["__run_num__"], json!(1));
-        assert_eq!(ret["test_|-web_pkg_|-nginx_|-succeed_without_changes"]["__run_num__"], json!(2));
+        assert_eq!(
+            ret["test_|-db_setup_|-dbname_|-nop"]["__run_num__"],
+            json!(1)
+        );
+        assert_eq!(
+            ret["test_|-web_pkg_|-nginx_|-succeed_without_changes"]["__run_num__"],
+            json!(2)
+        );
         run(&c, "state.disable", &[s("db.*")]).await;
         let (ret, rc) = run(&c, "state.sls", &[s("db")]).await;
         assert_eq!(
@@ -1098,7 +1303,10 @@ mod tests {
             run(&c, "state.enable", &[s("highstate,db,nope")]).await.0,
             json!({"res": true, "msg": "Info: highstate state enabled.\nInfo: db state enabled.\nInfo: nope state already enabled."})
         );
-        assert_eq!(run(&c, "state.list_disabled", &[]).await.0, json!(["test.succeed_with_changes", "db.*"]));
+        assert_eq!(
+            run(&c, "state.list_disabled", &[]).await.0,
+            json!(["test.succeed_with_changes", "db.*"])
+        );
     }
 
     #[tokio::test]
@@ -1113,14 +1321,26 @@ mod tests {
             },
         );
         let (lines, _) = run(&c, "state.running", &[]).await;
-        assert!(lines[0].as_str().unwrap().starts_with("The function \"state.sls\" is running as PID "), "{lines}");
-        assert_eq!(run(&c, "state.running", &[s("concurrent=True")]).await.0, json!([]));
+        assert!(
+            lines[0]
+                .as_str()
+                .unwrap()
+                .starts_with("The function \"state.sls\" is running as PID "),
+            "{lines}"
+        );
+        assert_eq!(
+            run(&c, "state.running", &[s("concurrent=True")]).await.0,
+            json!([])
+        );
         let (ret, rc) = run(&c, "state.sls", &[s("web")]).await;
         assert_eq!((ret, rc), (lines, 1));
 
         std::fs::create_dir_all(etc.path().join("cache")).unwrap();
         std::fs::write(etc.path().join("cache/highstate.cache.p"), "x").unwrap();
-        assert_eq!(run(&c, "state.clear_cache", &[]).await, (json!(["highstate.cache.p"]), 0));
+        assert_eq!(
+            run(&c, "state.clear_cache", &[]).await,
+            (json!(["highstate.cache.p"]), 0)
+        );
         assert_eq!(run(&c, "state.clear_cache", &[]).await, (json!([]), 0));
     }
 }

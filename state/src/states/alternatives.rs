@@ -5,7 +5,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{ret, Call, Spec};
+use super::{ret, Accepts, Call, Spec};
 use crate::verify::py_text;
 use brine_protocol::payload::json_truthy;
 
@@ -13,21 +13,25 @@ pub const FUNCTIONS: &[Spec] = &[
     Spec {
         name: "install",
         required: &["name", "link", "path", "priority"],
+        accepts: Accepts::Only(&["name", "link", "path", "priority"]),
         run: install,
     },
     Spec {
         name: "remove",
         required: &["name", "path"],
+        accepts: Accepts::Only(&["name", "path"]),
         run: remove,
     },
     Spec {
         name: "auto",
         required: &["name"],
+        accepts: Accepts::Only(&["name"]),
         run: auto,
     },
     Spec {
         name: "set",
         required: &["name", "path"],
+        accepts: Accepts::Only(&["name", "path"]),
         run: set,
     },
 ];

@@ -29,7 +29,7 @@ use std::process::{Child, Command, Stdio};
 use serde_json::{json, Map, Value};
 
 use super::source_hash::{source_sum, SumError};
-use super::{lookup, ret, Call, Spec};
+use super::{lookup, ret, Accepts, Call, Spec};
 use crate::url::redact_http_basic_auth as redact;
 use crate::verify::py_text;
 use brine_protocol::payload::json_truthy;
@@ -37,6 +37,7 @@ use brine_protocol::payload::json_truthy;
 pub const FUNCTIONS: &[Spec] = &[Spec {
     name: "extracted",
     required: &["name", "source"],
+    accepts: Accepts::Any,
     run: extracted,
 }];
 

@@ -3,27 +3,31 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{ret, Call, Spec};
+use super::{ret, Accepts, Call, Spec};
 
 pub const FUNCTIONS: &[Spec] = &[
     Spec {
         name: "run",
         required: &["name"],
+        accepts: Accepts::Any,
         run,
     },
     Spec {
         name: "wait",
         required: &["name"],
+        accepts: Accepts::Any,
         run: wait,
     },
     Spec {
         name: "script",
         required: &["name"],
+        accepts: Accepts::Any,
         run: script,
     },
     Spec {
         name: "mod_watch",
         required: &["name"],
+        accepts: Accepts::Any,
         run: mod_watch,
     },
 ];

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{ret, Call, Spec};
+use super::{ret, Accepts, Call, Spec};
 use crate::verify::py_text;
 use brine_protocol::payload::json_truthy;
 use brine_protocol::pyeq::py_eq_json as py_eq;
@@ -14,21 +14,37 @@ pub const FUNCTIONS: &[Spec] = &[
     Spec {
         name: "present",
         required: &["name"],
+        accepts: Accepts::Only(&[
+            "name",
+            "user",
+            "minute",
+            "hour",
+            "daymonth",
+            "month",
+            "dayweek",
+            "comment",
+            "commented",
+            "identifier",
+            "special",
+        ]),
         run: present,
     },
     Spec {
         name: "absent",
         required: &["name"],
+        accepts: Accepts::Any,
         run: absent,
     },
     Spec {
         name: "env_present",
         required: &["name"],
+        accepts: Accepts::Only(&["name", "value", "user"]),
         run: env_present,
     },
     Spec {
         name: "env_absent",
         required: &["name"],
+        accepts: Accepts::Only(&["name", "user"]),
         run: env_absent,
     },
 ];

@@ -8,13 +8,14 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{ret, Call, Spec};
+use super::{ret, Accepts, Call, Spec};
 use crate::verify::py_text;
 use brine_protocol::payload::json_truthy;
 
 pub const FUNCTIONS: &[Spec] = &[Spec {
     name: "latest",
     required: &["name", "target"],
+    accepts: Accepts::Any,
     run: latest,
 }];
 

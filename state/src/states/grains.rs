@@ -7,7 +7,7 @@
 use regex::Regex;
 use serde_json::{json, Map, Value};
 
-use super::{ret, Call, Spec};
+use super::{ret, Accepts, Call, Spec};
 use crate::verify::{py_text, sls_text};
 use brine_protocol::payload::json_truthy;
 use brine_protocol::pyeq::py_eq_json as py_eq;
@@ -16,31 +16,37 @@ pub const FUNCTIONS: &[Spec] = &[
     Spec {
         name: "exists",
         required: &["name"],
+        accepts: Accepts::Only(&["name", "delimiter"]),
         run: exists,
     },
     Spec {
         name: "present",
         required: &["name", "value"],
+        accepts: Accepts::Only(&["name", "value", "delimiter", "force"]),
         run: present,
     },
     Spec {
         name: "list_present",
         required: &["name", "value"],
+        accepts: Accepts::Only(&["name", "value", "delimiter"]),
         run: list_present,
     },
     Spec {
         name: "list_absent",
         required: &["name", "value"],
+        accepts: Accepts::Only(&["name", "value", "delimiter"]),
         run: list_absent,
     },
     Spec {
         name: "absent",
         required: &["name"],
+        accepts: Accepts::Only(&["name", "destructive", "delimiter", "force"]),
         run: absent,
     },
     Spec {
         name: "append",
         required: &["name", "value"],
+        accepts: Accepts::Only(&["name", "value", "convert", "delimiter"]),
         run: append,
     },
 ];

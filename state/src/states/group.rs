@@ -3,18 +3,29 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{ret, Call, Spec};
+use super::{ret, Accepts, Call, Spec};
 use crate::verify::{py_repr, py_text};
 
 pub const FUNCTIONS: &[Spec] = &[
     Spec {
         name: "present",
         required: &["name"],
+        accepts: Accepts::Only(&[
+            "name",
+            "gid",
+            "system",
+            "addusers",
+            "delusers",
+            "members",
+            "non_unique",
+            "local",
+        ]),
         run: present,
     },
     Spec {
         name: "absent",
         required: &["name"],
+        accepts: Accepts::Only(&["name", "local"]),
         run: absent,
     },
 ];

@@ -7,7 +7,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use serde_json::{json, Map, Value};
 
-use super::{ret, Call, Spec};
+use super::{ret, Accepts, Call, Spec};
 use crate::verify::{py_text, py_type};
 use brine_protocol::payload::json_truthy;
 use brine_protocol::pyeq::py_eq_json as py_eq;
@@ -16,16 +16,19 @@ pub const FUNCTIONS: &[Spec] = &[
     Spec {
         name: "present",
         required: &["name", "ip"],
+        accepts: Accepts::Only(&["name", "ip", "comment", "clean"]),
         run: present,
     },
     Spec {
         name: "absent",
         required: &["name", "ip"],
+        accepts: Accepts::Only(&["name", "ip"]),
         run: absent,
     },
     Spec {
         name: "only",
         required: &["name", "hostnames"],
+        accepts: Accepts::Only(&["name", "hostnames"]),
         run: only,
     },
 ];

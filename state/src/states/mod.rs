@@ -215,11 +215,50 @@ pub fn ret(
     m
 }
 
-/// A state function: the chunk's arguments it must have, and what it does.
+/// A state function: the chunk's arguments it must have, the ones it takes, and what it does.
 pub struct Spec {
     pub name: &'static str,
     pub required: &'static [&'static str],
+    pub accepts: Accepts,
     pub run: fn(&Call) -> Result<Map<String, Value>, String>,
+}
+
+/// The arguments a state function takes besides the engine's own (Salt's argspec of the
+/// function).
+#[derive(Debug, Clone, Copy)]
+pub enum Accepts {
+    /// Any argument (the function takes `**kwargs`).
+    Any,
+    /// Only these: Salt refuses a run whose state gives such a function another argument
+    /// ("'x' is an invalid keyword argument for 'host.present'").
+    Only(&'static [&'static str]),
+}
+
+impl Spec {
+    /// Salt's `format_call` check for the state `full` (`module.function`) called with the
+    /// chunk `low`: the refusal of the arguments the function does not take, if any.
+    pub fn refused_arguments(&self, full: &str, low: &Low) -> Option<String> {
+        let Accepts::Only(params) = self.accepts else {
+            return None;
+        };
+        let extra: Vec<&String> = low
+            .keys()
+            .filter(|k| !crate::low::is_internal(k) && !params.contains(&k.as_str()))
+            .collect();
+        match extra.as_slice() {
+            [] => None,
+            [one] => Some(format!(
+                "'{one}' is an invalid keyword argument for '{full}'"
+            )),
+            [most @ .., last] => Some(format!(
+                "{} and '{last}' are invalid keyword arguments for '{full}'",
+                most.iter()
+                    .map(|k| format!("'{k}'"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
 }
 
 /// Every state module: its name and its functions.

@@ -5,28 +5,32 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{ret, Call, Params, Spec};
+use super::{ret, Accepts, Call, Params, Spec};
 use crate::verify::py_text;
 
 pub const FUNCTIONS: &[Spec] = &[
     Spec {
         name: "run",
         required: &[],
+        accepts: Accepts::Any,
         run,
     },
     Spec {
         name: "wait",
         required: &["name"],
+        accepts: Accepts::Any,
         run: wait,
     },
     Spec {
         name: "watch",
         required: &["name"],
+        accepts: Accepts::Any,
         run: wait,
     },
     Spec {
         name: "mod_watch",
         required: &[],
+        accepts: Accepts::Any,
         run,
     },
 ];

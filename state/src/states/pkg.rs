@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
 
-use super::{ret, Call, Spec};
+use super::{ret, Accepts, Call, Spec};
 use crate::pkgver::{fulfills_all, Scheme};
 use crate::verify::py_text;
 
@@ -15,31 +15,37 @@ pub const FUNCTIONS: &[Spec] = &[
     Spec {
         name: "installed",
         required: &["name"],
+        accepts: Accepts::Any,
         run: installed,
     },
     Spec {
         name: "latest",
         required: &["name"],
+        accepts: Accepts::Any,
         run: latest,
     },
     Spec {
         name: "removed",
         required: &["name"],
+        accepts: Accepts::Any,
         run: removed,
     },
     Spec {
         name: "purged",
         required: &["name"],
+        accepts: Accepts::Any,
         run: purged,
     },
     Spec {
         name: "held",
         required: &["name"],
+        accepts: Accepts::Any,
         run: held,
     },
     Spec {
         name: "unheld",
         required: &["name"],
+        accepts: Accepts::Any,
         run: unheld,
     },
 ];

@@ -6,7 +6,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{Call, Spec};
+use super::{Accepts, Call, Spec};
 use crate::engine::check_result;
 use crate::verify::{py_text, py_type, repack_dictlist};
 use brine_protocol::payload::json_truthy;
@@ -16,31 +16,37 @@ pub const FUNCTIONS: &[Spec] = &[
     Spec {
         name: "function",
         required: &["name", "tgt"],
+        accepts: Accepts::Any,
         run: function,
     },
     Spec {
         name: "state",
         required: &["name", "tgt"],
+        accepts: Accepts::Any,
         run: state,
     },
     Spec {
         name: "runner",
         required: &["name"],
+        accepts: Accepts::Any,
         run: runner,
     },
     Spec {
         name: "wheel",
         required: &["name"],
+        accepts: Accepts::Any,
         run: wheel,
     },
     Spec {
         name: "wait_for_event",
         required: &["name", "id_list"],
+        accepts: Accepts::Only(&["name", "id_list", "event_id", "timeout", "node"]),
         run: wait_for_event,
     },
     Spec {
         name: "parallel_runners",
         required: &["name", "runners"],
+        accepts: Accepts::Any,
         run: parallel_runners,
     },
 ];

@@ -4,33 +4,38 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{Call, Spec};
+use super::{Accepts, Call, Spec};
 use crate::verify::py_text;
 
 pub const FUNCTIONS: &[Spec] = &[
     Spec {
         name: "running",
         required: &["name"],
+        accepts: Accepts::Any,
         run: running,
     },
     Spec {
         name: "dead",
         required: &["name"],
+        accepts: Accepts::Any,
         run: dead,
     },
     Spec {
         name: "enabled",
         required: &["name"],
+        accepts: Accepts::Any,
         run: enabled,
     },
     Spec {
         name: "disabled",
         required: &["name"],
+        accepts: Accepts::Any,
         run: disabled,
     },
     Spec {
         name: "mod_watch",
         required: &["name"],
+        accepts: Accepts::Any,
         run: mod_watch,
     },
 ];

@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde_json::{json, Map, Value};
 
-use super::{ret, Call, Spec};
+use super::{ret, Accepts, Call, Spec};
 use crate::verify::py_text;
 use brine_protocol::payload::json_truthy;
 use brine_protocol::pystr;
@@ -21,16 +21,28 @@ pub const FUNCTIONS: &[Spec] = &[
     Spec {
         name: "present",
         required: &["name", "user"],
+        accepts: Accepts::Any,
         run: present,
     },
     Spec {
         name: "absent",
         required: &["name", "user"],
+        accepts: Accepts::Only(&[
+            "name",
+            "user",
+            "enc",
+            "comment",
+            "source",
+            "options",
+            "config",
+            "fingerprint_hash_type",
+        ]),
         run: absent,
     },
     Spec {
         name: "manage",
         required: &["name", "ssh_keys", "user"],
+        accepts: Accepts::Any,
         run: manage,
     },
 ];

@@ -4,12 +4,13 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{ret, Call, Spec};
+use super::{ret, Accepts, Call, Spec};
 use crate::verify::py_text;
 
 pub const FUNCTIONS: &[Spec] = &[Spec {
     name: "present",
     required: &["name", "value"],
+    accepts: Accepts::Only(&["name", "value", "config"]),
     run: present,
 }];
 

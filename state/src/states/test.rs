@@ -2,47 +2,62 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{ret, Call, Spec};
+use super::{ret, Accepts, Call, Spec};
 
 pub const FUNCTIONS: &[Spec] = &[
     Spec {
         name: "nop",
         required: &["name"],
+        accepts: Accepts::Any,
         run: succeed_without_changes,
     },
     Spec {
         name: "succeed_without_changes",
         required: &["name"],
+        accepts: Accepts::Any,
         run: succeed_without_changes,
     },
     Spec {
         name: "fail_without_changes",
         required: &["name"],
+        accepts: Accepts::Any,
         run: fail_without_changes,
     },
     Spec {
         name: "succeed_with_changes",
         required: &["name"],
+        accepts: Accepts::Any,
         run: succeed_with_changes,
     },
     Spec {
         name: "fail_with_changes",
         required: &["name"],
+        accepts: Accepts::Any,
         run: fail_with_changes,
     },
     Spec {
         name: "configurable_test_state",
         required: &["name"],
+        accepts: Accepts::Only(&[
+            "name",
+            "changes",
+            "result",
+            "comment",
+            "warnings",
+            "allow_test_mode_failure",
+        ]),
         run: configurable_test_state,
     },
     Spec {
         name: "show_notification",
         required: &["name"],
+        accepts: Accepts::Any,
         run: show_notification,
     },
     Spec {
         name: "mod_watch",
         required: &["name"],
+        accepts: Accepts::Any,
         run: mod_watch,
     },
 ];

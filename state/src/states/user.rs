@@ -11,7 +11,7 @@ use std::path::Path;
 use serde_json::{json, Map, Value};
 
 use super::group::{items, py_int};
-use super::{ret, Call, Spec};
+use super::{ret, Accepts, Call, Spec};
 use crate::verify::{py_repr, py_text};
 use brine_protocol::payload::json_truthy;
 use brine_protocol::pyeq::py_eq_json as py_eq;
@@ -20,11 +20,52 @@ pub const FUNCTIONS: &[Spec] = &[
     Spec {
         name: "present",
         required: &["name"],
+        accepts: Accepts::Only(&[
+            "name",
+            "uid",
+            "gid",
+            "usergroup",
+            "groups",
+            "optional_groups",
+            "remove_groups",
+            "home",
+            "createhome",
+            "persist_home",
+            "password",
+            "hash_password",
+            "enforce_password",
+            "empty_password",
+            "shell",
+            "unique",
+            "system",
+            "fullname",
+            "roomnumber",
+            "workphone",
+            "homephone",
+            "other",
+            "loginclass",
+            "date",
+            "mindays",
+            "maxdays",
+            "inactdays",
+            "warndays",
+            "expire",
+            "win_homedrive",
+            "win_profile",
+            "win_logonscript",
+            "win_description",
+            "nologinit",
+            "allow_uid_change",
+            "allow_gid_change",
+            "password_lock",
+            "local",
+        ]),
         run: present,
     },
     Spec {
         name: "absent",
         required: &["name"],
+        accepts: Accepts::Only(&["name", "purge", "force", "local"]),
         run: absent,
     },
 ];

@@ -3,7 +3,6 @@
 //! states a minion refuses to run (`state.disable`, kept in the `state_runs_disabled` grain as
 //! Salt keeps them).
 
-
 use brine_protocol::payload::{from_json, get, get_str, to_json, Value};
 use brine_render::Context as RenderContext;
 use serde_json::{json, Map, Value as Json};
@@ -343,7 +342,10 @@ pub(super) fn highstate_disabled() -> Value {
 /// Salt's `call_chunks` for disabled state functions: the chunks of `high` whose `state.fun`
 /// a `state_runs_disabled` pattern matches are taken out of it; their returns are given back,
 /// in chunk order, for [`merge_disabled`].
-pub(super) fn take_disabled(high: &mut brine_state::High, patterns: &[String]) -> Vec<(String, Json)> {
+pub(super) fn take_disabled(
+    high: &mut brine_state::High,
+    patterns: &[String],
+) -> Vec<(String, Json)> {
     if patterns.is_empty() {
         return Vec::new();
     }
@@ -382,7 +384,10 @@ pub(super) fn take_disabled(high: &mut brine_state::High, patterns: &[String]) -
 }
 
 /// The returns of disabled chunks first (run numbers from 0), then the run's, renumbered after them.
-pub(super) fn merge_disabled(disabled: Vec<(String, Json)>, ran: Map<String, Json>) -> Map<String, Json> {
+pub(super) fn merge_disabled(
+    disabled: Vec<(String, Json)>,
+    ran: Map<String, Json>,
+) -> Map<String, Json> {
     let offset = disabled.len() as u64;
     let mut out = Map::new();
     for (n, (tag, mut ret)) in disabled.into_iter().enumerate() {
@@ -438,7 +443,12 @@ async fn disable_enable(ctx: &Context, b: &Bound, disable: bool) -> Result<Value
         }
     }
     if changed {
-        call_fn(ctx, "grains.setval", vec![json!("state_runs_disabled"), json!(runs)]).await?;
+        call_fn(
+            ctx,
+            "grains.setval",
+            vec![json!("state_runs_disabled"), json!(runs)],
+        )
+        .await?;
     }
     Ok(brine_protocol::payload::map(vec![
         ("res", Value::Boolean(true)),
@@ -470,7 +480,10 @@ pub(super) async fn run_quick(
             if let Ok(entries) = std::fs::read_dir(&ctx.services.cachedir) {
                 for entry in entries.flatten() {
                     let name = entry.file_name().to_string_lossy().into_owned();
-                    if name.ends_with(".cache.p") && entry.path().is_file() && std::fs::remove_file(entry.path()).is_ok() {
+                    if name.ends_with(".cache.p")
+                        && entry.path().is_file()
+                        && std::fs::remove_file(entry.path()).is_ok()
+                    {
                         removed.push(name);
                     }
                 }
@@ -491,7 +504,9 @@ pub(super) async fn run_quick(
 /// declarations split (no includes, extends or excludes).
 fn template_high(data: Json, template: &str) -> Result<brine_state::High, Vec<String>> {
     let Json::Object(mut high) = data else {
-        return Err(vec![format!("Template {template} does not render to a dictionary")]);
+        return Err(vec![format!(
+            "Template {template} does not render to a dictionary"
+        )]);
     };
     for item in ["include", "exclude", "extends"] {
         if high.contains_key(item) {
@@ -507,7 +522,9 @@ fn template_high(data: Json, template: &str) -> Result<brine_state::High, Vec<St
                 let fun = fun.split('.').next().unwrap_or_default();
                 *body = json!({module: [fun]});
             } else {
-                errors.push(format!("ID {name} in template {template} is not a dictionary"));
+                errors.push(format!(
+                    "ID {name} in template {template} is not a dictionary"
+                ));
             }
             continue;
         }
@@ -529,7 +546,10 @@ fn template_high(data: Json, template: &str) -> Result<brine_state::High, Vec<St
                 continue;
             }
             if let Some((module, fun)) = key.split_once('.') {
-                let (module, fun) = (module.to_string(), fun.split('.').next().unwrap_or_default().to_string());
+                let (module, fun) = (
+                    module.to_string(),
+                    fun.split('.').next().unwrap_or_default().to_string(),
+                );
                 if seen.contains(&module) {
                     errors.push(format!(
                         "ID '{name}' in template '{template}' contains multiple state declarations of the same type"
@@ -571,7 +591,11 @@ fn mark(high: &mut brine_state::High, sls: &Json, env: Option<&str>) {
 
 /// Run one of this file's functions that compile or run states, on a blocking thread (see
 /// `Fun::run`); `None` for the others.
-pub(super) fn run_blocking(fun: Fun, ctx: &Context, b: &Bound) -> Option<Result<(Value, i32), FnError>> {
+pub(super) fn run_blocking(
+    fun: Fun,
+    ctx: &Context,
+    b: &Bound,
+) -> Option<Result<(Value, i32), FnError>> {
     let high_state = !matches!(fun, Fun::Low | Fun::HighData | Fun::TemplateStr);
     Some(match fun {
         Fun::ShowLowSls | Fun::IdExists => Run::new(ctx, b, high_state).and_then(|run| {
@@ -608,7 +632,10 @@ pub(super) fn run_blocking(fun: Fun, ctx: &Context, b: &Bound) -> Option<Result<
                 Ok(chunks) => {
                     let mut seen: Vec<String> = Vec::new();
                     for c in chunks {
-                        let sls = c.get("__sls__").map(brine_state::verify::py_text).unwrap_or_default();
+                        let sls = c
+                            .get("__sls__")
+                            .map(brine_state::verify::py_text)
+                            .unwrap_or_default();
                         if !seen.contains(&sls) {
                             seen.push(sls);
                         }
@@ -658,7 +685,7 @@ pub(super) fn run_blocking(fun: Fun, ctx: &Context, b: &Bound) -> Option<Result<
         Fun::HighData => Run::new(ctx, b, high_state).and_then(|run| {
             let data = b.get("data").unwrap_or(&Value::Nil);
             match to_json(data) {
-                Json::Object(high) => Ok(run.execute(&high)),
+                Json::Object(high) => run.execute(&high),
                 // Salt's `verify_high` calls `.items()` on it.
                 _ => Err(FnError::Exception(format!(
                     "AttributeError: '{}' object has no attribute 'items'",
@@ -689,12 +716,24 @@ pub(super) fn run_blocking(fun: Fun, ctx: &Context, b: &Bound) -> Option<Result<
 }
 
 /// A template rendered with the run's renderer and its states run.
-fn run_template(run: &Run, text: &str, name: &str, sls: &Json, env: Option<&str>) -> Result<(Value, i32), FnError> {
+fn run_template(
+    run: &Run,
+    text: &str,
+    name: &str,
+    sls: &Json,
+    env: Option<&str>,
+) -> Result<(Value, i32), FnError> {
     let ctx = RenderContext {
         saltenv: env.unwrap_or("base").to_string(),
         ..run.render_context()
     };
-    let data = match brine_render::render_sls(text, name, &ctx, run.files.clone(), run.functions.clone()) {
+    let data = match brine_render::render_sls(
+        text,
+        name,
+        &ctx,
+        run.files.clone(),
+        run.functions.clone(),
+    ) {
         Ok(data) => data,
         Err(e) => return Ok(errors_ret(vec![e.to_string()])),
     };
@@ -704,7 +743,7 @@ fn run_template(run: &Run, text: &str, name: &str, sls: &Json, env: Option<&str>
     match template_high(data, name) {
         Ok(mut high) => {
             mark(&mut high, sls, env);
-            Ok(run.execute(&high))
+            run.execute(&high)
         }
         Err(errors) => Ok(errors_ret(errors)),
     }
@@ -713,7 +752,9 @@ fn run_template(run: &Run, text: &str, name: &str, sls: &Json, env: Option<&str>
 /// Salt's `state.low`: one low chunk checked (`verify_data`) and run on its own.
 fn low(run: &Run, b: &Bound) -> Result<(Value, i32), FnError> {
     let Json::Object(data) = to_json(b.get("data").unwrap_or(&Value::Nil)) else {
-        return Err(FnError::Exception("TypeError: argument of type 'str' is not iterable".into()));
+        return Err(FnError::Exception(
+            "TypeError: argument of type 'str' is not iterable".into(),
+        ));
     };
     let mut errors = Vec::new();
     for key in ["state", "fun", "name"] {
@@ -738,8 +779,14 @@ fn low(run: &Run, b: &Bound) -> Result<(Value, i32), FnError> {
     if !errors.is_empty() {
         return Ok(errors_ret(errors));
     }
-    let state = data.get("state").map(brine_state::verify::py_text).unwrap_or_default();
-    let fun = data.get("fun").map(brine_state::verify::py_text).unwrap_or_default();
+    let state = data
+        .get("state")
+        .map(brine_state::verify::py_text)
+        .unwrap_or_default();
+    let fun = data
+        .get("fun")
+        .map(brine_state::verify::py_text)
+        .unwrap_or_default();
     let full = format!("{state}.{fun}");
     if brine_state::states::lookup(&full).is_none() {
         let err = match data.get("__sls__") {
@@ -757,7 +804,10 @@ fn low(run: &Run, b: &Bound) -> Result<(Value, i32), FnError> {
     };
     let mut decl = vec![json!(fun)];
     for (k, v) in &data {
-        if matches!(k.as_str(), "state" | "fun" | "__id__" | "__sls__" | "__env__" | "order") {
+        if matches!(
+            k.as_str(),
+            "state" | "fun" | "__id__" | "__sls__" | "__env__" | "order"
+        ) {
             continue;
         }
         decl.push(json!({k.clone(): v.clone()}));
@@ -771,7 +821,7 @@ fn low(run: &Run, b: &Bound) -> Result<(Value, i32), FnError> {
             "__env__": data.get("__env__").cloned().unwrap_or_else(|| Json::from(run.saltenv.clone())),
         }),
     );
-    let (ret, code) = run.execute(&high);
+    let (ret, code) = run.execute(&high)?;
     // One chunk's return, not keyed by its tag. Salt's `check_result` never passes such a
     // return, so a failed state leaves the retcode to its `result: False` (1).
     match ret {
