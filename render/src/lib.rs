@@ -17,7 +17,7 @@ use brine_protocol::yaml::load as yaml;
 use std::collections::BTreeMap;
 
 pub use error::RenderError;
-pub use jinja::{filter_by_json, str_center, which, wrap_text, DEFAULT_FUEL};
+pub use jinja::{filter_by_json, human_to_bytes, str_center, which, wrap_text, DEFAULT_FUEL};
 pub use pipeline::{render_sls, render_template};
 
 /// The files templates import and include: paths are relative to the saltenv's root (the file

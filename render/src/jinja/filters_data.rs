@@ -102,10 +102,14 @@ fn to_num(v: Value) -> Result<Value, Error> {
     }
 }
 
+/// Salt's `human_to_bytes` of a template value (its `str()`).
+fn human_to_bytes(size: &Value, default_unit: &str, handle_metric: bool) -> i128 {
+    human_to_bytes_text(&pyfmt::str(size), default_unit, handle_metric)
+}
+
 /// Salt's `human_to_bytes`: `"2 MB"` is 2 MiB unless `handle_metric`; 0 for what it cannot
 /// read.
-fn human_to_bytes(size: &Value, default_unit: &str, handle_metric: bool) -> i128 {
-    let text = pyfmt::str(size);
+pub fn human_to_bytes_text(text: &str, default_unit: &str, handle_metric: bool) -> i128 {
     let text = text.trim();
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))

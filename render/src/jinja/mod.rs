@@ -6,7 +6,7 @@ mod builtins;
 pub use builtins::{str_center, wrap_text};
 mod filters;
 mod filters_data;
-pub use filters_data::which;
+pub use filters_data::{human_to_bytes_text as human_to_bytes, which};
 mod filters_net;
 mod methods;
 mod objects;

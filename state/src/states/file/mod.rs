@@ -5,7 +5,8 @@
 //! `show_changes`, a unified diff of what changed), `file.directory`, `file.absent`,
 //! `file.exists`, `file.missing` and `file.touch`, with Salt's comments and changes; the
 //! text-editing states are in `edit.rs`, `file.symlink`, `file.copy`, `file.rename`,
-//! `file.recurse` and `file.serialize` in `tree.rs`.
+//! `file.recurse` and `file.serialize` in `tree.rs`, `file.tidied` and `file.pruned` in
+//! `tidy.rs`.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -18,6 +19,7 @@ use crate::diff;
 use crate::verify::py_text;
 
 mod remote;
+mod tidy;
 mod tree;
 
 pub use tree::include_exclude;
@@ -240,6 +242,18 @@ pub const FUNCTIONS: &[Spec] = &[
         required: &["name"],
         accepts: Accepts::Any,
         run: tree::serialize,
+    },
+    Spec {
+        name: "tidied",
+        required: &["name"],
+        accepts: Accepts::Any,
+        run: tidy::tidied,
+    },
+    Spec {
+        name: "pruned",
+        required: &["name"],
+        accepts: Accepts::Only(&["name", "recurse", "ignore_errors", "older_than"]),
+        run: tidy::pruned,
     },
 ];
 
