@@ -244,6 +244,12 @@ pub const FUNCTIONS: &[Spec] = &[
         run: tree::serialize,
     },
     Spec {
+        name: "hardlink",
+        required: &["name", "target"],
+        accepts: Accepts::Any,
+        run: tree::hardlink,
+    },
+    Spec {
         name: "tidied",
         required: &["name"],
         accepts: Accepts::Any,

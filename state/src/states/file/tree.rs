@@ -380,6 +380,186 @@ pub(super) fn rename(c: &Call) -> Result<Ret, String> {
     Ok(r)
 }
 
+/// Salt's preflight of the link states: the owner and group exist and each of `paths` (a
+/// word for it and the path) is absolute; the message of what fails.
+fn link_preflight(user: &str, group: &str, paths: &[(&str, &str)]) -> Option<String> {
+    let mut preflight = Vec::new();
+    if uid_of(user).is_none() {
+        preflight.push(format!("User {user} does not exist"));
+    }
+    if gid_of(group).is_none() {
+        preflight.push(format!("Group {group} does not exist"));
+    }
+    for (what, path) in paths {
+        if !path.starts_with('/') {
+            preflight.push(format!("Specified {what} {path} is not an absolute path"));
+        }
+    }
+    if preflight.is_empty() {
+        return None;
+    }
+    let mut msg = preflight.join(". ");
+    if preflight.len() > 1 {
+        msg.push('.');
+    }
+    Some(msg)
+}
+
+/// Whether `path` is a file with more than one name (Salt's `file.is_hardlink`).
+fn is_hardlink(path: &str) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.nlink() > 1)
+}
+
+/// Whether two paths are one inode (neither followed when a link).
+fn same_inode(a: &str, b: &str) -> bool {
+    match (std::fs::symlink_metadata(a), std::fs::symlink_metadata(b)) {
+        (Ok(x), Ok(y)) => x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
+/// Salt's `_hardlink_check`: what a test run of `file.hardlink` says.
+fn hardlink_check(name: &str, target: &str, force: bool) -> (Value, String, Value) {
+    if !Path::new(target).exists() {
+        let msg = format!("Target {target} for hard link does not exist");
+        return (json!(false), msg, json!({}));
+    }
+    if Path::new(target).is_dir() {
+        let msg = format!("Unable to hard link from directory {target}");
+        return (json!(false), msg, json!({}));
+    }
+    if Path::new(name).is_dir() {
+        let msg = format!("Unable to hard link to directory {name}");
+        return (json!(false), msg, json!({}));
+    }
+    if !Path::new(name).exists() {
+        let msg = format!("Hard link {name} to {target} is set for creation");
+        return (Value::Null, msg, json!({ "new": name }));
+    }
+    if is_hardlink(name) {
+        if same_inode(name, target) {
+            let msg = format!("The hard link {name} is presently targetting {target}");
+            return (json!(true), msg, json!({}));
+        }
+        let msg = format!("Link {name} target is set to be changed to {target}");
+        return (Value::Null, msg, json!({ "change": name }));
+    }
+    if force {
+        let msg = format!(
+            "The file or directory {name} is set for removal to make way for a new hard link targeting {target}"
+        );
+        return (Value::Null, msg, json!({}));
+    }
+    let msg = format!(
+        "File or directory exists where the hard link {name} should be. Did you mean to use force?"
+    );
+    (json!(false), msg, json!({}))
+}
+
+/// `file.hardlink`: `name` made another name of the file `target`.
+pub(super) fn hardlink(c: &Call) -> Result<Ret, String> {
+    let name = expanduser(&c.name());
+    let mut r = ret(&name, json!(true), "", json!({}));
+    if name.is_empty() {
+        return error(r, "Must provide name to file.hardlink");
+    }
+    let target = c.text("target").unwrap_or_default();
+    let user = user_arg(c).unwrap_or_else(running_user);
+    let group = c.text("group").unwrap_or_else(|| primary_group(&user));
+    if let Some(msg) = link_preflight(&user, &group, &[("file", &name), ("target", &target)]) {
+        return error(r, msg);
+    }
+    if c.test {
+        let (result, comment, changes) = hardlink_check(&name, &target, c.flag("force", false));
+        set(&mut r, "result", result);
+        set(&mut r, "comment", json!(comment));
+        set(&mut r, "changes", changes);
+        return Ok(r);
+    }
+    for (direction, item) in [("to", &name), ("from", &target)] {
+        if Path::new(item).is_dir() {
+            return error(
+                r,
+                format!("Unable to hard link {direction} directory {item}"),
+            );
+        }
+    }
+    if !Path::new(&target).exists() {
+        return error(r, format!("Target {target} for hard link does not exist"));
+    }
+    let parent = dirname(&name);
+    if !Path::new(&parent).is_dir() {
+        if !c.flag("makedirs", false) {
+            return error(
+                r,
+                format!("Directory {parent} for hard link is not present"),
+            );
+        }
+        let mode = c.arg("dir_mode").and_then(normalize_mode);
+        make_dirs(
+            Path::new(&normpath(&parent)),
+            mode.as_deref(),
+            Some(&user),
+            Some(&group),
+        )
+        .map_err(|e| os_error(&e, Some(&parent)))?;
+    }
+    if Path::new(&name).is_file() && !is_hardlink(&name) {
+        if !c.flag("force", false) {
+            return error(
+                r,
+                format!("File exists where the hard link {name} should be"),
+            );
+        }
+        std::fs::remove_file(&name).map_err(|e| os_error(&e, Some(&name)))?;
+        changes(&mut r).insert(
+            "forced".into(),
+            json!("File for hard link was forcibly replaced"),
+        );
+    }
+    let (made, failed) = if is_hardlink(&name) {
+        if same_inode(&name, &target) {
+            set(
+                &mut r,
+                "comment",
+                json!(format!(
+                    "Target of hard link {name} is already pointing to {target}"
+                )),
+            );
+            return Ok(r);
+        }
+        std::fs::remove_file(&name).map_err(|e| os_error(&e, Some(&name)))?;
+        (
+            format!("Set target of hard link {name} -> {target}"),
+            format!("Unable to set target of hard link {name} -> {target}"),
+        )
+    } else if !Path::new(&name).exists() {
+        (
+            format!("Created new hard link {name} -> {target}"),
+            format!("Unable to create new hard link {name} -> {target}"),
+        )
+    } else {
+        return Ok(r);
+    };
+    match std::fs::hard_link(&target, &name) {
+        Ok(()) => {
+            set(&mut r, "comment", json!(made));
+            changes(&mut r).insert("new".into(), json!(name));
+        }
+        Err(e) => {
+            // Python names both paths of a failed `os.link`.
+            let why = format!(
+                "Could not create '{name}': {} -> {}",
+                os_error(&e, Some(&target)),
+                brine_protocol::pyrepr::str_repr(&name)
+            );
+            set(&mut r, "result", json!(false));
+            set(&mut r, "comment", json!(format!("{failed}: {why}")));
+        }
+    }
+    Ok(r)
+}
+
 pub(super) fn symlink(c: &Call) -> Result<Ret, String> {
     let name = expanduser(&c.name());
     let mut r = ret(&name, json!(true), "", json!({}));
@@ -404,21 +584,7 @@ pub(super) fn symlink(c: &Call) -> Result<Ret, String> {
     }
     let user = user.unwrap_or_else(running_user);
     let group = group.unwrap_or_else(|| primary_group(&user));
-    let mut preflight = Vec::new();
-    if uid_of(&user).is_none() {
-        preflight.push(format!("User {user} does not exist"));
-    }
-    if gid_of(&group).is_none() {
-        preflight.push(format!("Group {group} does not exist"));
-    }
-    if !name.starts_with('/') {
-        preflight.push(format!("Specified file {name} is not an absolute path"));
-    }
-    if !preflight.is_empty() {
-        let mut msg = preflight.join(". ");
-        if preflight.len() > 1 {
-            msg.push('.');
-        }
+    if let Some(msg) = link_preflight(&user, &group, &[("file", &name)]) {
         return error(r, msg);
     }
     let (tresult, mut tcomment, tchanges) =
