@@ -1,4 +1,4 @@
-//! The `git` state module: `git.latest`, through the minion's `git` execution module, with
+//! The `git` state module: `git.latest` and `git.config_set`, through the minion's `git` execution module, with
 //! Salt's decisions (clone, fetch, fast-forward, hard reset, branch checkout, upstream
 //! tracking, tags), comments and changes.
 //!
@@ -12,12 +12,151 @@ use super::{ret, Accepts, Call, Spec};
 use crate::verify::py_text;
 use brine_protocol::payload::json_truthy;
 
-pub const FUNCTIONS: &[Spec] = &[Spec {
-    name: "latest",
-    required: &["name", "target"],
-    accepts: Accepts::Any,
-    run: latest,
-}];
+pub const FUNCTIONS: &[Spec] = &[
+    Spec {
+        name: "latest",
+        required: &["name", "target"],
+        accepts: Accepts::Any,
+        run: latest,
+    },
+    Spec {
+        name: "config_set",
+        required: &["name"],
+        accepts: Accepts::Any,
+        run: config_set,
+    },
+];
+
+/// The parameters of Salt's `git.config_set` (`global` comes through its `**kwargs`).
+const CONFIG_SET_PARAMS: &[&str] = &[
+    "name",
+    "value",
+    "multivar",
+    "repo",
+    "user",
+    "password",
+    "output_encoding",
+    "global",
+];
+
+/// `git.config_set`: a git configuration key (of a repository, or the user's global one)
+/// given one value or, with `multivar`, several.
+fn config_set(c: &Call) -> Result<Map<String, Value>, String> {
+    let name = c.name();
+    let out = ret(&name, json!(true), "", json!({}));
+    let fail = |mut out: Map<String, Value>, msg: String| {
+        out.insert("result".into(), json!(false));
+        out.insert("comment".into(), json!(msg));
+        Ok(out)
+    };
+    let (value, multivar) = (c.arg("value"), c.arg("multivar"));
+    if value.is_some() && multivar.is_some() {
+        return fail(
+            out,
+            "Only one of 'value' and 'multivar' is permitted".into(),
+        );
+    }
+    let invalid: Vec<String> = c
+        .state_kwargs()
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with("__") && !CONFIG_SET_PARAMS.contains(&k.as_str()))
+        .map(|(k, v)| format!("{k}={}", py_text(v)))
+        .collect();
+    if !invalid.is_empty() {
+        let msg = format!(
+            "The following keyword arguments are not valid: {}",
+            invalid.join(", ")
+        );
+        return fail(out, msg);
+    }
+    let global = c.flag("global", false);
+    let repo = c.arg("repo").filter(|r| json_truthy(r)).cloned();
+    if !global && repo.is_none() {
+        let msg = "Non-global config options require the 'repo' argument to be set";
+        return fail(out, msg.into());
+    }
+    let (desired, shown): (Vec<String>, String) = match (value, multivar) {
+        (Some(v), _) => {
+            let v = py_text(v);
+            (vec![v.clone()], format!("'{v}'"))
+        }
+        (None, Some(Value::Array(items))) => {
+            let items: Vec<String> = items.iter().map(py_text).collect();
+            let shown = crate::verify::sls_text(&json!(items));
+            (items, shown)
+        }
+        (None, Some(other)) => {
+            let items: Vec<String> = py_text(other).split(',').map(str::to_string).collect();
+            let shown = crate::verify::sls_text(&json!(items));
+            (items, shown)
+        }
+        (None, None) => (Vec::new(), String::new()),
+    };
+    let scope = if global { "Global key " } else { "" };
+    let mut kw = Map::new();
+    for key in ["user", "password", "output_encoding"] {
+        kw.insert(key.into(), c.low.get(key).cloned().unwrap_or(Value::Null));
+    }
+    kw.insert("global".into(), json!(global));
+    kw.insert("cwd".into(), repo.clone().unwrap_or(Value::Null));
+    kw.insert("key".into(), json!(name));
+    let mut get = kw.clone();
+    get.insert("ignore_retcode".into(), json!(true));
+    get.insert("all".into(), json!(true));
+    let pre = c.host.call("git.config_get", &[], &get)?;
+    if pre == json!(desired) {
+        let comment = format!("{scope}'{name}' is already set to {shown}");
+        let mut out = out;
+        out.insert("comment".into(), json!(comment));
+        return Ok(out);
+    }
+    let how = if pre.is_null() { "added as" } else { "set to" };
+    if c.test {
+        let mut out = out;
+        out.insert("changes".into(), json!({"old": pre, "new": desired}));
+        out.insert("result".into(), Value::Null);
+        out.insert(
+            "comment".into(),
+            json!(format!("{scope}'{name}' would be {how} {shown}")),
+        );
+        return Ok(out);
+    }
+    kw.insert("value".into(), value.cloned().unwrap_or(Value::Null));
+    kw.insert(
+        "multivar".into(),
+        if multivar.is_some() {
+            json!(desired)
+        } else {
+            Value::Null
+        },
+    );
+    let lower = scope.to_lowercase();
+    let post = match c.host.call("git.config_set", &[], &kw) {
+        Ok(post) => post,
+        Err(e) => {
+            let msg = format!(
+                "Failed to set {lower}'{name}' to {shown}: {}",
+                strip_exc(&e)
+            );
+            return fail(out, msg);
+        }
+    };
+    let mut out = out;
+    if pre != post {
+        out.insert(
+            "changes".into(),
+            json!({ name.clone(): {"old": pre, "new": post} }),
+        );
+    }
+    if post != json!(desired) {
+        return fail(out, format!("Failed to set {lower}'{name}' to {shown}"));
+    }
+    out.insert(
+        "comment".into(),
+        json!(format!("{scope}'{name}' was {how} {shown}")),
+    );
+    Ok(out)
+}
 
 /// The parameters of Salt's `git.latest`.
 const LATEST_PARAMS: &[&str] = &[
