@@ -925,3 +925,68 @@ fn alternatives_answer_as_salts() {
         assert_eq!(g, w);
     }
 }
+
+/// `git.config_unset` on a repository of each run's own (made the same way) gives Salt's
+/// answers and exit codes and leaves the same configuration.
+#[test]
+fn git_config_unset_answers_as_salts() {
+    let Some((salt3007, _)) = brine_e2e::real::venvs() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    std::fs::create_dir_all(dir.path().join("etc")).unwrap();
+    std::fs::write(
+        dir.path().join("etc/minion"),
+        format!("id: m1\nroot_dir: {d}\nfile_client: local\nfile_roots:\n  base: [{d}/srv]\nlog_level: quiet\n"),
+    )
+    .unwrap();
+    let repo = format!("{d}/repo");
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let cwd = format!("cwd={repo}");
+    let calls: Vec<Vec<&str>> = vec![
+        vec!["git.config_unset", "a.one", &cwd],
+        vec!["git.config_unset", "a.one", &cwd],
+        vec!["git.config_unset", "a.many", &cwd],
+        vec!["git.config_unset", "a.many", "x.*", &cwd],
+        vec!["git.config_unset", "a.many", "x1", &cwd],
+        vec!["git.config_unset", "a.many", "(", &cwd],
+        vec!["git.config_unset", "bad", &cwd],
+        vec!["git.config_unset", "a.many", &cwd, "all=True"],
+    ];
+    let run_all = |salt_call: &std::path::Path| {
+        let _ = std::fs::remove_dir_all(&repo);
+        std::process::Command::new("git")
+            .args(["init", "-q", &repo])
+            .status()
+            .unwrap();
+        git(&["config", "a.one", "1"]);
+        for v in ["x1", "x2", "y1"] {
+            git(&["config", "--add", "a.many", v]);
+        }
+        let answers: Vec<_> = calls
+            .iter()
+            .map(|call| {
+                let args = [&["--out", "json"][..], call].concat();
+                let (rc, out, err) = local_call(salt_call, &dir.path().join("etc"), &args);
+                (call.join(" "), rc, out, err)
+            })
+            .collect();
+        (answers, git(&["config", "--list", "--local"]))
+    };
+    let (want, want_config) = run_all(&salt3007.join("bin/salt-call"));
+    let (got, got_config) = run_all(&bin("salt-call"));
+    for (w, g) in want.iter().zip(&got) {
+        assert_eq!((&g.0, g.1, &g.2), (&w.0, w.1, &w.2));
+        assert_eq!(g.3.is_empty(), w.3.is_empty(), "{}: {}", g.0, g.3);
+    }
+    assert_eq!(got_config, want_config);
+}

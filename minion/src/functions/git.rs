@@ -91,6 +91,15 @@ super::spec_table! {
 
         salt myminion git.config_set user.email me@example.com cwd=/path/to/repo
     "),
+    ConfigUnset => ("git.config_unset", "config_unset", ["key", "value_regex", "cwd", "user", "password", "ignore_retcode", "output_encoding"], 1, false, true, "
+    Unset a git config key (only its values matching value_regex, when given); all=True
+    unsets every value of a multivar. cwd is required unless global=True.
+
+    CLI Example:
+
+        salt myminion git.config_unset foo.bar cwd=/path/to/repo
+        salt myminion git.config_unset foo.bar all=True cwd=/path/to/repo
+    "),
     CurrentBranch => ("git.current_branch", "current_branch", ["cwd", "user", "password", "ignore_retcode", "output_encoding"], 1, false, false, "
     The name of the branch checked out (`git rev-parse --abbrev-ref HEAD`).
 
@@ -293,6 +302,7 @@ struct Git<'a> {
 struct Run {
     retcode: i64,
     stdout: String,
+    stderr: String,
 }
 
 impl Fun {
@@ -390,23 +400,28 @@ impl Git<'_> {
         let ret = salt_cmd(self.ctx, cmd::Fun::RunAll, argv, &kwargs, self.st).await?;
         let retcode = get(&ret, "retcode").and_then(Value::as_i64).unwrap_or(0);
         let stdout = get_str(&ret, "stdout").unwrap_or_default().to_string();
+        let stderr = get_str(&ret, "stderr").unwrap_or_default().to_string();
         if retcode != 0 && failhard {
             let mut msg = format!("Command '{}' failed", redact(&command.join(" ")));
-            let err = if redirect_stderr {
-                stdout
-            } else {
-                get_str(&ret, "stderr").unwrap_or_default().to_string()
-            };
+            let err = if redirect_stderr { &stdout } else { &stderr };
             if !err.is_empty() {
-                msg.push_str(&format!(": {}", redact(&err)));
+                msg.push_str(&format!(": {}", redact(err)));
             }
             return Err(FnError::Execution(msg));
         }
-        Ok(Run { retcode, stdout })
+        Ok(Run {
+            retcode,
+            stdout,
+            stderr,
+        })
     }
 
     /// A command run in the checkout, failing hard: its output.
-    async fn out(&mut self, command: Vec<String>, redirect_stderr: bool) -> Result<String, FnError> {
+    async fn out(
+        &mut self,
+        command: Vec<String>,
+        redirect_stderr: bool,
+    ) -> Result<String, FnError> {
         let cwd = self.cwd();
         let ignore = self.ignore_retcode();
         Ok(self
@@ -448,7 +463,10 @@ impl Git<'_> {
                 Ok(Value::Array(
                     version
                         .split('.')
-                        .map(|p| p.parse::<i64>().map_or_else(|_| Value::from(p), Value::from))
+                        .map(|p| {
+                            p.parse::<i64>()
+                                .map_or_else(|_| Value::from(p), Value::from)
+                        })
                         .collect(),
                 ))
             }
@@ -476,7 +494,9 @@ impl Git<'_> {
                 command.push(self.cwd());
                 let ignore = self.ignore_retcode();
                 Ok(Value::from(
-                    self.git_run(command, None, ignore, true, false).await?.stdout,
+                    self.git_run(command, None, ignore, true, false)
+                        .await?
+                        .stdout,
                 ))
             }
             Fun::Clone => self.clone_().await,
@@ -567,8 +587,11 @@ impl Git<'_> {
             Fun::RemoteRefs => self.remote_refs().await,
             Fun::ConfigGet => {
                 self.extra_kwargs(&["all", "global"])?;
-                self.config_get(&py_str(self.arg("key").unwrap_or(&Value::Nil)), self.kwarg_flag("all"))
-                    .await
+                self.config_get(
+                    &py_str(self.arg("key").unwrap_or(&Value::Nil)),
+                    self.kwarg_flag("all"),
+                )
+                .await
             }
             Fun::ConfigGetRegexp => {
                 self.extra_kwargs(&["global"])?;
@@ -584,9 +607,14 @@ impl Git<'_> {
                 Ok(ret.into_value())
             }
             Fun::ConfigSet => self.config_set().await,
+            Fun::ConfigUnset => self.config_unset().await,
             Fun::LsRemote => self.ls_remote().await,
             Fun::ListBranches => {
-                let kind = if self.flag("remote") { "remotes" } else { "heads" };
+                let kind = if self.flag("remote") {
+                    "remotes"
+                } else {
+                    "heads"
+                };
                 let command = strings(&[
                     "git",
                     "for-each-ref",
@@ -758,9 +786,8 @@ impl Git<'_> {
             Some(name) => {
                 command.push(py_str(name));
                 if !std::path::Path::new(&cwd).exists() {
-                    std::fs::create_dir_all(&cwd).map_err(|e| {
-                        FnError::Exception(format!("{}: '{cwd}'", os_error(&e)))
-                    })?;
+                    std::fs::create_dir_all(&cwd)
+                        .map_err(|e| FnError::Exception(format!("{}: '{cwd}'", os_error(&e))))?;
                 }
                 cwd
             }
@@ -877,7 +904,7 @@ impl Git<'_> {
         }
     }
 
-    async fn remote_set(&mut self, ) -> Result<Value, FnError> {
+    async fn remote_set(&mut self) -> Result<Value, FnError> {
         let remote = self.text_or("remote", "origin");
         let cwd = self.arg("cwd").map(py_str).unwrap_or_default();
         let ignore = self.ignore_retcode();
@@ -902,7 +929,8 @@ impl Git<'_> {
                 self.opt("push_https_pass").map(py_str),
             )?;
             let command = strings(&["git", "remote", "set-url", "--push", &remote, &push_url]);
-            self.git_run(command, Some(cwd), ignore, true, false).await?;
+            self.git_run(command, Some(cwd), ignore, true, false)
+                .await?;
         }
         self.remote_get(&remote, true).await
     }
@@ -926,7 +954,10 @@ impl Git<'_> {
         }
         self.identity_refused()?;
         let ignore = self.ignore_retcode();
-        let out = self.git_run(command, None, ignore, true, false).await?.stdout;
+        let out = self
+            .git_run(command, None, ignore, true, false)
+            .await?
+            .stdout;
         let mut ret = Dict::default();
         for line in out.split('\n') {
             if let Some((sha, name)) = split_once_ws(line) {
@@ -937,7 +968,9 @@ impl Git<'_> {
     }
 
     async fn ls_remote(&mut self) -> Result<Value, FnError> {
-        let cwd = self.opt("cwd").map(|c| expand_path(&py_str(c), self.user().as_deref()));
+        let cwd = self
+            .opt("cwd")
+            .map(|c| expand_path(&py_str(c), self.user().as_deref()));
         let remote = add_http_basic_auth(
             &self.text_or("remote", "origin"),
             self.opt("https_user").map(py_str),
@@ -952,7 +985,10 @@ impl Git<'_> {
         }
         self.identity_refused()?;
         let ignore = self.ignore_retcode();
-        let out = self.git_run(command, cwd, ignore, true, false).await?.stdout;
+        let out = self
+            .git_run(command, cwd, ignore, true, false)
+            .await?
+            .stdout;
         let mut ret = Dict::default();
         for line in splitlines(&out) {
             let Some((sha, name)) = split_once_ws(line) else {
@@ -1055,6 +1091,46 @@ impl Git<'_> {
             return Ok(Value::Nil);
         };
         Ok(lines(&run.stdout))
+    }
+
+    async fn config_unset(&mut self) -> Result<Value, FnError> {
+        self.extra_kwargs(&["all", "global"])?;
+        let all = self.kwarg_flag("all");
+        let global = self.kwarg_flag("global");
+        let cwd = self.config_cwd(global)?;
+        let key = self.text_or("key", "");
+        let value_regex = self.opt("value_regex").map(py_str);
+        let mut command = strings(&["git", "config"]);
+        command.push(if all { "--unset-all" } else { "--unset" }.into());
+        command.push(if global { "--global" } else { "--local" }.into());
+        command.push(key.clone());
+        command.extend(value_regex.clone());
+        let ignore = self.ignore_retcode();
+        let run = self.git_run(command, cwd, ignore, false, false).await?;
+        let why = match run.retcode {
+            0 => return Ok(Value::Boolean(true)),
+            1 => "Section or key is invalid".to_string(),
+            5 if self.config_get(&key, false).await?.is_nil() => {
+                format!("Key '{key}' does not exist")
+            }
+            5 => {
+                let mut msg = format!("Multiple values exist for key '{key}'");
+                if value_regex.is_some() {
+                    msg.push_str(" and value_regex matches multiple values");
+                }
+                msg
+            }
+            6 => "The value_regex is invalid".to_string(),
+            code => {
+                let mut msg =
+                    format!("Failed to unset key '{key}', git config returned exit code {code}");
+                if !run.stderr.is_empty() {
+                    msg.push_str(&format!("; {}", run.stderr));
+                }
+                msg
+            }
+        };
+        Err(FnError::Execution(why))
     }
 
     async fn is_worktree(&mut self) -> bool {
