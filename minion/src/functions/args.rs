@@ -252,151 +252,40 @@ pub(crate) fn bind(
 // ---------------------------------------------------------------------------
 // yamlify_arg
 
-fn is_yaml11_null(s: &str) -> bool {
-    matches!(s, "" | "~" | "null" | "Null" | "NULL")
-}
-
-fn yaml11_bool(s: &str) -> Option<bool> {
-    match s {
-        "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => Some(true),
-        "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => Some(false),
-        _ => None,
+/// Python's check that a value can be a dict key or set member: lists and dicts cannot
+/// ("unhashable type: 'list'").
+pub(crate) fn hashable(v: &Value) -> Result<(), FnError> {
+    match v {
+        Value::Array(_) | Value::Map(_) => Err(FnError::InvalidArgs(format!(
+            "unhashable type: '{}'",
+            py_type_name(v)
+        ))),
+        _ => Ok(()),
     }
 }
 
-fn yaml11_int(s: &str) -> Option<i64> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let re = RE.get_or_init(|| {
-        Regex::new(r"^[-+]?(?:0b[0-1_]+|0[0-7_]+|(?:0|[1-9][0-9_]*)|0x[0-9a-fA-F_]+|[1-9][0-9_]*(?::[0-5]?[0-9])+)$")
-            .expect("static regex is valid")
-    });
-    if !re.is_match(s) {
-        return None;
-    }
-    let (neg, body) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let body = body.replace('_', "");
-    let value = if body == "0" {
-        0
-    } else if let Some(b) = body.strip_prefix("0b") {
-        i64::from_str_radix(b, 2).ok()?
-    } else if let Some(h) = body.strip_prefix("0x") {
-        i64::from_str_radix(h, 16).ok()?
-    } else if body.contains(':') {
-        body.split(':').try_fold(0i64, |acc, part| {
-            acc.checked_mul(60)?.checked_add(part.parse::<i64>().ok()?)
-        })?
-    } else if body.len() > 1 && body.starts_with('0') {
-        i64::from_str_radix(&body[1..], 8).ok()?
-    } else {
-        body.parse::<i64>().ok()?
-    };
-    Some(if neg { -value } else { value })
-}
-
-fn yaml11_float(s: &str) -> Option<f64> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let re = RE.get_or_init(|| {
-        Regex::new(r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9_]+(?:[eE][-+][0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
-            .expect("static regex is valid")
-    });
-    if !re.is_match(s) {
-        return None;
-    }
-    let lower = s.replace('_', "").to_ascii_lowercase();
-    match lower.as_str() {
-        ".inf" | "+.inf" => Some(f64::INFINITY),
-        "-.inf" => Some(f64::NEG_INFINITY),
-        ".nan" => Some(f64::NAN),
-        other => other.parse::<f64>().ok(),
-    }
-}
-
-/// Resolve one plain YAML 1.1 scalar as PyYAML's SafeLoader does (strings stay strings).
-fn yaml_scalar(s: &str) -> Value {
-    if is_yaml11_null(s) {
-        Value::Nil
-    } else if let Some(b) = yaml11_bool(s) {
-        Value::Boolean(b)
-    } else if let Some(i) = yaml11_int(s) {
-        Value::from(i)
-    } else if let Some(f) = yaml11_float(s) {
-        Value::F64(f)
-    } else {
-        Value::from(s)
-    }
-}
-
-fn yaml_to_value(y: serde_yaml::Value) -> Option<Value> {
-    Some(match y {
-        serde_yaml::Value::Null => Value::Nil,
-        serde_yaml::Value::Bool(b) => Value::Boolean(b),
-        serde_yaml::Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                Value::from(i)
-            } else if let Some(u) = n.as_u64() {
-                Value::from(u)
-            } else {
-                Value::F64(n.as_f64()?)
-            }
-        }
-        serde_yaml::Value::String(s) => Value::from(s),
-        serde_yaml::Value::Sequence(items) => Value::Array(
-            items
-                .into_iter()
-                .map(yaml_to_value)
-                .collect::<Option<Vec<_>>>()?,
-        ),
-        serde_yaml::Value::Mapping(map) => Value::Map(
-            map.into_iter()
-                .map(|(k, v)| Some((yaml_to_value(k)?, yaml_to_value(v)?)))
-                .collect::<Option<Vec<_>>>()?,
-        ),
-        serde_yaml::Value::Tagged(_) => return None,
-    })
-}
-
-/// Parse a YAML document the way `yaml.safe_load` would for the inputs Salt sees on a
-/// command line; `None` when it does not parse (or parses to an unsupported type).
+/// `salt.utils.yaml.safe_load` of a command-line word (the one YAML loader, Salt's
+/// semantics: `0755` is 755, `yes` is True, timestamps stay text); `None` where Salt's
+/// loader raises, or for YAML 1.1's value type (a plain `=`), which its safe loader cannot
+/// build.
 fn yaml_load(s: &str) -> Option<Value> {
-    let t = s.trim();
-    if t.starts_with('{') || t.starts_with('[') {
-        return serde_yaml::from_str::<serde_yaml::Value>(t)
-            .ok()
-            .and_then(yaml_to_value);
+    let plain = s.trim();
+    if plain == "=" {
+        return None;
     }
-    if let Some(inner) = t.strip_prefix('\'') {
-        let inner = inner.strip_suffix('\'')?;
-        if inner.replace("''", "").contains('\'') {
-            return None;
-        }
-        return Some(Value::from(inner.replace("''", "'")));
-    }
-    if t.starts_with('"') {
-        return match serde_yaml::from_str::<serde_yaml::Value>(t).ok()? {
-            serde_yaml::Value::String(s) => Some(Value::from(s)),
-            _ => None,
-        };
-    }
-    if t.starts_with('#') {
-        return Some(Value::Nil);
-    }
-    // A comment after a plain scalar.
-    let t = match t.find(" #") {
-        Some(i) => t[..i].trim_end(),
-        None => t,
+    // JSON data, what the loader gives, has no infinities nor NaN.
+    let special = match plain.trim_start_matches('+') {
+        ".inf" | ".Inf" | ".INF" => Some(f64::INFINITY),
+        "-.inf" | "-.Inf" | "-.INF" => Some(f64::NEG_INFINITY),
+        ".nan" | ".NaN" | ".NAN" if !plain.starts_with('+') => Some(f64::NAN),
+        _ => None,
     };
-    if t.starts_with(['!', '&', '*', '|', '>', '@', '`', '%']) {
-        return None;
+    if let Some(f) = special {
+        return Some(Value::F64(f));
     }
-    if t.starts_with("- ") || t == "-" || t.contains(": ") || t.ends_with(':') {
-        // A block sequence or mapping: Salt keeps the original string for those.
-        return None;
-    }
-    Some(yaml_scalar(t))
+    brine_protocol::yaml::load::load(s)
+        .ok()
+        .map(|v| brine_protocol::payload::from_json(&v))
 }
 
 /// `salt.utils.args.yamlify_arg`: turn a CLI-style string into the value Salt would pass.
@@ -640,7 +529,34 @@ mod tests {
         assert_eq!(yamlify_arg("1"), Value::from(1));
         assert_eq!(yamlify_arg("-12"), Value::from(-12));
         assert_eq!(yamlify_arg("0x1f"), Value::from(31));
-        assert_eq!(yamlify_arg("017"), Value::from(15));
+        // Salt's loader strips an unsigned integer's leading zeros: decimal, not octal.
+        assert_eq!(yamlify_arg("017"), Value::from(17));
+        assert_eq!(yamlify_arg("0755"), Value::from(755));
+        assert_eq!(yamlify_arg("00"), Value::from(0));
+        assert_eq!(yamlify_arg("09"), s("09"));
+        assert_eq!(yamlify_arg("-010"), Value::from(-8));
+        assert_eq!(yamlify_arg("+075"), Value::from(61));
+        assert_eq!(yamlify_arg("0b101"), Value::from(5));
+        assert_eq!(yamlify_arg("1:30"), Value::from(90));
+        assert_eq!(
+            yamlify_arg("[yes, 0755, ~]"),
+            Value::Array(vec![Value::Boolean(true), Value::from(755), Value::Nil])
+        );
+        assert_eq!(
+            yamlify_arg("{a: 075}"),
+            Value::Map(vec![(s("a"), Value::from(75))])
+        );
+        // YAML 1.1's value type, which Salt's safe loader cannot build: the word stays.
+        assert_eq!(yamlify_arg(" = "), s(" = "));
+        assert_eq!(yamlify_arg("="), s("="));
+        assert_eq!(yamlify_arg(" x"), s("x"));
+        assert_eq!(yamlify_arg("&a b"), s("b"));
+        assert_eq!(yamlify_arg("!x"), s("!x"));
+        assert_eq!(yamlify_arg("[a, b"), s("[a, b"));
+        assert_eq!(yamlify_arg("1.5e3"), s("1.5e3"));
+        assert_eq!(yamlify_arg(".inf"), Value::F64(f64::INFINITY));
+        assert_eq!(yamlify_arg("-.Inf"), Value::F64(f64::NEG_INFINITY));
+        assert!(matches!(yamlify_arg(".nan"), Value::F64(f) if f.is_nan()));
         assert_eq!(yamlify_arg("1.5"), Value::F64(1.5));
         assert_eq!(yamlify_arg("1e3"), s("1e3"));
         assert_eq!(yamlify_arg("yes"), Value::Boolean(true));

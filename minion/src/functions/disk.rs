@@ -367,12 +367,7 @@ fn percent(ret: Dict, args: &Value) -> Result<Value, FnError> {
     if !py_truthy(args) {
         return Ok(ret.into_value());
     }
-    if matches!(args, Value::Array(_) | Value::Map(_)) {
-        return Err(FnError::InvalidArgs(format!(
-            "unhashable type: '{}'",
-            py_type_name(args)
-        )));
-    }
+    super::args::hashable(args)?;
     match ret.get_any(args) {
         Some(v) => Ok(v.clone()),
         None => {

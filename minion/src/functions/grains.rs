@@ -579,12 +579,7 @@ async fn setvals(
     refresh_pillar: bool,
 ) -> Result<Value, FnError> {
     for (key, _) in &new {
-        if matches!(key, Value::Array(_) | Value::Map(_)) {
-            return Err(FnError::InvalidArgs(format!(
-                "unhashable type: '{}'",
-                py_type_name(key)
-            )));
-        }
+        super::args::hashable(key)?;
     }
     let services = ctx.services.clone();
     let changes = new.clone();
