@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use rmpv::Value;
 
-use super::args::{py_repr, py_str, py_type_name, Bound, Signature};
+use super::args::{hashable, py_repr, py_str, py_type_name, Bound, Signature};
 use super::{CallState, Context, FnError, Spec};
 use brine_protocol::dictupdate;
 use brine_protocol::payload::{from_json, py_truthy};
@@ -846,16 +846,6 @@ fn py_dict_set(d: &mut Vec<(Value, Value)>, key: Value, value: Value) {
     }
 }
 
-/// Python refuses lists and dicts as dict keys.
-fn hashable(key: &Value) -> Result<(), FnError> {
-    match key {
-        Value::Array(_) | Value::Map(_) => Err(FnError::InvalidArgs(format!(
-            "unhashable type: '{}'",
-            py_type_name(key)
-        ))),
-        _ => Ok(()),
-    }
-}
 
 /// `for item in v`: a dict's keys, a string's characters, a list's items.
 fn py_iter(v: &Value) -> Result<Vec<Value>, FnError> {

@@ -618,6 +618,7 @@ modules! {
     Sysctl => sysctl,
     Ssh => ssh,
     Alternatives => alternatives,
+    Ini => ini,
 }
 
 impl Function {
@@ -634,6 +635,7 @@ const PROVIDER_FILES: &[(&str, &str)] = &[
     ("user", "useradd"),
     ("group", "groupadd"),
     ("sysctl", "linux_sysctl"),
+    ("ini", "ini_manage"),
 ];
 
 /// The provider of `module`, or `None` when this minion has no such module. `pkg` and

@@ -18,6 +18,7 @@ pub mod git;
 pub mod grains;
 pub mod group;
 pub mod host;
+pub mod ini;
 pub mod module;
 pub mod pkg;
 pub mod salt;
@@ -281,6 +282,7 @@ const MODULES: &[(&str, &[Spec])] = &[
     ("grains", grains::FUNCTIONS),
     ("alternatives", alternatives::FUNCTIONS),
     ("sysctl", sysctl::FUNCTIONS),
+    ("ini", ini::FUNCTIONS),
 ];
 
 /// A module's initialiser.
