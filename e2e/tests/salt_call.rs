@@ -158,11 +158,7 @@ fn masterless_pillar_and_states_are_salts() {
         return;
     };
     let tree = |root: &std::path::Path| {
-        let w = |rel: &str, text: &str| {
-            let p = root.join(rel);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
-        };
+        let w = |rel: &str, text: &str| write_file(root, rel, text);
         w(
             "etc/minion",
             &format!(
@@ -244,6 +240,22 @@ fn two_roots(extra: &str) -> (tempfile::TempDir, tempfile::TempDir) {
         std::fs::write(root.join("minion"), text).unwrap();
     }
     (b, s)
+}
+
+/// `text` written to `rel` under `root`, its directories made.
+fn write_file(root: &std::path::Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+/// The `minion` file of a masterless minion `m1` rooted at `root`, serving `root/srv`, with
+/// `extra` options after.
+fn m1_config(root: &std::path::Path, extra: &str) -> String {
+    format!(
+        "id: m1\nroot_dir: {0}\nfile_client: local\nfile_roots:\n  base: [{0}/srv]\n{extra}",
+        root.display()
+    )
 }
 
 /// `salt-call -c root --local args...`: exit code, stdout, and stderr without Python's own
@@ -352,11 +364,7 @@ fn match_module_answers_as_salts() {
         return;
     };
     let tree = |root: &std::path::Path| {
-        let w = |rel: &str, text: &str| {
-            let p = root.join(rel);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
-        };
+        let w = |rel: &str, text: &str| write_file(root, rel, text);
         w(
             "etc/minion",
             &format!(
@@ -504,18 +512,8 @@ fn slsutil_and_defaults_answer_as_salts() {
         return;
     };
     let tree = |root: &std::path::Path| {
-        let w = |rel: &str, text: &str| {
-            let p = root.join(rel);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
-        };
-        w(
-            "etc/minion",
-            &format!(
-                "id: m1\nroot_dir: {0}\nfile_client: local\nfile_roots:\n  base: [{0}/srv]\n",
-                root.display()
-            ),
-        );
+        let w = |rel: &str, text: &str| write_file(root, rel, text);
+        w("etc/minion", &m1_config(root, ""));
         w("srv/top.sls", "base: {}\n");
         w(
             "srv/core/defaults.yaml",
@@ -648,15 +646,8 @@ fn ssh_keys_answer_as_salts() {
         return;
     };
     let tree = |root: &std::path::Path| {
-        let w = |rel: &str, text: &str| std::fs::write(root.join(rel), text).unwrap();
-        std::fs::create_dir_all(root.join("etc")).unwrap();
-        w(
-            "etc/minion",
-            &format!(
-                "id: m1\nroot_dir: {0}\nfile_client: local\nfile_roots:\n  base: [{0}/srv]\nlog_level: quiet\n",
-                root.display()
-            ),
-        );
+        let w = |rel: &str, text: &str| write_file(root, rel, text);
+        w("etc/minion", &m1_config(root, "log_level: quiet\n"));
         w(
             "ak",
             "# comment\n\nssh-rsa AAAAB3NzaC1yc2Ex old@host\nno-pty,from=\"x\" ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 ed key\nssh-rsa notbase64! bad\ngarbage line\n  \nssh-dss QUJD dup1\nssh-dss QUJD dup2",
@@ -866,12 +857,11 @@ fn alternatives_answer_as_salts() {
     const GROUP: &str = "brine-e2e-alt";
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display().to_string();
-    std::fs::create_dir_all(dir.path().join("etc")).unwrap();
-    std::fs::write(
-        dir.path().join("etc/minion"),
-        format!("id: m1\nroot_dir: {d}\nfile_client: local\nfile_roots:\n  base: [{d}/srv]\nlog_level: quiet\n"),
-    )
-    .unwrap();
+    write_file(
+        dir.path(),
+        "etc/minion",
+        &m1_config(dir.path(), "log_level: quiet\n"),
+    );
     for alt in ["a", "b"] {
         std::fs::write(dir.path().join(alt), "#!/bin/sh\n").unwrap();
     }
@@ -935,12 +925,11 @@ fn git_config_unset_answers_as_salts() {
     };
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display().to_string();
-    std::fs::create_dir_all(dir.path().join("etc")).unwrap();
-    std::fs::write(
-        dir.path().join("etc/minion"),
-        format!("id: m1\nroot_dir: {d}\nfile_client: local\nfile_roots:\n  base: [{d}/srv]\nlog_level: quiet\n"),
-    )
-    .unwrap();
+    write_file(
+        dir.path(),
+        "etc/minion",
+        &m1_config(dir.path(), "log_level: quiet\n"),
+    );
     let repo = format!("{d}/repo");
     let git = |args: &[&str]| {
         let out = std::process::Command::new("git")

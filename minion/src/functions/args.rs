@@ -265,15 +265,11 @@ pub(crate) fn hashable(v: &Value) -> Result<(), FnError> {
 }
 
 /// `salt.utils.yaml.safe_load` of a command-line word (the one YAML loader, Salt's
-/// semantics: `0755` is 755, `yes` is True, timestamps stay text); `None` where Salt's
-/// loader raises, or for YAML 1.1's value type (a plain `=`), which its safe loader cannot
-/// build.
+/// semantics: `0755` is 755, `yes` is True, timestamps stay text, a plain `=` is refused);
+/// `None` where Salt's loader raises.
 fn yaml_load(s: &str) -> Option<Value> {
     let plain = s.trim();
-    if plain == "=" {
-        return None;
-    }
-    // JSON data, what the loader gives, has no infinities nor NaN.
+    // JSON data, what the loader gives, has no infinities nor NaN: it refuses them.
     let special = match plain.trim_start_matches('+') {
         ".inf" | ".Inf" | ".INF" => Some(f64::INFINITY),
         "-.inf" | "-.Inf" | "-.INF" => Some(f64::NEG_INFINITY),

@@ -444,6 +444,21 @@ fn split_mods(v: &Value) -> Vec<String> {
     }
 }
 
+/// A run's answer and retcode: its results (retcode 2 when a state failed), its high data
+/// errors (retcode 1), or the refusal that ended it (an error of the call).
+fn run_answer(run: Result<Map<String, Json>, RunError>) -> Result<(Value, i32), FnError> {
+    match run {
+        Ok(ret) => {
+            let failed = ret
+                .values()
+                .any(|r| r.get("result") == Some(&Json::Bool(false)));
+            Ok((from_json(&Json::Object(ret)), if failed { 2 } else { 0 }))
+        }
+        Err(RunError::High(errors)) => Ok(errors_ret(errors)),
+        Err(RunError::Refused(why)) => Err(FnError::Invocation(why)),
+    }
+}
+
 fn errors_ret(errors: Vec<String>) -> (Value, i32) {
     (
         Value::Array(errors.into_iter().map(Value::from).collect()),
@@ -715,53 +730,36 @@ impl Run {
         Ok(brine_state::low::compile_high_data(&high))
     }
 
+    /// The engine's options for this run.
+    fn options(&self) -> Options {
+        Options {
+            test: self.test,
+            failhard: self.failhard,
+            job: self.job.clone(),
+        }
+    }
+
     /// The run of `high`; a state that gives its function arguments it does not take ends
     /// it with Salt's `SaltInvocationError`.
     fn execute(&self, high: &High) -> Result<(Value, i32), FnError> {
         let host = MinionHost { run: self };
-        let opts = Options {
-            test: self.test,
-            failhard: self.failhard,
-            job: self.job.clone(),
-        };
         let mut high = high.clone();
         let disabled = more::take_disabled(&mut high, &self.disabled);
-        match call_high(&high, &host, opts) {
-            Ok(ret) => {
-                let ret = if disabled.is_empty() {
-                    ret
-                } else {
-                    more::merge_disabled(disabled, ret)
-                };
-                let failed = ret
-                    .values()
-                    .any(|r| r.get("result") == Some(&Json::Bool(false)));
-                Ok((from_json(&Json::Object(ret)), if failed { 2 } else { 0 }))
+        let run = call_high(&high, &host, self.options()).map(|ret| {
+            if disabled.is_empty() {
+                ret
+            } else {
+                more::merge_disabled(disabled, ret)
             }
-            Err(RunError::High(errors)) => Ok(errors_ret(errors)),
-            Err(RunError::Refused(why)) => Err(FnError::Invocation(why)),
-        }
+        });
+        run_answer(run)
     }
 
     /// `state.sls_id`'s run of one ID of `high` (no state is left out as disabled: Salt's
     /// `sls_id` does not read `state_runs_disabled`).
     fn execute_id(&self, high: &High, id: &str) -> Result<(Value, i32), FnError> {
         let host = MinionHost { run: self };
-        let opts = Options {
-            test: self.test,
-            failhard: self.failhard,
-            job: self.job.clone(),
-        };
-        match brine_state::call_id(high, &host, opts, id) {
-            Ok(ret) => {
-                let failed = ret
-                    .values()
-                    .any(|r| r.get("result") == Some(&Json::Bool(false)));
-                Ok((from_json(&Json::Object(ret)), if failed { 2 } else { 0 }))
-            }
-            Err(RunError::High(errors)) => Ok(errors_ret(errors)),
-            Err(RunError::Refused(why)) => Err(FnError::Invocation(why)),
-        }
+        run_answer(brine_state::call_id(high, &host, self.options(), id))
     }
 
     fn sls(&self, mods: &[String], show: bool) -> Result<(Value, i32), FnError> {
