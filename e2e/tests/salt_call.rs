@@ -280,6 +280,23 @@ fn local_call(
     (o.status.code(), stdout(&o), err)
 }
 
+/// Each call through `salt-call -c root --local --out json`: the call, its exit code and its
+/// output.
+fn json_calls(
+    exe: &std::path::Path,
+    root: &std::path::Path,
+    calls: &[Vec<&str>],
+) -> Vec<(String, Option<i32>, String)> {
+    calls
+        .iter()
+        .map(|call| {
+            let args = [&["--out", "json"][..], call].concat();
+            let (rc, out, _) = local_call(exe, root, &args);
+            (call.join(" "), rc, out)
+        })
+        .collect()
+}
+
 /// `--out` with each of Salt's general outputters (`pprint` with and without `--out-indent`,
 /// `quiet`, `newline_values_only`, `table`) and with a name that is no outputter (Salt logs
 /// an error and prints `nested`): Brine's salt-call prints what Salt 3007's prints, byte for
@@ -898,14 +915,7 @@ fn alternatives_answer_as_salts() {
     ];
     let run_all = |salt_call: &std::path::Path| {
         remove_all();
-        let answers: Vec<_> = calls
-            .iter()
-            .map(|call| {
-                let args = [&["--out", "json"][..], call].concat();
-                let (rc, out, _) = local_call(salt_call, &dir.path().join("etc"), &args);
-                (call.join(" "), rc, out)
-            })
-            .collect();
+        let answers = json_calls(salt_call, &dir.path().join("etc"), &calls);
         remove_all();
         answers
     };
@@ -978,4 +988,156 @@ fn git_config_unset_answers_as_salts() {
         assert_eq!(g.3.is_empty(), w.3.is_empty(), "{}: {}", g.0, g.3);
     }
     assert_eq!(got_config, want_config);
+}
+
+/// APT repositories: `pkg.list_repos/get_repo/mod_repo/del_repo` on source lists of the
+/// test's own, and a key from the master dearmored into a `signed-by` keyring: answers, exit
+/// codes, the lists and the keyring left compared with Salt's salt-call. (Refused definitions
+/// print the function's documentation, Brine's own: `state/tests/run_cases/pkgrepo` compares
+/// those refusals through the state.)
+#[test]
+fn apt_repos_answer_as_salts() {
+    let Some((salt3007, _)) = brine_e2e::real::venvs() else {
+        return;
+    };
+    let root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0;
+    let (lists, keyrings) = ("/etc/apt/sources.list.d", "/etc/apt/keyrings");
+    let have_gpg = std::process::Command::new("gpg")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !root || !std::path::Path::new(lists).is_dir() || !have_gpg {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write_file(
+        dir.path(),
+        "etc/minion",
+        &m1_config(dir.path(), "log_level: quiet\n"),
+    );
+    // An armored public key of the test's own (made in a private keyring).
+    let home = dir.path().join("gnupg");
+    std::fs::create_dir(&home).unwrap();
+    std::fs::set_permissions(&home, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let gpg = |args: &[&str]| {
+        let o = std::process::Command::new("gpg")
+            .arg("--homedir")
+            .arg(&home)
+            .args(["--batch", "--quiet"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        o.stdout
+    };
+    gpg(&[
+        "--passphrase",
+        "",
+        "--quick-gen-key",
+        "Brine Test <brine@example.invalid>",
+        "ed25519",
+        "sign",
+        "never",
+    ]);
+    let key = gpg(&["--armor", "--export", "brine@example.invalid"]);
+    let _ = std::process::Command::new("gpgconf")
+        .arg("--homedir")
+        .arg(&home)
+        .args(["--kill", "all"])
+        .output();
+    write_file(dir.path(), "srv/repo.asc", &String::from_utf8(key).unwrap());
+    let made_keyrings = !std::path::Path::new(keyrings).exists();
+    std::fs::create_dir_all(keyrings).unwrap();
+    let keyring = format!("{keyrings}/brine-e2e.gpg");
+    let file = |n: &str| format!("file={lists}/brine-e2e-{n}.list");
+    let (fa, fb) = (file("a"), file("b"));
+    let signed = format!("deb [signed-by={keyring}] http://127.0.0.1:9/brine-e2e-k bookworm main");
+    let calls: Vec<Vec<&str>> = vec![
+        vec!["pkg.list_repos"],
+        vec![
+            "pkg.get_repo",
+            "deb http://127.0.0.1:9/brine-e2e-a bookworm main",
+        ],
+        vec![
+            "pkg.mod_repo",
+            "deb http://127.0.0.1:9/brine-e2e-a bookworm main",
+            &fa,
+            "refresh=False",
+            "comments=[one, two]",
+        ],
+        vec![
+            "pkg.mod_repo",
+            "deb [arch=amd64] http://127.0.0.1:9/brine-e2e-b/ stable main",
+            &fb,
+            "refresh=False",
+        ],
+        vec![
+            "pkg.mod_repo",
+            "deb http://127.0.0.1:9/brine-e2e-a bookworm main",
+            "comps=main,contrib",
+            "disabled=True",
+            "refresh=False",
+        ],
+        vec![
+            "pkg.get_repo",
+            "deb http://127.0.0.1:9/brine-e2e-a bookworm contrib",
+        ],
+        vec!["pkg.get_repo", "deb http://127.0.0.1:9/brine-e2e-b stable"],
+        vec!["pkg.list_repos"],
+        vec![
+            "pkg.mod_repo",
+            "deb http://127.0.0.1:9/brine-e2e-c bookworm main",
+            "keyid=0A1B2C3D",
+            "refresh=False",
+        ],
+        vec![
+            "pkg.mod_repo",
+            &signed,
+            "aptkey=False",
+            "key_url=salt://repo.asc",
+            "refresh=False",
+            "file=/etc/apt/sources.list.d/brine-e2e-k.list",
+        ],
+        vec!["pkg.get_repo", &signed],
+        vec![
+            "pkg.del_repo",
+            "deb http://127.0.0.1:9/brine-e2e-q bookworm main",
+        ],
+    ];
+    let clean = || {
+        for n in ["a", "b", "k"] {
+            let _ = std::fs::remove_file(format!("{lists}/brine-e2e-{n}.list"));
+        }
+        let _ = std::fs::remove_file(&keyring);
+        let _ = std::fs::remove_dir_all(dir.path().join("var"));
+    };
+    let left = || {
+        let mut out = String::new();
+        for n in ["a", "b", "k"] {
+            let path = format!("{lists}/brine-e2e-{n}.list");
+            out.push_str(&format!(
+                "{path}: {:?}\n",
+                std::fs::read_to_string(&path).ok()
+            ));
+        }
+        out.push_str(&format!("keyring: {:?}\n", std::fs::read(&keyring).ok()));
+        out
+    };
+    let run_all = |salt_call: &std::path::Path| {
+        clean();
+        let answers = json_calls(salt_call, &dir.path().join("etc"), &calls);
+        let files = left();
+        clean();
+        (answers, files)
+    };
+    let want = run_all(&salt3007.join("bin/salt-call"));
+    let got = run_all(&bin("salt-call"));
+    if made_keyrings {
+        let _ = std::fs::remove_dir(keyrings);
+    }
+    for (w, g) in want.0.iter().zip(&got.0) {
+        assert_eq!(g, w);
+    }
+    assert!(want.1.contains("keyring: Some("), "{}", want.1);
+    assert_eq!(got.1, want.1);
 }

@@ -12,6 +12,7 @@
 //! - [`top`]: top files merged and matched against a minion (the state top and the pillar top).
 //! - [`url`]: http:// and https:// sources fetched into the minion's cache.
 
+pub mod apt_sources;
 pub mod diff;
 pub mod engine;
 pub mod high;

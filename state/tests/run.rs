@@ -268,7 +268,7 @@ fn serve(handler: impl Fn(&Request) -> (String, Vec<u8>) + Send + 'static) -> St
 }
 
 fn brine(case: &Path, work: &Path, meta: &Value, http: &str) -> Value {
-    let grains = json!({"id": "m1", "os_family": "Debian", "os": "Debian", "kernel": "Linux", "osarch": "amd64", "cpuarch": "x86_64", "shell": "/bin/sh", "work": work.display().to_string(), "http": http});
+    let grains = json!({"id": "m1", "os_family": "Debian", "os": "Debian", "oscodename": "bookworm", "kernel": "Linux", "osarch": "amd64", "cpuarch": "x86_64", "shell": "/bin/sh", "work": work.display().to_string(), "http": http});
     let tree = Arc::new(Dir(case.join("")));
     let ctx = Context {
         grains: grains.clone(),

@@ -83,7 +83,7 @@ def main():
             file_roots={"base": [os.path.join(src, "base")]},
             pillar_roots={"base": [os.path.join(root, "no-pillar")]},
             id="m1",
-            grains={"id": "m1", "os_family": "Debian", "os": "Debian", "kernel": "Linux", "osarch": "amd64", "cpuarch": "x86_64", "shell": "/bin/sh", "work": work, "http": os.environ.get("BRINE_HTTP", "")},
+            grains={"id": "m1", "os_family": "Debian", "os": "Debian", "oscodename": "bookworm", "kernel": "Linux", "osarch": "amd64", "cpuarch": "x86_64", "shell": "/bin/sh", "work": work, "http": os.environ.get("BRINE_HTTP", "")},
             test=meta.get("test", False),
             failhard=meta.get("failhard", False),
         )

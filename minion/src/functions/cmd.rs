@@ -1380,7 +1380,7 @@ impl RunOutput {
         }
     }
 
-    fn into_map(self, hide_output: bool) -> Value {
+    pub(crate) fn into_map(self, hide_output: bool) -> Value {
         let (stdout, stderr) = if hide_output {
             (String::new(), String::new())
         } else {

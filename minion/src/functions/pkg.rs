@@ -14,6 +14,7 @@ use brine_state::pkgver::Scheme;
 
 mod files;
 mod hold;
+mod repo;
 
 /// Installed versions by package name.
 pub(crate) type PkgMap = BTreeMap<String, Vec<String>>;
@@ -285,6 +286,47 @@ super::spec_table! {
 
         salt '*' pkg.version_cmp '0.2.4-0ubuntu1' '0.2.4.1-0ubuntu1'
     "),
+    ListRepos => ("pkg.list_repos", "list_repos", [], 0, false, true,
+        "
+    The APT repositories of /etc/apt/sources.list and sources.list.d/*.list, by URI:
+    each with its file, comps, disabled, dist, type, uri, line, architectures and
+    signedby.
+
+    CLI Example:
+
+        salt '*' pkg.list_repos
+    "),
+    GetRepo => ("pkg.get_repo", "get_repo", ["repo"], 1, false, true,
+        "
+    The repository a complete definition names (same type, URI and distribution, one
+    of its components), {} when none. ppa:owner/name is expanded on Ubuntu.
+
+    CLI Example:
+
+        salt '*' pkg.get_repo 'deb http://deb.example.com/debian bookworm main'
+    "),
+    DelRepo => ("pkg.del_repo", "del_repo", ["repo"], 1, false, true,
+        "
+    Remove a repository (the definition's components from each matching line; a line
+    left without components goes, a sources.list.d file left empty is removed), then
+    refresh the package database.
+
+    CLI Example:
+
+        salt '*' pkg.del_repo 'deb http://deb.example.com/debian bookworm main'
+    "),
+    ModRepo => ("pkg.mod_repo", "mod_repo", ["repo", "saltenv", "aptkey"], 1, false, true,
+        "
+    Make or change a repository from its complete definition. Options: comps and
+    architectures (comma-separated), disabled or enabled, file, dist, comments,
+    consolidate (one line per repository, in sources.list), key_url (salt:// or a
+    path, added with apt-key, or with aptkey=False dearmored into the directory of the
+    signed-by keyring), key_text, keyid with keyserver, refresh (default True).
+
+    CLI Example:
+
+        salt '*' pkg.mod_repo 'deb http://deb.example.com/debian bookworm main' file=/etc/apt/sources.list.d/example.list refresh=False
+    "),
 }
 
 impl Fun {
@@ -414,6 +456,18 @@ impl Fun {
                 st.retcode = rc;
                 Ok(ret)
             }
+            Fun::ListRepos | Fun::GetRepo | Fun::DelRepo | Fun::ModRepo
+                if backend == Backend::Dnf =>
+            {
+                Err(FnError::Execution(format!(
+                    "{} manages APT's source lists; Brine does not manage yum repositories yet",
+                    self.spec().name
+                )))
+            }
+            Fun::ListRepos => repo::list_repos(),
+            Fun::GetRepo => repo::get_repo(ctx, b),
+            Fun::DelRepo => repo::del_repo(&pkg, b).await,
+            Fun::ModRepo => repo::mod_repo(&pkg, b).await,
             Fun::Hold | Fun::Unhold | Fun::GetSelections | Fun::SetSelections
                 if backend == Backend::Dnf =>
             {

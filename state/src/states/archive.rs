@@ -238,7 +238,7 @@ fn rm_rf(path: &str) -> std::io::Result<()> {
 
 /// The text of an execution function's error, as Salt's `exc.strerror`.
 fn strerror(e: &str) -> String {
-    e.strip_prefix("ERROR: ").unwrap_or(e).to_string()
+    super::exc_text(e).to_string()
 }
 
 /// Run another state function (Salt's `__states__`).

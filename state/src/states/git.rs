@@ -8,7 +8,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{ret, Accepts, Call, Spec};
+use super::{exc_text as strerror, ret, Accepts, Call, Spec};
 use crate::verify::py_text;
 use brine_protocol::payload::json_truthy;
 
@@ -209,11 +209,6 @@ fn strip_exc(err: &str) -> String {
         }
         _ => err.to_string(),
     }
-}
-
-/// The exception's own text, from the error text the minion gives a failed call.
-fn strerror(err: &str) -> &str {
-    err.strip_prefix("ERROR: ").unwrap_or(err)
 }
 
 fn short(sha: Option<&str>) -> Option<String> {

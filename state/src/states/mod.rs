@@ -21,6 +21,7 @@ pub mod host;
 pub mod ini;
 pub mod module;
 pub mod pkg;
+pub mod pkgrepo;
 pub mod salt;
 pub mod service;
 pub(crate) mod source_hash;
@@ -201,6 +202,23 @@ impl Call<'_> {
     }
 }
 
+/// Python's `str()` of the exception behind a failed execution call, from the error text the
+/// minion gives it (`ERROR: <message>`, `ERROR executing '<fun>': <message>`, an exception's
+/// line).
+pub fn exc_text(e: &str) -> &str {
+    if let Some(message) = e.strip_prefix("ERROR: ") {
+        return message;
+    }
+    if let Some((_, message)) = e
+        .strip_prefix("ERROR executing '")
+        .and_then(|rest| rest.split_once("': "))
+    {
+        return message;
+    }
+    e.strip_prefix("The minion function caused an exception: ")
+        .unwrap_or(e)
+}
+
 /// A state function's return: `name`, `changes`, `result`, `comment`.
 pub fn ret(
     name: &str,
@@ -283,6 +301,7 @@ const MODULES: &[(&str, &[Spec])] = &[
     ("alternatives", alternatives::FUNCTIONS),
     ("sysctl", sysctl::FUNCTIONS),
     ("ini", ini::FUNCTIONS),
+    ("pkgrepo", pkgrepo::FUNCTIONS),
 ];
 
 /// A module's initialiser.

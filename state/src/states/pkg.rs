@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
 
-use super::{ret, Accepts, Call, Spec};
+use super::{exc_text as error_text, ret, Accepts, Call, Spec};
 use crate::pkgver::{fulfills_all, Scheme};
 use crate::verify::py_text;
 
@@ -158,11 +158,6 @@ fn desired_text(name: &str, version: Option<&str>) -> String {
         Some(v) if v.starts_with(['<', '>', '=']) => format!("{name}{v}"),
         Some(v) => format!("{name}={v}"),
     }
-}
-
-/// The error text of a failed execution call, without Salt's `ERROR: ` prefix.
-fn error_text(e: &str) -> &str {
-    e.strip_prefix("ERROR: ").unwrap_or(e)
 }
 
 /// A `CommandExecutionError` with `info` as a state shows it: the text without the

@@ -56,7 +56,7 @@ fn ask(c: &Call, fun: &str, name: &str) -> Result<bool, String> {
     c.host
         .call(&format!("service.{fun}"), &[json!(name)], &Map::new())
         .map(|v| brine_protocol::payload::json_truthy(&v))
-        .map_err(|e| e.strip_prefix("ERROR: ").unwrap_or(&e).to_string())
+        .map_err(|e| super::exc_text(&e).to_string())
 }
 
 fn status(c: &Call, name: &str) -> Result<bool, String> {
@@ -67,7 +67,7 @@ fn status(c: &Call, name: &str) -> Result<bool, String> {
     c.host
         .call("service.status", &[json!(name)], &kw)
         .map(|v| brine_protocol::payload::json_truthy(&v))
-        .map_err(|e| e.strip_prefix("ERROR: ").unwrap_or(&e).to_string())
+        .map_err(|e| super::exc_text(&e).to_string())
 }
 
 /// `enable` as Salt reads it: a string is parsed for truth; absent is `None`.
