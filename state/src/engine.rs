@@ -15,7 +15,7 @@ use brine_protocol::target::fnmatch;
 use serde_json::{json, Map, Value};
 
 use crate::low::{self, tag, text, text_ref, Low};
-use crate::states::{self, Call, Host, Spec};
+use crate::states::{self, Accumulators, Call, Host, Spec};
 use crate::verify::py_text;
 use crate::High;
 
@@ -97,6 +97,8 @@ pub struct Runner<'a, 's> {
     /// Where parallel states' threads run: the run's results wait for all of them.
     scope: &'s Scope<'s, 'a>,
     store: &'a Store,
+    /// The run's file accumulators (`file.accumulated`).
+    accumulators: &'a Accumulators,
     procs: Vec<Proc<'s>>,
     opts: Options,
     chunks: Vec<Low>,
@@ -224,11 +226,13 @@ fn run_chunks(
         .filter_map(|(_, b)| b.get("__sls__").map(py_text))
         .collect();
     let store = Store::default();
+    let accumulators = Accumulators::default();
     std::thread::scope(|scope| {
         let mut runner = Runner {
             host,
             scope,
             store: &store,
+            accumulators: &accumulators,
             procs: Vec::new(),
             opts,
             chunks,
@@ -305,6 +309,7 @@ fn run_parallel(
     running: &Map<String, Value>,
     saltenv: &str,
     test: bool,
+    accumulators: &Accumulators,
 ) -> Map<String, Value> {
     let call = Call {
         low,
@@ -312,6 +317,7 @@ fn run_parallel(
         host,
         running,
         saltenv,
+        accumulators,
     };
     let started = Instant::now();
     let start = start_time();
@@ -776,6 +782,7 @@ impl<'a, 's> Runner<'a, 's> {
             host: self.host,
             running: &self.running,
             saltenv: "base",
+            accumulators: self.accumulators,
         };
         if init(&call) {
             self.mod_inited.insert(module);
@@ -1429,6 +1436,7 @@ impl<'a, 's> Runner<'a, 's> {
                     host: self.host,
                     running: &self.running,
                     saltenv: &saltenv,
+                    accumulators: self.accumulators,
                 };
                 ret = run_state(spec, &call);
             }
@@ -1468,13 +1476,14 @@ impl<'a, 's> Runner<'a, 's> {
         let name = low.get("name").cloned().unwrap_or(Value::Null);
         let child_tag = tag(low);
         let (host, store, test) = (self.host, self.store, self.opts.test);
+        let accumulators = self.accumulators;
         let chunk = low.clone();
         let running = self.running.clone();
         let stored_tag = child_tag.clone();
         let thread = std::thread::Builder::new()
             .name(format!("ParallelState({})", py_text(&name)).replace('\0', ""))
             .spawn_scoped(self.scope, move || {
-                let ret = run_parallel(spec, &chunk, host, &running, &saltenv, test);
+                let ret = run_parallel(spec, &chunk, host, &running, &saltenv, test, accumulators);
                 store
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)

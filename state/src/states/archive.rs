@@ -244,14 +244,7 @@ fn strerror(e: &str) -> String {
 /// Run another state function (Salt's `__states__`).
 fn sub_state(c: &Call, fun: &str, low: Map<String, Value>) -> Result<Map<String, Value>, String> {
     let spec = lookup(fun).ok_or_else(|| format!("no state function {fun}"))?;
-    let sub = Call {
-        low: &low,
-        test: c.test,
-        host: c.host,
-        running: c.running,
-        saltenv: c.saltenv,
-    };
-    (spec.run)(&sub)
+    (spec.run)(&c.with_low(&low))
 }
 
 /// An http(s) archive cached as Salt's `file.cached` state caches it for

@@ -159,6 +159,67 @@ pub fn read_local(source: &str) -> Result<Option<Vec<u8>>, String> {
     }
 }
 
+/// The text `file.accumulated` states gathered during a run (Salt's accumulators, which live
+/// as long as the run): by file, each accumulator's chunks and the states it was declared
+/// for (`require_in`/`watch_in`), in the order they came.
+#[derive(Debug, Default)]
+pub struct Accumulators(std::sync::Mutex<AccumulatorData>);
+
+/// The accumulators of the files: file → accumulator → chunks, and file → accumulator → the
+/// names its requisites give.
+#[derive(Debug, Default, Clone)]
+pub struct AccumulatorData {
+    pub text: Map<String, Value>,
+    pub deps: Map<String, Value>,
+}
+
+impl Accumulators {
+    /// The accumulators gathered so far.
+    pub fn get(&self) -> AccumulatorData {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Adds `chunks` not there yet to accumulator `name` of `file`, and `deps` to the names
+    /// it was declared for; whether a chunk was added.
+    pub fn charge(&self, file: &str, name: &str, deps: Vec<Value>, chunks: Vec<Value>) -> bool {
+        let mut data = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let entry = |m: &mut Map<String, Value>| -> Vec<Value> {
+            let accs = m
+                .entry(file.to_string())
+                .or_insert_with(|| Value::Object(Map::new()));
+            let list = accs.as_object_mut().map(|a| {
+                a.entry(name.to_string())
+                    .or_insert_with(|| Value::Array(Vec::new()))
+            });
+            list.and_then(|l| l.as_array().cloned()).unwrap_or_default()
+        };
+        let put = |m: &mut Map<String, Value>, list: Vec<Value>| {
+            if let Some(accs) = m.get_mut(file).and_then(Value::as_object_mut) {
+                accs.insert(name.to_string(), Value::Array(list));
+            }
+        };
+        let mut known = entry(&mut data.deps);
+        known.extend(deps);
+        put(&mut data.deps, known);
+        let mut list = entry(&mut data.text);
+        let mut added = false;
+        for chunk in chunks {
+            if !list.contains(&chunk) {
+                list.push(chunk);
+                added = true;
+            }
+        }
+        put(&mut data.text, list);
+        added
+    }
+}
+
 /// One state function being called.
 pub struct Call<'a> {
     /// The chunk: `name` and the function's arguments.
@@ -169,9 +230,27 @@ pub struct Call<'a> {
     /// The results so far (for `mod_watch`).
     pub running: &'a Map<String, Value>,
     pub saltenv: &'a str,
+    /// The run's file accumulators.
+    pub accumulators: &'a Accumulators,
 }
 
-impl Call<'_> {
+impl<'a> Call<'a> {
+    /// The same call for another chunk (a state function calling another one, Salt's
+    /// `__states__`).
+    pub fn with_low<'b>(&'b self, low: &'b Low) -> Call<'b>
+    where
+        'a: 'b,
+    {
+        Call {
+            low,
+            test: self.test,
+            host: self.host,
+            running: self.running,
+            saltenv: self.saltenv,
+            accumulators: self.accumulators,
+        }
+    }
+
     /// An argument of the state, `None` when absent or null.
     pub fn arg(&self, key: &str) -> Option<&Value> {
         self.low.get(key).filter(|v| !v.is_null())

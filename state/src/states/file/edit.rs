@@ -434,14 +434,7 @@ fn sub_call(
     low: &Map<String, Value>,
     run: fn(&Call) -> Result<Ret, String>,
 ) -> Result<Ret, String> {
-    let call = Call {
-        low,
-        test: c.test,
-        host: c.host,
-        running: c.running,
-        saltenv: c.saltenv,
-    };
-    run(&call)
+    run(&c.with_low(low))
 }
 
 /// What `file.append` and `file.prepend` do before reading the file: `makedirs: True` makes
@@ -907,6 +900,68 @@ pub(super) fn replace(c: &Call) -> Result<Ret, String> {
     Ok(edited(r, &result, c.test, "Changes would have been made"))
 }
 
+/// `file.accumulated`: `text` (a string, a mapping or a list of them) gathered under the
+/// accumulator `name` for `filename`, for the `file.managed` template (`accumulator`) or the
+/// `file.blockreplace` its `require_in`/`watch_in` name; an accumulator without such a
+/// requisite on a `file` state is an orphan, as in Salt.
+pub(super) fn accumulated(c: &Call) -> Result<Ret, String> {
+    let name = c.name();
+    let mut r = ret(&name, json!(true), "", json!({}));
+    if !c.arg("name").is_some_and(json_truthy) {
+        return error(r, "Must provide name to file.accumulated");
+    }
+    let Some(text) = c.arg("text") else {
+        set(&mut r, "result", json!(false));
+        set(&mut r, "comment", json!("No text supplied for accumulator"));
+        return Ok(r);
+    };
+    let as_list = |v: Option<&Value>| match v {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items.clone(),
+        Some(one) => vec![one.clone()],
+    };
+    let deps: Vec<Value> = [
+        as_list(c.low.get("require_in")),
+        as_list(c.low.get("watch_in")),
+    ]
+    .concat();
+    let on_file = deps.iter().any(|d| match d {
+        Value::Object(m) => m.contains_key("file"),
+        other => py_text(other).contains("file"),
+    });
+    if !on_file {
+        let field = |k: &str| c.low.get(k).map(py_text).unwrap_or_default();
+        set(&mut r, "result", json!(false));
+        let orphan = format!(
+            "Orphaned accumulator {name} in {}:{}",
+            field("__sls__"),
+            field("__id__")
+        );
+        set(&mut r, "comment", json!(orphan));
+        return Ok(r);
+    }
+    let names: Vec<Value> = deps
+        .iter()
+        .flat_map(|d| match d {
+            Value::Object(m) => m.values().cloned().collect::<Vec<_>>(),
+            other => py_text(other)
+                .chars()
+                .map(|ch| json!(ch.to_string()))
+                .collect(),
+        })
+        .collect();
+    let chunks = match text {
+        Value::Array(items) => items.clone(),
+        one => vec![one.clone()],
+    };
+    let filename = c.text("filename").unwrap_or_default();
+    if c.accumulators.charge(&filename, &name, names, chunks) {
+        let charged = format!("Accumulator {name} for file {filename} was charged by text");
+        set(&mut r, "comment", json!(charged));
+    }
+    Ok(r)
+}
+
 pub(super) fn blockreplace(c: &Call) -> Result<Ret, String> {
     let name = expanduser(&c.name());
     let r = ret(&name, json!(false), "", json!({}));
@@ -921,6 +976,35 @@ pub(super) fn blockreplace(c: &Call) -> Result<Ret, String> {
         return error(r, msg);
     }
     let mut content = arg_or(c, "content", json!(""));
+    // The file's accumulators: those declared for this state, else all of them.
+    let gathered = c.accumulators.get();
+    if let (Some(Value::Object(accs)), Value::String(text)) =
+        (gathered.text.get(&name), &mut content)
+    {
+        let id = c.low.get("__id__").cloned().unwrap_or(Value::Null);
+        let deps = gathered.deps.get(&name).and_then(Value::as_object);
+        let mut chosen: Vec<&String> = deps
+            .map(|d| {
+                d.iter()
+                    .filter(|(a, ids)| {
+                        ids.as_array().is_some_and(|i| i.contains(&id)) && accs.contains_key(*a)
+                    })
+                    .map(|(a, _)| a)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if chosen.is_empty() {
+            chosen = accs.keys().collect();
+        }
+        for acc in chosen {
+            for line in accs[acc].as_array().into_iter().flatten() {
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                text.push_str(&py_text(line));
+            }
+        }
+    }
     if !sources.is_empty() {
         let texts = match template_texts(c, &sources) {
             Ok(texts) => texts,

@@ -58,6 +58,12 @@ pub const FUNCTIONS: &[Spec] = &[
         run: missing,
     },
     Spec {
+        name: "accumulated",
+        required: &["name", "filename", "text"],
+        accepts: Accepts::Any,
+        run: edit::accumulated,
+    },
+    Spec {
         name: "touch",
         required: &["name"],
         accepts: Accepts::Only(&["name", "atime", "mtime", "makedirs"]),
@@ -616,7 +622,11 @@ fn source_bytes(c: &Call, name: &str, mode: Option<&str>) -> Result<Fetched, Str
             ));
         }
         let text = String::from_utf8_lossy(&bytes).into_owned();
-        let vars = template_vars(c, name, source, mode)?;
+        let mut vars = template_vars(c, name, source, mode)?;
+        // A source template also sees the file's accumulators (`file.accumulated`).
+        if let Some(accs) = c.accumulators.get().text.get(name) {
+            vars.insert("accumulator".into(), accs.clone());
+        }
         let rendered = c.host.render_template(&text, source, c.saltenv, vars)?;
         // A template's hash is the rendered file's own; what keep_source deletes is the
         // rendered file, not the cached source.

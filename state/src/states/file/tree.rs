@@ -159,14 +159,7 @@ fn sub_call(
         .iter()
         .map(|(k, v)| ((*k).to_string(), v.clone()))
         .collect();
-    let call = Call {
-        low: &low,
-        test: c.test,
-        host: c.host,
-        running: c.running,
-        saltenv: c.saltenv,
-    };
-    run(&call)
+    run(&c.with_low(&low))
 }
 
 fn opt(v: Option<&str>) -> Value {
