@@ -48,6 +48,12 @@ pub const FUNCTIONS: &[Spec] = &[
         accepts: Accepts::Any,
         run: unheld,
     },
+    Spec {
+        name: "uptodate",
+        required: &["name"],
+        accepts: Accepts::Any,
+        run: uptodate,
+    },
 ];
 
 /// Salt's `pkg.mod_init`: the first `installed` or `latest` of a run marks the package
@@ -181,6 +187,21 @@ fn without_changes(e: &str) -> String {
         return head.trim_end_matches(". ").trim_end().to_string();
     }
     format!("{head}Additional info follows:\n\n{}", kept.join("\n"))
+}
+
+/// A failed install or upgrade as Salt's states show it: with the error's info (Salt's
+/// `exc.info`), the packages that changed anyway and the text without its changes; else no
+/// changes and "An error was encountered while <doing>: <error>".
+fn failed_changes(c: &Call, before: &Installed, e: &str, doing: &str) -> (Value, String) {
+    let text = error_text(e);
+    if text.contains("Additional info follows:") {
+        let after = list_pkgs(c, &[]).unwrap_or_default();
+        return (changes_between(before, &after), without_changes(e));
+    }
+    (
+        json!({}),
+        format!("An error was encountered while {doing}: {text}"),
+    )
 }
 
 fn changes_between(old: &Installed, new: &Installed) -> Value {
@@ -559,16 +580,7 @@ fn installing(c: &Call) -> Result<Step, String> {
     let pkg_ret = match c.host.call("pkg.install", &[], &kw) {
         Ok(v) => v,
         Err(e) => {
-            let text = error_text(&e);
-            let (changes, comment) = if text.contains("Additional info follows:") {
-                let after = list_pkgs(c, &[]).unwrap_or_default();
-                (changes_between(&cur, &after), without_changes(&e))
-            } else {
-                (
-                    json!({}),
-                    format!("An error was encountered while installing package(s): {text}"),
-                )
-            };
+            let (changes, comment) = failed_changes(c, &cur, &e, "installing package(s)");
             return Ok(Step::Final(ret(&name, json!(false), comment, changes)));
         }
     };
@@ -1298,6 +1310,101 @@ fn unheld(c: &Call) -> Result<Map<String, Value>, String> {
         }
     }
     Ok(run.finish())
+}
+
+/// `pkg.uptodate`: the upgrades `pkg.list_upgrades` finds (those of `pkgs` when given)
+/// applied with `pkg.upgrade`, which upgrades every package as Salt's aptpkg does; under
+/// test=True the changes it would make.
+fn uptodate(c: &Call) -> Result<Map<String, Value>, String> {
+    let name = c.name();
+    let fail = |comment: String| Ok(ret(&name, json!(false), comment, json!({})));
+    let grain = |k: &str| c.host.grains().get(k).map(py_text).unwrap_or_default();
+    if c.low.contains_key("fromrepo") && grain("os") == "Gentoo" {
+        return fail("'fromrepo' argument not supported on this platform".into());
+    }
+    let refresh = match c.low.get("refresh") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return fail("refresh must be either True or False".into()),
+    };
+    let pkgs: Option<Vec<String>> = match c.low.get("pkgs") {
+        Some(Value::Array(items)) => Some(items.iter().map(py_text).collect()),
+        _ => None,
+    };
+    let kwargs: Map<String, Value> = c
+        .state_kwargs()
+        .into_iter()
+        .filter(|(k, _)| !["name", "refresh", "pkgs"].contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let mut list_kw = kwargs.clone();
+    list_kw.insert("refresh".into(), json!(refresh));
+    let upgrades = match c.host.call("pkg.list_upgrades", &[], &list_kw) {
+        Ok(Value::Object(m)) => m,
+        Ok(_) => Map::new(),
+        Err(e) => return fail(error_text(&e).to_string()),
+    };
+    let mut expected = Map::new();
+    for (pkg, version) in &upgrades {
+        if pkgs.as_ref().is_some_and(|p| !p.contains(pkg)) {
+            continue;
+        }
+        let old = match c.host.call("pkg.version", &[json!(pkg)], &kwargs) {
+            Ok(v) => v,
+            Err(e) => return fail(error_text(&e).to_string()),
+        };
+        expected.insert(pkg.clone(), json!({"new": version, "old": old}));
+    }
+    if expected.is_empty() {
+        return Ok(ret(
+            &name,
+            json!(true),
+            "System is already up-to-date",
+            json!({}),
+        ));
+    }
+    if c.test {
+        return Ok(ret(
+            &name,
+            Value::Null,
+            "System update will be performed",
+            Value::Object(expected),
+        ));
+    }
+    let before = list_pkgs(c, &[])?;
+    let mut upgrade_kw = kwargs;
+    upgrade_kw.insert("refresh".into(), json!(refresh));
+    upgrade_kw.insert(
+        "pkgs".into(),
+        pkgs.as_ref().map_or(Value::Null, |p| json!(p)),
+    );
+    let changes = match c.host.call("pkg.upgrade", &[], &upgrade_kw) {
+        Ok(v) => v,
+        Err(e) => {
+            let (changes, comment) = failed_changes(c, &before, &e, "updating packages");
+            return Ok(ret(&name, json!(false), comment, changes));
+        }
+    };
+    let missing: Vec<&String> = match &pkgs {
+        Some(_) => expected
+            .keys()
+            .filter(|k| changes.get(k.as_str()).is_none())
+            .collect(),
+        None => Vec::new(),
+    };
+    if missing.is_empty() {
+        return Ok(ret(&name, json!(true), "Upgrade ran successfully", changes));
+    }
+    let missing: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
+    Ok(ret(
+        &name,
+        json!(false),
+        format!(
+            "The following package(s) failed to update: {}",
+            missing.join(", ")
+        ),
+        changes,
+    ))
 }
 
 #[cfg(test)]

@@ -1,0 +1,3 @@
+# Under test=True only: what upgrading this machine would change.
+everything:
+  pkg.uptodate: []
