@@ -280,6 +280,17 @@ fn local_call(
     (o.status.code(), stdout(&o), err)
 }
 
+/// A private root with a quiet masterless minion configuration in `etc/minion`.
+fn quiet_masterless() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    write_file(
+        dir.path(),
+        "etc/minion",
+        &m1_config(dir.path(), "log_level: quiet\n"),
+    );
+    dir
+}
+
 /// Each call through `salt-call -c root --local --out json`: the call, its exit code and its
 /// output.
 fn json_calls(
@@ -1009,12 +1020,7 @@ fn apt_repos_answer_as_salts() {
     if !root || !std::path::Path::new(lists).is_dir() || !have_gpg {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    write_file(
-        dir.path(),
-        "etc/minion",
-        &m1_config(dir.path(), "log_level: quiet\n"),
-    );
+    let dir = quiet_masterless();
     // An armored public key of the test's own (made in a private keyring).
     let home = dir.path().join("gnupg");
     std::fs::create_dir(&home).unwrap();
@@ -1139,5 +1145,151 @@ fn apt_repos_answer_as_salts() {
         assert_eq!(g, w);
     }
     assert!(want.1.contains("keyring: Some("), "{}", want.1);
+    assert_eq!(got.1, want.1);
+}
+
+/// The `ssh` module's known_hosts functions on files of the test's own (no host is scanned):
+/// answers, exit codes, the files left and their modes compared with Salt's salt-call
+/// (hashed host names, salted at random, compared as `HASHED`).
+#[test]
+fn known_hosts_answer_as_salts() {
+    let Some((salt3007, _)) = brine_e2e::real::venvs() else {
+        return;
+    };
+    let have_keygen = std::process::Command::new("ssh-keygen")
+        .arg("-?")
+        .output()
+        .is_ok();
+    if !have_keygen {
+        return;
+    }
+    let dir = quiet_masterless();
+    let d = dir.path().display().to_string();
+    let (kh, sub) = (format!("{d}/kh"), format!("{d}/sshdir/kh"));
+    let k1 = "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl";
+    let k2 = "AAAAC3NzaC1lZDI1NTE5AAAAIBv1VQHQ7k7nVjzQ0yM8gQZbbD7b2cLkG1s8W5b9RdZm";
+    let (config, sub_config) = (format!("config={kh}"), format!("config={sub}"));
+    let (key1, key2) = (format!("key={k1}"), format!("key={k2}"));
+    let mut calls: Vec<Vec<&str>> = vec![
+        vec![
+            "ssh.get_known_host_entries",
+            "root",
+            "brine.example",
+            &config,
+        ],
+        vec![
+            "ssh.check_known_host",
+            "hostname=brine.example",
+            &key1,
+            &config,
+        ],
+        vec![
+            "ssh.check_known_host",
+            "hostname=brine.example",
+            &key2,
+            &config,
+        ],
+        vec!["ssh.check_known_host", "hostname=none.example", &config],
+    ];
+    for host in [
+        "hostname=brine.example",
+        "hostname=brine.example",
+        "hostname=n.example",
+    ] {
+        calls.push(vec![
+            "ssh.set_known_host",
+            host,
+            &key1,
+            "enc=ssh-ed25519",
+            &config,
+            "hash_known_hosts=False",
+        ]);
+    }
+    calls.extend([
+        vec![
+            "ssh.set_known_host",
+            "hostname=p.example",
+            &key1,
+            "enc=ssh-ed25519",
+            "port=2222",
+            &config,
+            "hash_known_hosts=False",
+        ],
+        vec![
+            "ssh.get_known_host_entries",
+            "root",
+            "p.example",
+            &config,
+            "port=2222",
+        ],
+        vec!["ssh.rm_known_host", "hostname=other.example", &config],
+        vec!["ssh.rm_known_host", "hostname=other.example", &config],
+        vec![
+            "ssh.set_known_host",
+            "hostname=h.example",
+            &key1,
+            "enc=ssh-ed25519",
+            &config,
+        ],
+        vec!["ssh.check_known_host", "hostname=h.example", &config],
+        vec![
+            "ssh.set_known_host",
+            "hostname=x.example",
+            "port=2222",
+            &config,
+        ],
+        vec![
+            "ssh.set_known_host",
+            "user=root",
+            "hostname=u.example",
+            &key1,
+            &sub_config,
+            "hash_known_hosts=False",
+        ],
+        vec!["ssh.hash_known_hosts", &config],
+        vec![
+            "ssh.rm_known_host",
+            "hostname=x.example",
+            "config=/nonexistent/kh",
+        ],
+        vec!["ssh.set_known_host"],
+        vec![
+            "ssh.get_known_host_entries",
+            "",
+            "brine.example",
+            "config=relative/kh",
+        ],
+    ]);
+    let hashed = regex::Regex::new(r"\|1\|[^ \x22]*").unwrap();
+    let run_all = |salt_call: &std::path::Path| {
+        let _ = std::fs::remove_dir_all(dir.path().join("sshdir"));
+        let _ = std::fs::remove_file(format!("{kh}.old"));
+        std::fs::write(
+            &kh,
+            format!("other.example ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAgQC7\nbrine.example ssh-ed25519 {k2}\n"),
+        )
+        .unwrap();
+        let answers: Vec<_> = json_calls(salt_call, &dir.path().join("etc"), &calls)
+            .into_iter()
+            .map(|(call, rc, out)| (call, rc, hashed.replace_all(&out, "HASHED").into_owned()))
+            .collect();
+        let mut files = String::new();
+        for path in [&kh, &format!("{kh}.old"), &sub] {
+            let mode = std::fs::metadata(path)
+                .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()));
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            files.push_str(&format!(
+                "{path} {mode:?}\n{}",
+                hashed.replace_all(&text, "HASHED")
+            ));
+        }
+        (answers, files)
+    };
+    let want = run_all(&salt3007.join("bin/salt-call"));
+    let got = run_all(&bin("salt-call"));
+    for (w, g) in want.0.iter().zip(&got.0) {
+        assert_eq!(g, w);
+    }
+    assert!(want.1.contains("u.example"), "{}", want.1);
     assert_eq!(got.1, want.1);
 }

@@ -3,9 +3,7 @@
 //! appended, a changed key's line replaced, a removed key's line dropped), with the host's
 //! and users' own key files. Salt's answers are texts (`new`, `replace`, `no change`, `fail`,
 //! `Key removed`...), which the `ssh_auth` state reads.
-//!
-//! Not here: the `known_hosts` functions (`set_known_host`, `recv_known_host_entries`...),
-//! which run `ssh-keygen` and `ssh-keyscan` against other machines.
+//! The `known_hosts` functions are in [`known_hosts`].
 
 use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt as _;
@@ -23,6 +21,8 @@ use brine_protocol::crypt::{hash_hex, HashType};
 use brine_protocol::payload::{get, map, py_truthy};
 use brine_protocol::pystr;
 use brine_protocol::pystr::split as py_split;
+
+mod known_hosts;
 
 /// The largest key file read (an `authorized_keys` file, a key `source`).
 const MAX_KEY_FILE: u64 = 16 * 1024 * 1024;
@@ -109,6 +109,55 @@ super::spec_table! {
 
         salt '*' ssh.user_keys
         salt '*' ssh.user_keys user=user1 prvfile=False
+    "),
+    GetKnownHostEntries => ("ssh.get_known_host_entries", "get_known_host_entries", ["user", "hostname", "config", "port", "fingerprint_hash_type"], 2, false, false, "
+    The entries of a host in a known_hosts file (ssh-keygen -F): hostname, key, enc and
+    fingerprint each; None when there are none. Without a user, config defaults to
+    /etc/ssh/ssh_known_hosts, with one to ~/.ssh/known_hosts.
+
+    CLI Example:
+
+        salt '*' ssh.get_known_host_entries root github.com
+    "),
+    RecvKnownHostEntries => ("ssh.recv_known_host_entries", "recv_known_host_entries", ["hostname", "enc", "port", "hash_known_hosts", "timeout", "fingerprint_hash_type"], 1, false, false, "
+    A host's keys as ssh-keyscan receives them (hashed host names unless
+    hash_known_hosts=False); None when it gives none.
+
+    CLI Example:
+
+        salt '*' ssh.recv_known_host_entries github.com enc=ssh-ed25519
+    "),
+    CheckKnownHost => ("ssh.check_known_host", "check_known_host", ["user", "hostname", "key", "fingerprint", "config", "port", "fingerprint_hash_type"], 0, false, false, "
+    Whether a host is in a known_hosts file: add (no entry), exists, or update (its
+    entries have neither the key nor the fingerprint given).
+
+    CLI Example:
+
+        salt '*' ssh.check_known_host root github.com key='AAAA...'
+    "),
+    RmKnownHost => ("ssh.rm_known_host", "rm_known_host", ["user", "hostname", "config", "port"], 0, false, false, "
+    Remove a host's entries from a known_hosts file (ssh-keygen -R).
+
+    CLI Example:
+
+        salt '*' ssh.rm_known_host root github.com
+    "),
+    SetKnownHost => ("ssh.set_known_host", "set_known_host", ["user", "hostname", "fingerprint", "key", "port", "enc", "config", "hash_known_hosts", "timeout", "fingerprint_hash_type"], 0, false, false, "
+    Make or replace a host's entry in a known_hosts file: from key and enc, else from
+    the keys ssh-keyscan receives (checked against fingerprint when given). Host names are
+    hashed unless hash_known_hosts=False.
+
+    CLI Example:
+
+        salt '*' ssh.set_known_host root github.com enc=ssh-ed25519 key='AAAA...'
+    "),
+    HashKnownHosts => ("ssh.hash_known_hosts", "hash_known_hosts", ["user", "config"], 0, false, false, "
+    Hash every host name of a known_hosts file (ssh-keygen -H; the old file is kept as
+    <file>.old).
+
+    CLI Example:
+
+        salt '*' ssh.hash_known_hosts root
     "),
     KeyIsEncrypted => ("ssh.key_is_encrypted", "key_is_encrypted", ["key"], 1, false, false, "
     Whether a private key file is encrypted with a passphrase.
@@ -200,6 +249,12 @@ impl Fun {
                 }))
             }
             Fun::UserKeys => user_keys(b),
+            Fun::GetKnownHostEntries => known_hosts::get_known_host_entries(b).await,
+            Fun::RecvKnownHostEntries => known_hosts::recv_known_host_entries(b).await,
+            Fun::CheckKnownHost => known_hosts::check_known_host(b).await,
+            Fun::RmKnownHost => known_hosts::rm_known_host(b).await,
+            Fun::SetKnownHost => known_hosts::set_known_host(b).await,
+            Fun::HashKnownHosts => known_hosts::hash_known_hosts(b).await,
             Fun::KeyIsEncrypted => {
                 let path = text("key", "");
                 let data = read_text(&path).map_err(|e| read_error(&e, &path))?;

@@ -26,6 +26,7 @@ pub mod salt;
 pub mod service;
 pub(crate) mod source_hash;
 pub mod ssh_auth;
+pub mod ssh_known_hosts;
 pub mod sysctl;
 pub mod test;
 pub mod user;
@@ -381,6 +382,7 @@ const MODULES: &[(&str, &[Spec])] = &[
     ("sysctl", sysctl::FUNCTIONS),
     ("ini", ini::FUNCTIONS),
     ("pkgrepo", pkgrepo::FUNCTIONS),
+    ("ssh_known_hosts", ssh_known_hosts::FUNCTIONS),
 ];
 
 /// A module's initialiser.
