@@ -25,7 +25,151 @@ pub const FUNCTIONS: &[Spec] = &[
         accepts: Accepts::Any,
         run: config_set,
     },
+    Spec {
+        name: "cloned",
+        required: &["name", "target"],
+        accepts: Accepts::Only(&[
+            "name",
+            "target",
+            "branch",
+            "user",
+            "password",
+            "identity",
+            "https_user",
+            "https_pass",
+            "output_encoding",
+        ]),
+        run: cloned,
+    },
 ];
+
+/// `git.cloned`: the repository cloned to `target` unless something is there already, and
+/// checked out to `branch` when one is given (a local branch made from `origin/<branch>`
+/// when there is none), as Salt's.
+fn cloned(c: &Call) -> Result<Map<String, Value>, String> {
+    let name = c.name();
+    let mut out = ret(&name, json!(false), "", json!({}));
+    let mut finish = |result: Value, comment: String, changes: Value| {
+        out.insert("result".into(), result);
+        out.insert("comment".into(), json!(comment));
+        if let Value::Object(m) = changes {
+            out.insert("changes".into(), Value::Object(m));
+        }
+        Ok(out.clone())
+    };
+    let target = match c.low.get("target") {
+        None | Some(Value::Null) => {
+            return finish(
+                json!(false),
+                "'target' argument is required".into(),
+                Value::Null,
+            )
+        }
+        Some(t) => py_text(t),
+    };
+    if !target.starts_with('/') {
+        return finish(
+            json!(false),
+            "'target' path must be absolute".into(),
+            Value::Null,
+        );
+    }
+    let branch = c.arg("branch").map(py_text);
+    if branch.as_deref() == Some("") {
+        return finish(
+            json!(false),
+            "Invalid 'branch' argument".into(),
+            Value::Null,
+        );
+    }
+    let mut kw = Map::new();
+    for key in ["user", "password", "output_encoding"] {
+        kw.insert(key.into(), c.low.get(key).cloned().unwrap_or(Value::Null));
+    }
+    let with_branch = branch
+        .as_ref()
+        .map_or(String::new(), |b| format!(" with branch '{b}'"));
+    let new = json!({"new": format!("{name} => {target}")});
+    if !std::path::Path::new(&target).exists() {
+        if c.test {
+            return finish(
+                Value::Null,
+                format!("{name} would be cloned to {target}{with_branch}"),
+                new,
+            );
+        }
+        let mut clone_kw = kw.clone();
+        for key in ["identity", "https_user", "https_pass"] {
+            clone_kw.insert(key.into(), c.low.get(key).cloned().unwrap_or(Value::Null));
+        }
+        clone_kw.insert(
+            "opts".into(),
+            branch
+                .as_ref()
+                .map_or(Value::Null, |b| json!(["--branch", b])),
+        );
+        if let Err(e) = c
+            .host
+            .call("git.clone", &[json!(target), json!(name)], &clone_kw)
+        {
+            return finish(
+                json!(false),
+                format!("Clone failed: {}", strip_exc(&e)),
+                Value::Null,
+            );
+        }
+        return finish(
+            json!(true),
+            format!("{name} cloned to {target}{with_branch}"),
+            new,
+        );
+    }
+    if let Err(e) = c.host.call("git.status", &[json!(target)], &kw) {
+        return finish(json!(false), strerror(&e).to_string(), Value::Null);
+    }
+    let already = |b: Option<&str>| {
+        let on = b.map_or(String::new(), |b| {
+            format!(" and is checked out to branch '{b}'")
+        });
+        format!("Repository already exists at {target}{on}")
+    };
+    let Some(branch) = branch else {
+        return finish(json!(true), already(None), Value::Null);
+    };
+    let current = c
+        .host
+        .call("git.current_branch", &[json!(target)], &kw)
+        .map_err(|e| strerror(&e).to_string())?;
+    if current.as_str() == Some(branch.as_str()) {
+        return finish(json!(true), already(Some(&branch)), Value::Null);
+    }
+    let moved = json!({"branch": {"old": current, "new": branch}});
+    if c.test {
+        return finish(
+            Value::Null,
+            format!("Branch would be changed to '{branch}'"),
+            moved,
+        );
+    }
+    let mut parse_kw = kw.clone();
+    parse_kw.insert("rev".into(), json!(branch));
+    parse_kw.insert("ignore_retcode".into(), json!(true));
+    let (rev, opts) = match c.host.call("git.rev_parse", &[json!(target)], &parse_kw) {
+        Ok(_) => (branch.clone(), Value::Null),
+        Err(_) => (format!("origin/{branch}"), json!(["-b", branch])),
+    };
+    let mut checkout_kw = kw;
+    checkout_kw.insert("rev".into(), json!(rev));
+    checkout_kw.insert("opts".into(), opts);
+    if let Err(e) = c.host.call("git.checkout", &[json!(target)], &checkout_kw) {
+        return finish(
+            json!(false),
+            format!("Failed to change branch to '{branch}': {}", strerror(&e)),
+            Value::Null,
+        );
+    }
+    finish(json!(true), format!("Branch changed to '{branch}'"), moved)
+}
 
 /// The parameters of Salt's `git.config_set` (`global` comes through its `**kwargs`).
 const CONFIG_SET_PARAMS: &[&str] = &[
