@@ -1,5 +1,5 @@
 //! The `service` state module: `service.running`, `service.dead`, `service.enabled`,
-//! `service.disabled` and the `mod_watch` that restarts or reloads a watched service,
+//! `service.disabled`, `service.masked`, `service.unmasked` and the `mod_watch` that restarts or reloads a watched service,
 //! through the minion's `service` execution module, with Salt's comments and changes.
 
 use serde_json::{json, Map, Value};
@@ -33,6 +33,18 @@ pub const FUNCTIONS: &[Spec] = &[
         run: disabled,
     },
     Spec {
+        name: "masked",
+        required: &["name"],
+        accepts: Accepts::Only(&["name", "runtime"]),
+        run: masked,
+    },
+    Spec {
+        name: "unmasked",
+        required: &["name"],
+        accepts: Accepts::Only(&["name", "runtime"]),
+        run: unmasked,
+    },
+    Spec {
         name: "mod_watch",
         required: &["name"],
         accepts: Accepts::Any,
@@ -49,6 +61,89 @@ fn base(name: &str) -> Ret {
     m.insert("result".into(), json!(true));
     m.insert("comment".into(), json!(""));
     m
+}
+
+fn masked(c: &Call) -> Result<Ret, String> {
+    mask(c, true)
+}
+
+fn unmasked(c: &Call) -> Result<Ret, String> {
+    mask(c, false)
+}
+
+/// `service.masked` (`want`) and `service.unmasked`: the unit masked or unmasked (for this
+/// boot only with `runtime`), checked again afterwards; a failure of the service module
+/// fails the state with its text.
+fn mask(c: &Call, want: bool) -> Result<Ret, String> {
+    let name = c.name();
+    let mut r = base(&name);
+    let runtime = c.flag("runtime", false);
+    let mask_type = if runtime { "runtime masked" } else { "masked" };
+    let (action, fun) = match (want, runtime) {
+        (true, _) => (mask_type, "mask"),
+        (false, true) => ("runtime unmasked", "unmask"),
+        (false, false) => ("unmasked", "unmask"),
+    };
+    let expected = json!({ mask_type: {"old": !want, "new": want} });
+    let is_masked = |c: &Call| -> Result<bool, String> {
+        c.host
+            .call(
+                "service.masked",
+                &[json!(name), json!(runtime)],
+                &Map::new(),
+            )
+            .map(|v| brine_protocol::payload::json_truthy(&v))
+            .map_err(|e| super::exc_text(&e).to_string())
+    };
+    let mut outcome = || -> Result<(), String> {
+        if is_masked(c)? == want {
+            let already = if want { "is already" } else { "was already" };
+            r.insert(
+                "comment".into(),
+                json!(format!("Service {name} {already} {action}")),
+            );
+            return Ok(());
+        }
+        if c.test {
+            r.insert("result".into(), Value::Null);
+            r.insert("changes".into(), expected.clone());
+            r.insert(
+                "comment".into(),
+                json!(format!("Service {name} would be {action}")),
+            );
+            return Ok(());
+        }
+        c.host
+            .call(
+                &format!("service.{fun}"),
+                &[json!(name), json!(runtime)],
+                &Map::new(),
+            )
+            .map_err(|e| super::exc_text(&e).to_string())?;
+        if is_masked(c)? == want {
+            r.insert("changes".into(), expected.clone());
+            r.insert(
+                "comment".into(),
+                json!(format!("Service {name} was {action}")),
+            );
+        } else {
+            r.insert(
+                "comment".into(),
+                json!(format!("Failed to {fun} service {name}")),
+            );
+        }
+        Ok(())
+    };
+    if let Err(e) = outcome() {
+        let comment = if e == "'service.masked' is not available." {
+            "Service masking not available on this minion".to_string()
+        } else {
+            e
+        };
+        r.insert("result".into(), json!(false));
+        r.insert("comment".into(), json!(comment));
+    }
+    Ok(r)
 }
 
 /// A service function returning a boolean; its error text stripped of `ERROR: `.
