@@ -1293,3 +1293,91 @@ fn known_hosts_answer_as_salts() {
     assert!(want.1.contains("u.example"), "{}", want.1);
     assert_eq!(got.1, want.1);
 }
+
+/// `timezone.*` and `file.sed` answers, exit codes and the files left compared with Salt's
+/// salt-call (`set_zone` sets the zone the machine has, which is put back afterwards).
+#[test]
+fn timezone_and_sed_answer_as_salts() {
+    let Some((salt3007, _)) = brine_e2e::real::venvs() else {
+        return;
+    };
+    let root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0;
+    let link = std::fs::read_link("/etc/localtime").ok();
+    let zone = link.as_ref().and_then(|l| {
+        l.to_str()?
+            .strip_prefix("/usr/share/zoneinfo/")
+            .map(str::to_string)
+    });
+    let (true, Some(link), Some(zone)) = (root, link, zone) else {
+        return;
+    };
+    let etc_timezone = std::fs::read("/etc/timezone").ok();
+    let dir = quiet_masterless();
+    let sedf = dir.path().join("sed.conf").display().to_string();
+    let calls: Vec<Vec<&str>> = vec![
+        vec!["timezone.get_zone"],
+        vec!["timezone.get_zonecode"],
+        vec!["timezone.get_offset"],
+        vec!["timezone.zone_compare", &zone],
+        vec!["timezone.zone_compare", "Europe/Berlin"],
+        vec!["timezone.get_hwclock"],
+        vec!["timezone.set_zone", "Nowhere/Zone"],
+        vec!["timezone.set_zone", &zone],
+        vec!["timezone.zone_compare", &zone],
+        vec!["file.sed", &sedf, "LogLevel warn", "LogLevel info"],
+        vec!["file.sed", &sedf, "x/y", "a'b", "limit=it"],
+        vec![
+            "file.sed",
+            &sedf,
+            "L.g",
+            "Z",
+            "escape_all=True",
+            "backup=False",
+        ],
+        vec![
+            "file.sed",
+            &sedf,
+            "(one|two)",
+            "[\\1]",
+            "negate_match=True",
+            "limit=keep",
+        ],
+        vec!["file.sed", "/nonexistent/file", "a", "b"],
+    ];
+    let run_all = |salt_call: &std::path::Path| {
+        std::fs::write(&sedf, "LogLevel warn\nx/y it's\nkeep one\ntwo\nL.g L.g\n").unwrap();
+        let _ = std::fs::remove_file(format!("{sedf}.bak"));
+        let pid = regex::Regex::new(r#""pid": \d+"#).unwrap();
+        let answers: Vec<_> = json_calls(salt_call, &dir.path().join("etc"), &calls)
+            .into_iter()
+            .map(|(call, rc, out)| (call, rc, pid.replace_all(&out, "PID").into_owned()))
+            .collect();
+        let files = format!(
+            "{:?} {:?} {:?} {:?}",
+            std::fs::read_to_string(&sedf).ok(),
+            std::fs::read_to_string(format!("{sedf}.bak")).ok(),
+            std::fs::read_link("/etc/localtime").ok(),
+            std::fs::read("/etc/timezone").ok(),
+        );
+        (answers, files)
+    };
+    let want = run_all(&salt3007.join("bin/salt-call"));
+    let got = run_all(&bin("salt-call"));
+    let _ = std::fs::remove_file("/etc/localtime");
+    std::os::unix::fs::symlink(&link, "/etc/localtime").unwrap();
+    match &etc_timezone {
+        Some(text) => std::fs::write("/etc/timezone", text).unwrap(),
+        None => {
+            let _ = std::fs::remove_file("/etc/timezone");
+        }
+    }
+    for (w, g) in want.0.iter().zip(&got.0) {
+        // Passed-invalid-argument answers print the function's documentation, Brine's own.
+        if w.2.contains("Passed invalid arguments") {
+            assert_eq!((&g.1, g.2.lines().next()), (&w.1, w.2.lines().next()));
+            continue;
+        }
+        assert_eq!(g, w);
+    }
+    assert_eq!(got.1, want.1);
+}

@@ -619,6 +619,7 @@ modules! {
     Ssh => ssh,
     Alternatives => alternatives,
     Ini => ini,
+    Timezone => timezone,
 }
 
 impl Function {

@@ -29,6 +29,7 @@ pub mod ssh_auth;
 pub mod ssh_known_hosts;
 pub mod sysctl;
 pub mod test;
+pub mod timezone;
 pub mod user;
 
 /// What a state run acts through: execution functions, the file server, the templates.
@@ -383,6 +384,7 @@ const MODULES: &[(&str, &[Spec])] = &[
     ("ini", ini::FUNCTIONS),
     ("pkgrepo", pkgrepo::FUNCTIONS),
     ("ssh_known_hosts", ssh_known_hosts::FUNCTIONS),
+    ("timezone", timezone::FUNCTIONS),
 ];
 
 /// A module's initialiser.
@@ -446,5 +448,97 @@ mod tests {
         }
         assert_eq!(super::read_local("file:///nonexistent/brine"), Ok(None));
         assert_eq!(super::read_local("/nonexistent/brine"), Ok(None));
+    }
+}
+
+/// A host whose execution functions are a script: for tests of state modules whose real
+/// functions this machine cannot run (systemd's, the hardware clock's).
+#[cfg(test)]
+pub(crate) mod scripted {
+    use std::path::PathBuf;
+    use std::sync::Mutex;
+
+    use serde_json::{json, Map, Value};
+
+    use super::{Accumulators, Call, Host, MasterList, Params};
+    use crate::low::Low;
+
+    /// Answers `fun(args)` calls from `answer`, and keeps the calls made.
+    pub(crate) struct Scripted<F: Fn(&str, &[Value]) -> Result<Value, String> + Sync> {
+        pub answer: F,
+        pub calls: Mutex<Vec<String>>,
+        grains: Value,
+    }
+
+    impl<F: Fn(&str, &[Value]) -> Result<Value, String> + Sync> Scripted<F> {
+        pub(crate) fn new(answer: F) -> Self {
+            Scripted {
+                answer,
+                calls: Mutex::default(),
+                grains: json!({"id": "m1", "os_family": "Debian"}),
+            }
+        }
+
+        /// Runs the state function `run` on `low` (with `test`), its return.
+        pub(crate) fn run(
+            &self,
+            run: fn(&Call) -> Result<Map<String, Value>, String>,
+            low: Value,
+            test: bool,
+        ) -> Result<Map<String, Value>, String> {
+            let low: Low = low.as_object().cloned().unwrap_or_default();
+            let (running, accumulators) = (Map::new(), Accumulators::default());
+            run(&Call {
+                low: &low,
+                test,
+                host: self,
+                running: &running,
+                saltenv: "base",
+                accumulators: &accumulators,
+            })
+        }
+    }
+
+    impl<F: Fn(&str, &[Value]) -> Result<Value, String> + Sync> Host for Scripted<F> {
+        fn call(
+            &self,
+            fun: &str,
+            args: &[Value],
+            _kw: &Map<String, Value>,
+        ) -> Result<Value, String> {
+            self.calls
+                .lock()
+                .unwrap()
+                .push(format!("{fun}{}", Value::Array(args.to_vec())));
+            (self.answer)(fun, args)
+        }
+        fn grains(&self) -> &Value {
+            &self.grains
+        }
+        fn pillar(&self) -> &Value {
+            &Value::Null
+        }
+        fn fetch(&self, _: &str, _: &str) -> Result<Option<Vec<u8>>, String> {
+            Ok(None)
+        }
+        fn render_template(
+            &self,
+            _: &str,
+            _: &str,
+            _: &str,
+            _: Map<String, Value>,
+        ) -> Result<String, String> {
+            Err("no templates here".into())
+        }
+        fn cachedir(&self) -> PathBuf {
+            PathBuf::from("/nonexistent")
+        }
+        fn params(&self, _: &str) -> Option<Params> {
+            None
+        }
+        fn list_master(&self, _: &str, _: &str) -> Result<MasterList, String> {
+            Ok(MasterList::default())
+        }
+        fn fire_event(&self, _: &str, _: Value, _: &str) {}
     }
 }

@@ -566,3 +566,65 @@ fn mod_watch(c: &Call) -> Result<Ret, String> {
     );
     Ok(ret)
 }
+
+#[cfg(test)]
+mod mask_tests {
+    use super::*;
+    use crate::states::scripted::Scripted;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// A unit masked or not, whose mask changes take when `takes`.
+    fn unit(
+        masked: bool,
+        takes: bool,
+    ) -> Scripted<impl Fn(&str, &[Value]) -> Result<Value, String> + Sync> {
+        let state = AtomicBool::new(masked);
+        Scripted::new(move |fun, _args| match fun {
+            "service.masked" => Ok(json!(state.load(Ordering::SeqCst))),
+            "service.mask" | "service.unmask" => {
+                if takes {
+                    state.store(fun == "service.mask", Ordering::SeqCst);
+                }
+                Ok(json!(true))
+            }
+            other => Err(format!("'{other}' is not available.")),
+        })
+    }
+
+    #[test]
+    fn units_are_masked_and_unmasked_as_salt_does() {
+        let host = unit(false, true);
+        let r = host.run(masked, json!({"name": "x"}), false).unwrap();
+        assert_eq!(r["comment"], json!("Service x was masked"));
+        assert_eq!(r["changes"], json!({"masked": {"old": false, "new": true}}));
+        let r = host.run(masked, json!({"name": "x"}), false).unwrap();
+        assert_eq!(r["comment"], json!("Service x is already masked"));
+        let r = host
+            .run(unmasked, json!({"name": "x", "runtime": true}), true)
+            .unwrap();
+        assert_eq!(r["result"], Value::Null);
+        assert_eq!(r["comment"], json!("Service x would be runtime unmasked"));
+        assert_eq!(
+            r["changes"],
+            json!({"runtime masked": {"old": true, "new": false}})
+        );
+        let r = host.run(unmasked, json!({"name": "x"}), false).unwrap();
+        assert_eq!(r["comment"], json!("Service x was unmasked"));
+        let r = host.run(unmasked, json!({"name": "x"}), false).unwrap();
+        assert_eq!(r["comment"], json!("Service x was already unmasked"));
+
+        let stuck = unit(false, false);
+        let r = stuck.run(masked, json!({"name": "x"}), false).unwrap();
+        assert_eq!(
+            (&r["result"], &r["comment"]),
+            (&json!(true), &json!("Failed to mask service x"))
+        );
+        let none =
+            Scripted::new(|fun: &str, _: &[Value]| Err(format!("'{fun}' is not available.")));
+        let r = none.run(masked, json!({"name": "x"}), false).unwrap();
+        assert_eq!(
+            r["comment"],
+            json!("Service masking not available on this minion")
+        );
+    }
+}
