@@ -280,6 +280,19 @@ fn local_call(
     (o.status.code(), stdout(&o), err)
 }
 
+/// Brine's answers are Salt's, call by call; an answer refusing the arguments prints the
+/// function's documentation (Brine's own), so only its first line and exit code count.
+fn same_answers(want: &[(String, Option<i32>, String)], got: &[(String, Option<i32>, String)]) {
+    assert_eq!(want.len(), got.len());
+    for (w, g) in want.iter().zip(got) {
+        if w.2.contains("Passed invalid arguments") {
+            assert_eq!((&g.1, g.2.lines().next()), (&w.1, w.2.lines().next()));
+            continue;
+        }
+        assert_eq!(g, w);
+    }
+}
+
 /// A private root with a quiet masterless minion configuration in `etc/minion`.
 fn quiet_masterless() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -1371,13 +1384,94 @@ fn timezone_and_sed_answer_as_salts() {
             let _ = std::fs::remove_file("/etc/timezone");
         }
     }
-    for (w, g) in want.0.iter().zip(&got.0) {
-        // Passed-invalid-argument answers print the function's documentation, Brine's own.
-        if w.2.contains("Passed invalid arguments") {
-            assert_eq!((&g.1, g.2.lines().next()), (&w.1, w.2.lines().next()));
-            continue;
-        }
-        assert_eq!(g, w);
-    }
+    same_answers(&want.0, &got.0);
+    assert_eq!(got.1, want.1);
+}
+
+/// `mount.fstab`, `set_fstab`, `rm_fstab` and `mount.mount` on an fstab of the test's own:
+/// answers, exit codes and the file left compared with Salt's salt-call (the one mount asked
+/// for is of a mount point no fstab has, which mount refuses).
+#[test]
+fn fstab_answers_as_salts() {
+    let Some((salt3007, _)) = brine_e2e::real::venvs() else {
+        return;
+    };
+    let dir = quiet_masterless();
+    let f = dir.path().join("fstab").display().to_string();
+    let config = format!("config={f}");
+    let calls: Vec<Vec<&str>> = vec![
+        vec!["mount.fstab", &config],
+        vec!["mount.fstab", "config=/nonexistent/fstab"],
+        vec![
+            "mount.set_fstab",
+            "/data",
+            "/dev/sdb1",
+            "ext4",
+            "opts=noatime,defaults",
+            "pass_num=2",
+            &config,
+        ],
+        vec![
+            "mount.set_fstab",
+            "/data",
+            "/dev/sdb1",
+            "ext4",
+            &config,
+            "test=True",
+        ],
+        vec!["mount.set_fstab", "/data", "/dev/sdb1", "ext4", &config],
+        vec![
+            "mount.set_fstab",
+            "/srv/my data",
+            "/dev/sdq1",
+            "ext4",
+            &config,
+        ],
+        vec![
+            "mount.set_fstab",
+            "/x",
+            "/dev/sdx1",
+            "xfs",
+            &config,
+            "match_on=[name, fstype]",
+        ],
+        vec![
+            "mount.set_fstab",
+            "/x",
+            "/dev/sdx1",
+            "xfs",
+            &config,
+            "match_on=5",
+        ],
+        vec![
+            "mount.set_fstab",
+            "/x",
+            "/dev/sdx1",
+            "xfs",
+            "config=/nonexistent/fstab",
+        ],
+        vec!["mount.rm_fstab", "/old", "/dev/sdc1", &config],
+        vec!["mount.rm_fstab", "/nothing", "/dev/sdz9", &config],
+        vec![
+            "mount.rm_fstab",
+            "/x",
+            "/dev/x",
+            "config=/nonexistent/fstab",
+        ],
+        vec!["mount.fstab", &config],
+        vec!["mount.mount", "/brine/test/nowhere"],
+    ];
+    let run_all = |salt_call: &std::path::Path| {
+        std::fs::write(
+            &f,
+            "# static\nUUID=1111\t/\text4\terrors=remount-ro\t0 1\n/dev/sdb1 /data ext4 defaults,noatime 0 2\n/dev/sdc1 /old xfs defaults\n/dev/sdc1 /old xfs defaults\nbroken line\n",
+        )
+        .unwrap();
+        let answers = json_calls(salt_call, &dir.path().join("etc"), &calls);
+        (answers, std::fs::read_to_string(&f).unwrap())
+    };
+    let want = run_all(&salt3007.join("bin/salt-call"));
+    let got = run_all(&bin("salt-call"));
+    same_answers(&want.0, &got.0);
     assert_eq!(got.1, want.1);
 }

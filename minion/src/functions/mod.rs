@@ -620,6 +620,7 @@ modules! {
     Alternatives => alternatives,
     Ini => ini,
     Timezone => timezone,
+    Mount => mount,
 }
 
 impl Function {

@@ -391,7 +391,7 @@ mod tests {
                 "test.succeed_without_changes"
             ]
         );
-        let r = call(&ctx(), "sys.list_state_modules", &[s("t*")]).await;
+        let r = call(&ctx(), "sys.list_state_modules", &[s("te*")]).await;
         assert_eq!(names(&r.ret), ["test"]);
         let r = call(&ctx(), "sys.list_state_modules", &[s("file"), s("nope")]).await;
         assert_eq!(names(&r.ret), ["file"]);

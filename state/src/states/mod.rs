@@ -20,6 +20,7 @@ pub mod group;
 pub mod host;
 pub mod ini;
 pub mod module;
+pub mod mount;
 pub mod pkg;
 pub mod pkgrepo;
 pub mod salt;
@@ -385,6 +386,7 @@ const MODULES: &[(&str, &[Spec])] = &[
     ("pkgrepo", pkgrepo::FUNCTIONS),
     ("ssh_known_hosts", ssh_known_hosts::FUNCTIONS),
     ("timezone", timezone::FUNCTIONS),
+    ("mount", mount::FUNCTIONS),
 ];
 
 /// A module's initialiser.
