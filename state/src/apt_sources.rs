@@ -75,7 +75,7 @@ fn line_opts(line: &str) -> (Vec<Opt>, Vec<String>) {
             value,
         };
         match opts.iter_mut().find(|o| o.key == opt.key) {
-            Some(o) => *o = Opt { ..opt },
+            Some(o) => *o = opt,
             None => opts.push(opt),
         }
     }

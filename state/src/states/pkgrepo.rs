@@ -90,8 +90,9 @@ fn expand(c: &Call, repo: &str, kw: &Map<String, Value>, disabled: bool) -> Repo
     )
 }
 
-/// Salt's comparison of the wanted repository with the one found: the first field that
-/// differs (`None` when none does).
+/// Salt's comparison of the wanted repository with the one found: whether a field differs
+/// (components as sorted lists, the line with its components sorted and its comment, the
+/// architectures as sets, the rest as Python's `str()`).
 fn differs(c: &Call, want: &[(&str, Value)], pre: &Map<String, Value>) -> bool {
     let texts = |v: Option<&Value>| -> Vec<String> {
         match v {

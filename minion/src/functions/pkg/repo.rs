@@ -146,15 +146,14 @@ fn py_path(p: &str) -> String {
 
 /// The last part of a path.
 fn file_name(p: &str) -> &str {
-    p.rsplit('/').next().unwrap_or(p)
+    brine_protocol::posixpath::basename(p)
 }
 
-/// The directory part of a path (`.` for a bare name).
+/// The directory part of a path as `pathlib` gives it (`.` for a bare name).
 fn parent(p: &str) -> String {
-    match p.rsplit_once('/') {
-        Some(("", _)) => "/".into(),
-        Some((dir, _)) => dir.into(),
-        None => ".".into(),
+    match brine_protocol::posixpath::dirname(p) {
+        d if d.is_empty() => ".".into(),
+        d => d,
     }
 }
 
