@@ -1475,3 +1475,28 @@ fn fstab_answers_as_salts() {
     same_answers(&want.0, &got.0);
     assert_eq!(got.1, want.1);
 }
+
+/// `locale.*` answers that change nothing compared with Salt's salt-call (generating and
+/// setting locales is compared through the states in `state/tests/run_cases/locales`).
+#[test]
+fn locale_answers_as_salts() {
+    let Some((salt3007, _)) = brine_e2e::real::venvs() else {
+        return;
+    };
+    let dir = quiet_masterless();
+    let calls: Vec<Vec<&str>> = vec![
+        vec!["locale.list_avail"],
+        vec!["locale.avail", "C.UTF-8"],
+        vec!["locale.avail", "c.utf8"],
+        vec!["locale.avail", "xx_YY.UTF-8"],
+        vec!["locale.get_locale"],
+        vec!["locale.gen_locale", "xx_YY.UTF-8"],
+    ];
+    let want = json_calls(
+        &salt3007.join("bin/salt-call"),
+        &dir.path().join("etc"),
+        &calls,
+    );
+    let got = json_calls(&bin("salt-call"), &dir.path().join("etc"), &calls);
+    same_answers(&want, &got);
+}

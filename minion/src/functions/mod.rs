@@ -621,6 +621,7 @@ modules! {
     Ini => ini,
     Timezone => timezone,
     Mount => mount,
+    Locale => locale,
 }
 
 impl Function {
@@ -638,6 +639,7 @@ const PROVIDER_FILES: &[(&str, &str)] = &[
     ("group", "groupadd"),
     ("sysctl", "linux_sysctl"),
     ("ini", "ini_manage"),
+    ("locale", "localemod"),
 ];
 
 /// The provider of `module`, or `None` when this minion has no such module. `pkg` and
@@ -720,6 +722,23 @@ pub(crate) fn call_boxed<'a>(
     args: Vec<Value>,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = CallResult> + Send + 'a>> {
     Box::pin(async move { call(ctx, fun, &args).await })
+}
+
+/// Another function of this minion called with keyword arguments only (a positional text
+/// with `=` in it would be read as a keyword, as on the command line): its answer, or its
+/// error text as a `CommandExecutionError`.
+pub(crate) async fn call_kwargs(
+    ctx: &Context,
+    fun: &str,
+    kwargs: &[(&str, Value)],
+) -> Result<Value, FnError> {
+    let mut map = vec![(Value::from("__kwarg__"), Value::Boolean(true))];
+    map.extend(kwargs.iter().map(|(k, v)| (Value::from(*k), v.clone())));
+    let got = call_boxed(ctx, fun, vec![Value::Map(map)]).await;
+    if got.retcode != 0 {
+        return Err(FnError::Execution(args::py_str(&got.ret)));
+    }
+    Ok(got.ret)
 }
 
 /// Run one function the way a Salt minion does (see the module docs).

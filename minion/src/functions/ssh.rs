@@ -280,7 +280,13 @@ fn no_keys(source: &str) -> String {
 async fn cache(ctx: &Context, b: &Bound) -> Result<Option<String>, FnError> {
     let source = b.get("source").cloned().unwrap_or(Value::Nil);
     let saltenv = b.get("saltenv").cloned().unwrap_or(Value::from("base"));
-    let got = super::call_boxed(ctx, "cp.cache_file", vec![source, saltenv]).await;
+    // As keywords: a source with `=` in it would be read as one.
+    let kwargs = map([
+        ("__kwarg__", Value::Boolean(true)),
+        ("path", source),
+        ("saltenv", saltenv),
+    ]);
+    let got = super::call_boxed(ctx, "cp.cache_file", vec![kwargs]).await;
     if got.retcode != 0 && !matches!(got.ret, Value::Boolean(false)) {
         return Err(FnError::Execution(py_str(&got.ret)));
     }

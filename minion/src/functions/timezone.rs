@@ -9,7 +9,7 @@ use rmpv::Value;
 
 use super::args::{py_str, Bound, Signature};
 use super::cmd::{run_argv, which};
-use super::{call_boxed, CallState, Context, FnError, Spec};
+use super::{call_kwargs, CallState, Context, FnError, Spec};
 use brine_protocol::payload::get_str;
 
 /// Where the zone files are.
@@ -248,16 +248,12 @@ async fn get_zone(ctx: &Context, family: &str) -> Result<String, FnError> {
 
 /// `file.sed` of one file, as Salt's timezone module calls it.
 async fn sed(ctx: &Context, path: &str, before: &str, after: &str) -> Result<(), FnError> {
-    let got = call_boxed(
-        ctx,
-        "file.sed",
-        vec![Value::from(path), Value::from(before), Value::from(after)],
-    )
-    .await;
-    if got.retcode != 0 {
-        return Err(FnError::Execution(py_str(&got.ret)));
-    }
-    Ok(())
+    let kwargs = [
+        ("path", Value::from(path)),
+        ("before", Value::from(before)),
+        ("after", Value::from(after)),
+    ];
+    call_kwargs(ctx, "file.sed", &kwargs).await.map(|_| ())
 }
 
 /// `/etc/localtime` made a link to `zonepath`.

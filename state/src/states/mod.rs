@@ -19,6 +19,7 @@ pub mod grains;
 pub mod group;
 pub mod host;
 pub mod ini;
+pub mod locale;
 pub mod module;
 pub mod mount;
 pub mod pkg;
@@ -387,6 +388,7 @@ const MODULES: &[(&str, &[Spec])] = &[
     ("ssh_known_hosts", ssh_known_hosts::FUNCTIONS),
     ("timezone", timezone::FUNCTIONS),
     ("mount", mount::FUNCTIONS),
+    ("locale", locale::FUNCTIONS),
 ];
 
 /// A module's initialiser.
