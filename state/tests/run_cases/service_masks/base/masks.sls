@@ -1,5 +1,6 @@
 # A unit of the test's own: masked, masked for this boot, unmasked again (where systemd does
-# not run, systemctl refuses each query, and so do Salt's states).
+# not run, systemctl masks the unit but refuses to query it afterwards, and Salt's states
+# fail on that refusal).
 mask:
   service.masked:
     - name: brine-test-masks
