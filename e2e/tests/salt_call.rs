@@ -293,6 +293,11 @@ fn same_answers(want: &[(String, Option<i32>, String)], got: &[(String, Option<i
     }
 }
 
+/// Whether the tests run as root (`/proc/self` is owned by the euid).
+fn is_root() -> bool {
+    std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0
+}
+
 /// A private root with a quiet masterless minion configuration in `etc/minion`.
 fn quiet_masterless() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -890,8 +895,8 @@ fn alternatives_answer_as_salts() {
     let Some((salt3007, _)) = brine_e2e::real::venvs() else {
         return;
     };
-    // Changing the system's alternatives needs root (`/proc/self` is owned by the euid).
-    let root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0;
+    // Changing the system's alternatives needs root.
+    let root = is_root();
     if !root || !std::path::Path::new("/etc/alternatives").is_dir() {
         return;
     }
@@ -1024,7 +1029,7 @@ fn apt_repos_answer_as_salts() {
     let Some((salt3007, _)) = brine_e2e::real::venvs() else {
         return;
     };
-    let root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0;
+    let root = is_root();
     let (lists, keyrings) = ("/etc/apt/sources.list.d", "/etc/apt/keyrings");
     let have_gpg = std::process::Command::new("gpg")
         .arg("--version")
@@ -1154,9 +1159,7 @@ fn apt_repos_answer_as_salts() {
     if made_keyrings {
         let _ = std::fs::remove_dir(keyrings);
     }
-    for (w, g) in want.0.iter().zip(&got.0) {
-        assert_eq!(g, w);
-    }
+    same_answers(&want.0, &got.0);
     assert!(want.1.contains("keyring: Some("), "{}", want.1);
     assert_eq!(got.1, want.1);
 }
@@ -1300,9 +1303,7 @@ fn known_hosts_answer_as_salts() {
     };
     let want = run_all(&salt3007.join("bin/salt-call"));
     let got = run_all(&bin("salt-call"));
-    for (w, g) in want.0.iter().zip(&got.0) {
-        assert_eq!(g, w);
-    }
+    same_answers(&want.0, &got.0);
     assert!(want.1.contains("u.example"), "{}", want.1);
     assert_eq!(got.1, want.1);
 }
@@ -1314,7 +1315,7 @@ fn timezone_and_sed_answer_as_salts() {
     let Some((salt3007, _)) = brine_e2e::real::venvs() else {
         return;
     };
-    let root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0;
+    let root = is_root();
     let link = std::fs::read_link("/etc/localtime").ok();
     let zone = link.as_ref().and_then(|l| {
         l.to_str()?

@@ -741,6 +741,26 @@ pub(crate) async fn call_kwargs(
     Ok(got.ret)
 }
 
+/// `cp.cache_file` of `source` in `saltenv` as another function calls it: the cached path,
+/// `None` when there is no such file (its answer `False`), its error text otherwise.
+pub(crate) async fn cache_file(
+    ctx: &Context,
+    source: Value,
+    saltenv: Value,
+) -> Result<Option<String>, FnError> {
+    // As keywords: a source with `=` in it would be read as one.
+    let kwargs = vec![
+        (Value::from("__kwarg__"), Value::Boolean(true)),
+        (Value::from("path"), source),
+        (Value::from("saltenv"), saltenv),
+    ];
+    let got = call_boxed(ctx, "cp.cache_file", vec![Value::Map(kwargs)]).await;
+    if got.retcode != 0 && !matches!(got.ret, Value::Boolean(false)) {
+        return Err(FnError::Execution(args::py_str(&got.ret)));
+    }
+    Ok(Some(args::py_str(&got.ret)).filter(|_| brine_protocol::payload::py_truthy(&got.ret)))
+}
+
 /// Run one function the way a Salt minion does (see the module docs).
 pub async fn call(ctx: &Context, fun: &str, arg: &[Value]) -> CallResult {
     let missing = format!("'{fun}' is not available.");

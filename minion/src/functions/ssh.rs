@@ -280,19 +280,8 @@ fn no_keys(source: &str) -> String {
 async fn cache(ctx: &Context, b: &Bound) -> Result<Option<String>, FnError> {
     let source = b.get("source").cloned().unwrap_or(Value::Nil);
     let saltenv = b.get("saltenv").cloned().unwrap_or(Value::from("base"));
-    // As keywords: a source with `=` in it would be read as one.
-    let kwargs = map([
-        ("__kwarg__", Value::Boolean(true)),
-        ("path", source),
-        ("saltenv", saltenv),
-    ]);
-    let got = super::call_boxed(ctx, "cp.cache_file", vec![kwargs]).await;
-    if got.retcode != 0 && !matches!(got.ret, Value::Boolean(false)) {
-        return Err(FnError::Execution(py_str(&got.ret)));
-    }
-    Ok(Some(py_str(&got.ret))
-        .filter(|_| py_truthy(&got.ret))
-        .filter(|p| Path::new(p).is_file()))
+    let cached = super::cache_file(ctx, source, saltenv).await?;
+    Ok(cached.filter(|p| Path::new(p).is_file()))
 }
 
 /// A Python list argument as texts (a text is a list of its characters, as `",".join`

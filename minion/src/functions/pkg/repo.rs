@@ -159,17 +159,7 @@ fn parent(p: &str) -> String {
 
 /// `cp.cache_file` of a key's source: the cached path, `None` when there is no such file.
 async fn cache_key(ctx: &Context, source: &str, saltenv: &str) -> Result<Option<String>, FnError> {
-    // As keywords: a URL with `=` in it would be read as one.
-    let kwargs = map([
-        ("__kwarg__", Value::Boolean(true)),
-        ("path", Value::from(source)),
-        ("saltenv", Value::from(saltenv)),
-    ]);
-    let got = super::super::call_boxed(ctx, "cp.cache_file", vec![kwargs]).await;
-    if got.retcode != 0 && !matches!(got.ret, Value::Boolean(false)) {
-        return Err(FnError::Execution(py_str(&got.ret)));
-    }
-    Ok(Some(py_str(&got.ret)).filter(|_| py_truthy(&got.ret)))
+    super::super::cache_file(ctx, Value::from(source), Value::from(saltenv)).await
 }
 
 /// Salt's `add_repo_key(path=..., aptkey=False)`: the key file copied into `keydir` (as
