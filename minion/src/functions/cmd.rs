@@ -6,6 +6,10 @@
 //! Not supported (accepted and ignored): `template`, `umask`, `output_encoding`,
 //! `log_callback`, `use_vt`, `password`, `encoded_cmd`, `saltenv`, `bg`.
 //!
+//! A plain `test`/`[` condition run through bash or dash by a call that shows no process id
+//! (`cmd.retcode`, the states' `unless`/`onlyif`, `cmd.run`) is answered as the shell's
+//! builtin answers it, without starting the shell (`inline`).
+//!
 //! `cmd.script` takes its script from the master (`salt://`, rendered when a template is
 //! asked for), over `http://`/`https://` (fetched into the cache's `extrn_files` on every
 //! call, as Salt does) or from this machine's disk.
@@ -24,6 +28,8 @@ use super::args::{
 };
 use super::{CallState, Context, FnError, Spec};
 use brine_protocol::payload::map;
+
+mod inline;
 
 /// The shell used when a call names none: the minion's `SHELL` environment variable, else
 /// `/bin/sh`, as Salt's `shell` grain and `cmd` module take it (a minion under systemd has no
@@ -526,6 +532,7 @@ impl Fun {
             Fun::Run | Fun::Shell => {
                 let mut opts = RunOpts::from_bound(b, self == Fun::Shell)?;
                 opts.merge_stderr = b.get("redirect_stderr").is_none_or(is_true_v);
+                opts.pid_unseen = true;
                 let out = execute(&opts).await?;
                 st.retcode = out.job_retcode(&opts);
                 if out.retcode != 0
@@ -558,6 +565,7 @@ impl Fun {
             Fun::Retcode => {
                 let mut opts = RunOpts::from_bound(b, false)?;
                 opts.merge_stderr = true;
+                opts.pid_unseen = true;
                 let out = execute(&opts).await?;
                 st.retcode = out.job_retcode(&opts);
                 Ok(Value::from(out.retcode))
@@ -572,7 +580,8 @@ impl Fun {
                 Ok(out)
             }
             Fun::RunStdout | Fun::RunStderr => {
-                let opts = RunOpts::from_bound(b, false)?;
+                let mut opts = RunOpts::from_bound(b, false)?;
+                opts.pid_unseen = true;
                 let out = execute(&opts).await?;
                 st.retcode = out.job_retcode(&opts);
                 let text = if self == Fun::RunStdout {
@@ -1270,6 +1279,9 @@ pub(crate) struct RunOpts {
     success_stdout: Vec<String>,
     success_stderr: Vec<String>,
     hide_output: bool,
+    /// The caller shows the output and exit code but never the process id, so a condition
+    /// the shell answers itself may be answered without starting it (see `inline`).
+    pid_unseen: bool,
 }
 
 impl RunOpts {
@@ -1327,7 +1339,36 @@ impl RunOpts {
             success_stdout: b.opt("success_stdout").map(split_input).unwrap_or_default(),
             success_stderr: b.opt("success_stderr").map(split_input).unwrap_or_default(),
             hide_output: b.get("hide_output").is_some_and(is_true_v),
+            pid_unseen: false,
         })
+    }
+}
+
+impl RunOpts {
+    /// A command with every option at its default and no shell.
+    fn plain(cmd: Value) -> RunOpts {
+        RunOpts {
+            cmd,
+            cwd: None,
+            stdin: None,
+            runas: None,
+            shell: None,
+            python_shell: false,
+            env: Vec::new(),
+            clean_env: false,
+            rstrip: true,
+            timeout: None,
+            reset_system_locale: true,
+            ignore_retcode: false,
+            merge_stderr: false,
+            stdin_raw_newlines: None,
+            prepend_path: None,
+            success_retcodes: vec![0],
+            success_stdout: Vec::new(),
+            success_stderr: Vec::new(),
+            hide_output: false,
+            pid_unseen: false,
+        }
     }
 }
 
@@ -1502,28 +1543,16 @@ async fn run_argv_with(
     merge_stderr: bool,
 ) -> Result<RunOutput, FnError> {
     let opts = RunOpts {
-        cmd: Value::Array(argv.iter().map(|a| Value::from(a.as_str())).collect()),
-        cwd: None,
         stdin: stdin.map(str::to_string),
-        runas: None,
-        shell: None,
-        python_shell: false,
         env: env
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
-        clean_env: false,
-        rstrip: true,
-        timeout: None,
-        reset_system_locale: true,
         ignore_retcode: true,
         merge_stderr,
-        stdin_raw_newlines: None,
-        prepend_path: None,
-        success_retcodes: vec![0],
-        success_stdout: Vec::new(),
-        success_stderr: Vec::new(),
-        hide_output: false,
+        ..RunOpts::plain(Value::Array(
+            argv.iter().map(|a| Value::from(a.as_str())).collect(),
+        ))
     };
     execute(&opts).await
 }
@@ -1779,6 +1808,9 @@ pub(crate) async fn execute(opts: &RunOpts) -> Result<RunOutput, FnError> {
         cwd,
         timeout,
     } = prepare(opts)?;
+    if let Some(status) = inline_status(opts, &cwd) {
+        return Ok(finished_run(opts, 0, status, String::new(), String::new()));
+    }
     command.process_group(0).kill_on_drop(true);
     command.stdin(if opts.stdin.is_some() {
         Stdio::piped()
@@ -1858,7 +1890,7 @@ pub(crate) async fn execute(opts: &RunOpts) -> Result<RunOutput, FnError> {
     // The command finished: anything it left running in the background stays.
     guard.0 = None;
     let status = status.map_err(|e| FnError::Execution(e.to_string()))?;
-    let mut retcode = match status.code() {
+    let retcode = match status.code() {
         Some(code) => i64::from(code),
         None => {
             use std::os::unix::process::ExitStatusExt;
@@ -1870,6 +1902,18 @@ pub(crate) async fn execute(opts: &RunOpts) -> Result<RunOutput, FnError> {
     } else {
         (decode(&out, opts.rstrip), decode(&err, opts.rstrip))
     };
+    Ok(finished_run(opts, pid, retcode, stdout, stderr))
+}
+
+/// A finished command's output, its exit code read through `success_retcodes`,
+/// `success_stdout` and `success_stderr`.
+fn finished_run(
+    opts: &RunOpts,
+    pid: u32,
+    mut retcode: i64,
+    stdout: String,
+    stderr: String,
+) -> RunOutput {
     if opts.success_retcodes.contains(&retcode)
         || opts
             .success_stdout
@@ -1882,13 +1926,40 @@ pub(crate) async fn execute(opts: &RunOpts) -> Result<RunOutput, FnError> {
     {
         retcode = 0;
     }
-    Ok(RunOutput {
+    RunOutput {
         pid,
         retcode,
         stdout,
         stderr,
         timed_out: false,
-    })
+    }
+}
+
+/// The exit status of a command the shell would answer in its own process without a word
+/// of output (a plain `test`/`[` condition), when nothing about the call can tell the
+/// difference; `None` to start the shell.
+fn inline_status(opts: &RunOpts, cwd: &str) -> Option<i64> {
+    let (Value::String(cmd), true, Some(shell), None, None, false) = (
+        &opts.cmd,
+        opts.python_shell,
+        &opts.shell,
+        &opts.runas,
+        &opts.stdin,
+        opts.clean_env,
+    ) else {
+        return None;
+    };
+    if !opts.pid_unseen {
+        return None;
+    }
+    let plain = inline::plain_environment(opts.env.iter().map(|(k, _)| k.as_str()))
+        && std::env::vars_os()
+            .all(|(k, _)| k.to_str().is_some_and(|k| inline::plain_environment([k].into_iter())));
+    if !plain {
+        return None;
+    }
+    let words = inline::literal_words(cmd.as_str()?)?;
+    inline::test_status(&words, inline::Shell::of(shell)?, Path::new(cwd))
 }
 
 #[cfg(test)]
@@ -1950,6 +2021,58 @@ mod tests {
         assert_eq!(r.ret, s("b"));
         let r = run("cmd.shell", &[s("echo $((1+2))")]).await;
         assert_eq!(r.ret, s("3"));
+    }
+
+    #[tokio::test]
+    async fn shell_conditions_answered_without_the_shell_as_it_answers_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().to_str().unwrap().to_string();
+        std::fs::write(dir.path().join("here"), "x").unwrap();
+        let marker = dir.path().join("started");
+        let env_file = dir.path().join("bash_env");
+        std::fs::write(&env_file, format!("touch {}\n", marker.display())).unwrap();
+        let bash_with = |extra: (&str, Value)| {
+            kw(&[("shell", s("/bin/bash")), ("cwd", s(&cwd)), extra])
+        };
+        let bash = bash_with(("rstrip", Value::Boolean(true)));
+        for (cmd, code) in [
+            ("test -e here", 0),
+            ("[ -f here ]", 0),
+            ("test ! -e here", 1),
+            ("[ -d missing ]", 1),
+        ] {
+            let r = run("cmd.retcode", &[s(cmd), bash.clone()]).await;
+            assert_eq!((r.ret, r.retcode), (Value::from(code), code), "{cmd}");
+            let r = run("cmd.run_all", &[s(cmd), bash.clone()]).await;
+            assert_eq!(get(&r.ret, "retcode"), Some(&Value::from(code)), "{cmd}");
+            assert!(get(&r.ret, "pid").unwrap().as_u64().unwrap() > 0, "{cmd}");
+        }
+        // success_retcodes read the answer as they read an exit code.
+        let ok_if_missing = bash_with(("success_retcodes", Value::from(1)));
+        let r = run("cmd.retcode", &[s("test -e missing"), ok_if_missing]).await;
+        assert_eq!(r.ret, Value::from(0));
+        // A shell that would read a startup file is started.
+        let startup = map([("BASH_ENV", s(env_file.to_str().unwrap()))]);
+        let r = run("cmd.retcode", &[s("test -e here"), bash_with(("env", startup))]).await;
+        assert_eq!(r.ret, Value::from(0));
+        assert!(marker.exists());
+        // Errors are the shell's own.
+        let r = run("cmd.run", &[s("test x y"), bash.clone()]).await;
+        assert_eq!(r.retcode, 2);
+        assert!(py_str(&r.ret).contains("unary operator expected"), "{:?}", r.ret);
+        // Which calls are answered in the minion: those that never show a process id.
+        let opts = |python_shell: bool, pid_unseen: bool, runas: Option<&str>| RunOpts {
+            cwd: Some(cwd.clone()),
+            runas: runas.map(str::to_string),
+            shell: Some("/bin/bash".into()),
+            python_shell,
+            pid_unseen,
+            ..RunOpts::plain(s("test -e here"))
+        };
+        assert_eq!(inline_status(&opts(true, true, None), &cwd), Some(0));
+        assert_eq!(inline_status(&opts(true, false, None), &cwd), None);
+        assert_eq!(inline_status(&opts(false, true, None), &cwd), None);
+        assert_eq!(inline_status(&opts(true, true, Some("root")), &cwd), None);
     }
 
     #[tokio::test]

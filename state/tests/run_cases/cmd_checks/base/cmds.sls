@@ -91,3 +91,29 @@ module_run_assignment:
       - python_shell: True
     - test.echo:
       - k=v
+
+bracket_unless_relative:
+  cmd.run:
+    - name: echo never relative
+    - cwd: {{ work }}
+    - unless: '[ -f marker ]'
+
+negated_onlyif:
+  cmd.run:
+    - name: echo ran negated
+    - onlyif:
+      - test ! -d {{ work }}/nothing
+      - '[ "{{ grains.id }}" != "" ]'
+      - test 3 -lt 12
+
+condition_with_syntax_error:
+  cmd.run:
+    - name: echo ran after an error
+    - unless: test x y
+
+conditions_mixed:
+  cmd.run:
+    - name: echo never mixed
+    - unless:
+      - test -e {{ work }}/nothing
+      - test -s {{ work }}/marker && true
