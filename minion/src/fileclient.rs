@@ -242,11 +242,7 @@ impl FileClient {
 
 /// `salt://path?saltenv=env` split into the path and its saltenv.
 pub fn split_url(source: &str, saltenv: &str) -> (String, String) {
-    let rest = source.strip_prefix("salt://").unwrap_or(source);
-    match rest.split_once("?saltenv=") {
-        Some((p, env)) => (p.to_string(), env.to_string()),
-        None => (rest.to_string(), saltenv.to_string()),
-    }
+    brine_state::url::split_salt_url(source, saltenv)
 }
 
 impl brine_render::Loader for FileClient {

@@ -72,6 +72,45 @@ pub fn join(a: &str, b: &str) -> String {
     }
 }
 
+/// `os.path.realpath` (not strict: missing parts are kept as they are).
+pub fn realpath(path: &str) -> String {
+    let mut todo: std::collections::VecDeque<String> = abspath(path)
+        .split('/')
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+        .collect();
+    let mut current = String::new();
+    let mut links = 0;
+    while let Some(comp) = todo.pop_front() {
+        if comp == "." {
+            continue;
+        }
+        if comp == ".." {
+            current.truncate(current.rfind('/').unwrap_or(0));
+            continue;
+        }
+        let next = format!("{current}/{comp}");
+        match std::fs::read_link(&next) {
+            Ok(target) if links < 40 => {
+                links += 1;
+                let target = target.to_string_lossy().into_owned();
+                if target.starts_with('/') {
+                    current.clear();
+                }
+                for part in target.split('/').rev().filter(|c| !c.is_empty()) {
+                    todo.push_front(part.to_string());
+                }
+            }
+            _ => current = next,
+        }
+    }
+    if current.is_empty() {
+        "/".into()
+    } else {
+        current
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

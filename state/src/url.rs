@@ -209,6 +209,72 @@ impl Default for Fetch {
     }
 }
 
+/// The scheme of a URL as Python's `urlparse` reads it: letters, digits, `+`, `-` and `.`
+/// before the first `:`, starting with a letter; lowercased. Empty when there is none.
+pub fn url_scheme(url: &str) -> String {
+    let Some((scheme, _)) = url.split_once(':') else {
+        return String::new();
+    };
+    let valid = scheme.starts_with(|ch: char| ch.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || "+-.".contains(ch));
+    if valid {
+        scheme.to_ascii_lowercase()
+    } else {
+        String::new()
+    }
+}
+
+/// A `salt://` URL's path and saltenv (`?saltenv=` in the URL, else `saltenv`).
+pub fn split_salt_url(source: &str, saltenv: &str) -> (String, String) {
+    let rest = source.strip_prefix("salt://").unwrap_or(source);
+    match rest.split_once("?saltenv=") {
+        Some((p, env)) => (p.to_string(), env.to_string()),
+        None => (rest.to_string(), saltenv.to_string()),
+    }
+}
+
+/// Salt's `cp.is_cached`: the local path of a cached master file
+/// (`<cachedir>/files/<saltenv>/...`), a local file cached with `cp.cache_local_file`
+/// (`localfiles/`) or a cached URL (`extrn_files/`), `|`-escaped paths kept escaped; `""`
+/// when it is not cached.
+pub fn is_cached(cachedir: &Path, path: &str, saltenv: &str) -> String {
+    let (path, saltenv, escaped) = if path.starts_with("salt://") {
+        let (rel, env) = split_salt_url(path, saltenv);
+        let escaped = rel.starts_with('|');
+        (rel, env, escaped)
+    } else {
+        (
+            path.to_string(),
+            saltenv.to_string(),
+            url_scheme(path).is_empty() && path.starts_with('|'),
+        )
+    };
+    let rel = path.trim_start_matches(['|', '/']);
+    let escape = |p: PathBuf| {
+        let p = p.display().to_string();
+        if escaped {
+            format!("|{p}")
+        } else {
+            p
+        }
+    };
+    let files = cachedir.join("files").join(&saltenv).join(rel);
+    let local = cachedir.join("localfiles").join(rel);
+    if files.exists() {
+        escape(files)
+    } else if local.exists() {
+        escape(local)
+    } else {
+        extrn_path(cachedir, &path, &saltenv)
+            .ok()
+            .filter(|p| p.exists())
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    }
+}
+
 /// The scheme of a URL, lowercased, when it is one Salt fetches over the network (`http`,
 /// `https`, `ftp`, `s3`, `swift`).
 pub fn remote_scheme(url: &str) -> Option<String> {

@@ -290,8 +290,14 @@ fn brine(case: &Path, work: &Path, meta: &Value, http: &str) -> Value {
     }
     let mut services = brine_minion::functions::Services::detached();
     services.opts = case_opts(meta, work);
-    // The minion's own cache (cmd.script's downloads) stays in the case's directory.
-    services.cachedir = work.join(".cache");
+    // The minion's own cache (cmd.script's downloads) stays in the case's directory, or
+    // where the case's `cachedir` option puts it (as Salt's run takes it).
+    let cache = services
+        .opts
+        .get("cachedir")
+        .and_then(Value::as_str)
+        .map_or_else(|| work.join(".cache"), PathBuf::from);
+    services.cachedir = cache.clone();
     let http_options = brine_state::url::HttpOptions::from_opts(&services.opts);
     let minion = brine_minion::functions::Context {
         id: "m1".into(),
@@ -315,7 +321,7 @@ fn brine(case: &Path, work: &Path, meta: &Value, http: &str) -> Value {
             )]
             .into(),
         ),
-        cache: work.join(".cache"),
+        cache,
         http: http_options,
     };
     // No job: Salt's engine fires no events here either (no master to fire them to).

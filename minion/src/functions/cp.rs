@@ -20,6 +20,7 @@ use brine_protocol::target::fnmatch;
 use super::args::{is_true, py_str, Bound, Signature, py_type_name};
 use super::{CallState, Context, FnError, Spec};
 use crate::fileclient::{split_url, FileClient};
+use brine_state::url::{is_cached, url_scheme};
 
 /// The functions of the `cp` module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -821,22 +822,6 @@ fn saltenv_of(b: &Bound, ctx: &Context) -> String {
         .unwrap_or_else(|| "base".into())
 }
 
-/// Python's `urlparse(url).scheme`: the lowercased letters before the first `:` when they
-/// start with a letter and hold only letters, digits, `+`, `-` and `.`; empty otherwise.
-fn url_scheme(url: &str) -> String {
-    match url.split_once(':') {
-        Some((scheme, _))
-            if scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-                && scheme
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
-        {
-            scheme.to_ascii_lowercase()
-        }
-        _ => String::new(),
-    }
-}
-
 /// The file client's `cache_file` (a `get_url` with no destination): a `salt://` file
 /// cached from the file server (`False` when it has no such file), an `http://` or
 /// `https://` URL fetched under `extrn_files`, a local path (or `file://` URL) as it is.
@@ -890,44 +875,6 @@ fn cache_dest(cachedir: &Path, url: &str, saltenv: &str) -> Value {
             // Salt returns its "Invalid path" text.
             Err(e) => Value::from(e),
         },
-    }
-}
-
-/// `cp.is_cached`: the cached copy of `path` in the saltenv's files, the local files or
-/// the URL cache, `''` when there is none. A path escaped with `|` gets a `|`-escaped answer.
-fn is_cached(cachedir: &Path, path: &str, saltenv: &str) -> String {
-    let (path, saltenv, escaped) = if path.starts_with("salt://") {
-        let (rel, env) = split_url(path, saltenv);
-        let escaped = rel.starts_with('|');
-        (rel, env, escaped)
-    } else {
-        (
-            path.to_string(),
-            saltenv.to_string(),
-            url_scheme(path).is_empty() && path.starts_with('|'),
-        )
-    };
-    let rel = path.trim_start_matches(['|', '/']);
-    let escape = |p: PathBuf| {
-        let p = p.display().to_string();
-        if escaped {
-            format!("|{p}")
-        } else {
-            p
-        }
-    };
-    let files = cachedir.join("files").join(&saltenv).join(rel);
-    let local = cachedir.join("localfiles").join(rel);
-    if files.exists() {
-        escape(files)
-    } else if local.exists() {
-        escape(local)
-    } else {
-        brine_state::url::extrn_path(cachedir, &path, &saltenv)
-            .ok()
-            .filter(|p| p.exists())
-            .map(|p| p.display().to_string())
-            .unwrap_or_default()
     }
 }
 

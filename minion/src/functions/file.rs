@@ -8,8 +8,7 @@
 //! `re` patterns, translated to the `regex` crate (no back-references, no look-around but a
 //! negative look-ahead opening a search/replace pattern) and compiled with a size limit.
 
-use brine_protocol::posixpath::{abspath, dirname, normpath, split};
-use std::collections::VecDeque;
+use brine_protocol::posixpath::{abspath, dirname, normpath, realpath, split};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
@@ -1272,45 +1271,6 @@ fn expandvars(path: &str) -> String {
     }
     out.push_str(rest);
     out
-}
-
-/// `os.path.realpath` (not strict: missing parts are kept as they are).
-fn realpath(path: &str) -> String {
-    let mut todo: VecDeque<String> = abspath(path)
-        .split('/')
-        .filter(|c| !c.is_empty())
-        .map(str::to_string)
-        .collect();
-    let mut current = String::new();
-    let mut links = 0;
-    while let Some(comp) = todo.pop_front() {
-        if comp == "." {
-            continue;
-        }
-        if comp == ".." {
-            current.truncate(current.rfind('/').unwrap_or(0));
-            continue;
-        }
-        let next = format!("{current}/{comp}");
-        match std::fs::read_link(&next) {
-            Ok(target) if links < 40 => {
-                links += 1;
-                let target = target.to_string_lossy().into_owned();
-                if target.starts_with('/') {
-                    current.clear();
-                }
-                for part in target.split('/').rev().filter(|c| !c.is_empty()) {
-                    todo.push_front(part.to_string());
-                }
-            }
-            _ => current = next,
-        }
-    }
-    if current.is_empty() {
-        "/".into()
-    } else {
-        current
-    }
 }
 
 fn exists(path: &str) -> bool {

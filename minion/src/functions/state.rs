@@ -826,6 +826,10 @@ impl Host for MinionHost<'_> {
         brine_state::states::read_local(source)
     }
 
+    fn cache_file(&self, source: &str, saltenv: &str) -> Result<Option<PathBuf>, String> {
+        self.run.files.cache_file(source, saltenv)
+    }
+
     fn render_template(
         &self,
         text: &str,

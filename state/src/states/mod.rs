@@ -85,6 +85,28 @@ pub trait Host: Sync {
     fn http_options(&self) -> crate::url::HttpOptions {
         crate::url::HttpOptions::default()
     }
+    /// A `salt://` file copied into the cache directory as Salt's `cp.cache_file` copies it
+    /// (`<cachedir>/files/<saltenv>/<path>`): the copy's path, `None` when the file server
+    /// has no such file.
+    fn cache_file(&self, source: &str, saltenv: &str) -> Result<Option<PathBuf>, String> {
+        let (rel, env) = crate::url::split_salt_url(source, saltenv);
+        if rel.split('/').any(|part| part == "..") {
+            return Err(format!("Invalid path {rel:?}"));
+        }
+        let Some(bytes) = self.fetch(source, saltenv)? else {
+            return Ok(None);
+        };
+        let dest = self
+            .cachedir()
+            .join("files")
+            .join(env)
+            .join(rel.trim_start_matches('/'));
+        if let Some(dir) = dest.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        }
+        std::fs::write(&dest, bytes).map_err(|e| e.to_string())?;
+        Ok(Some(dest))
+    }
     /// An `http://` or `https://` URL fetched into the cache directory as Salt's
     /// `cp.cache_file` fetches it ([`crate::url::cache_url`]): the cached file's path, or
     /// Salt's error text.

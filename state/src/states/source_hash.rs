@@ -7,6 +7,7 @@
 use brine_protocol::crypt::{hash_hex, HashType};
 
 use super::Call;
+use crate::url::url_scheme;
 
 /// The hash types by digest length, in Salt's order of lengths.
 const BY_LENGTH: [(usize, HashType); 6] = [
@@ -76,23 +77,6 @@ fn invalid_format(source_hash: &str) -> String {
         "Source hash {source_hash} format is invalid. The supported formats are: 1) a hash, 2) an expression in the format <hash_type>=<hash>, or 3) either a path to a local file containing hashes, or a URI of a remote hash file. Supported protocols for remote hash files are: {PROTOCOLS}. The hash may also not be of a valid length, the following are supported hash types and lengths: {}.",
         lengths.join(", ")
     )
-}
-
-/// The scheme of a URL as Python's `urlparse` reads it: letters, digits, `+`, `-` and `.`
-/// before the first `:`, starting with a letter; lowercased. Empty when there is none.
-fn url_scheme(url: &str) -> String {
-    let Some((scheme, _)) = url.split_once(':') else {
-        return String::new();
-    };
-    let valid = scheme.starts_with(|ch: char| ch.is_ascii_alphabetic())
-        && scheme
-            .chars()
-            .all(|ch| ch.is_ascii_alphanumeric() || "+-.".contains(ch));
-    if valid {
-        scheme.to_ascii_lowercase()
-    } else {
-        String::new()
-    }
 }
 
 /// What a file source's `source_hash` says its hash is (Salt's `get_source_sum`): a hash

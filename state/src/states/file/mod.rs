@@ -6,7 +6,7 @@
 //! `file.exists`, `file.missing` and `file.touch`, with Salt's comments and changes; the
 //! text-editing states are in `edit.rs`, `file.symlink`, `file.copy`, `file.rename`,
 //! `file.recurse` and `file.serialize` in `tree.rs`, `file.tidied` and `file.pruned` in
-//! `tidy.rs`.
+//! `tidy.rs`, `file.cached` and `file.not_cached` in `cached.rs`.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -18,6 +18,7 @@ use super::{ret, Accepts, Call, Spec};
 use crate::diff;
 use crate::verify::py_text;
 
+mod cached;
 mod remote;
 mod tidy;
 mod tree;
@@ -56,6 +57,18 @@ pub const FUNCTIONS: &[Spec] = &[
         required: &["name"],
         accepts: Accepts::Any,
         run: missing,
+    },
+    Spec {
+        name: "cached",
+        required: &["name"],
+        accepts: Accepts::Only(cached::ACCEPTS),
+        run: cached::cached,
+    },
+    Spec {
+        name: "not_cached",
+        required: &["name"],
+        accepts: Accepts::Only(&["name", "saltenv"]),
+        run: cached::not_cached,
     },
     Spec {
         name: "accumulated",

@@ -1,0 +1,1 @@
+printf 'local file\n' > "$1/local.txt"
