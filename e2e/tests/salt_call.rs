@@ -1389,6 +1389,48 @@ fn timezone_and_sed_answer_as_salts() {
     assert_eq!(got.1, want.1);
 }
 
+/// `file.grep` (globs, options one per argument, grep's exit code as the job's, a path that
+/// is not there, options packed into one string refused) and `pkg.autoremove list_only`:
+/// answers and exit codes compared with Salt's salt-call.
+#[test]
+fn grep_and_autoremove_list_answer_as_salts() {
+    let Some((salt3007, _)) = brine_e2e::real::venvs() else {
+        return;
+    };
+    let dir = quiet_masterless();
+    let g = dir.path().join("g");
+    write_file(&g, "a.txt", "alpha\nBeta\nbeta\n");
+    write_file(&g, "b.txt", "gamma\nbeta\n");
+    write_file(&g, ".hidden.txt", "beta\n");
+    let a = g.join("a.txt").display().to_string();
+    let all = g.join("*.txt").display().to_string();
+    let none = g.join("none.txt").display().to_string();
+    let mut calls: Vec<Vec<&str>> = vec![
+        vec!["file.grep", &a, "beta"],
+        vec!["file.grep", &a, "beta", " -i"],
+        vec!["file.grep", &all, "beta"],
+        vec!["file.grep", &all, "beta", " -l", " -i"],
+        vec!["file.grep", &none, "beta"],
+        vec!["file.grep", &a, "nomatch"],
+        vec!["file.grep", &a, "beta", "-i -n"],
+        vec!["file.grep", &a, "["],
+    ];
+    if std::path::Path::new("/usr/bin/apt-get").exists() {
+        calls.push(vec!["pkg.autoremove", "list_only=True"]);
+        calls.push(vec!["pkg.autoremove", "list_only=True", "purge=True"]);
+    }
+    let pid = regex::Regex::new(r#""pid": \d+"#).unwrap();
+    let run_all = |salt_call: &std::path::Path| -> Vec<_> {
+        json_calls(salt_call, &dir.path().join("etc"), &calls)
+            .into_iter()
+            .map(|(call, rc, out)| (call, rc, pid.replace_all(&out, "PID").into_owned()))
+            .collect()
+    };
+    let want = run_all(&salt3007.join("bin/salt-call"));
+    let got = run_all(&bin("salt-call"));
+    same_answers(&want, &got);
+}
+
 /// `mount.fstab`, `set_fstab`, `rm_fstab` and `mount.mount` on an fstab of the test's own:
 /// answers, exit codes and the file left compared with Salt's salt-call (the one mount asked
 /// for is of a mount point no fstab has, which mount refuses).

@@ -49,6 +49,7 @@ pub enum Fun {
     GetSum,
     GetUid,
     GetUser,
+    Grep,
     GidToGroup,
     GroupToGid,
     IsBlkdev,
@@ -165,6 +166,7 @@ impl Fun {
         Fun::GetSum,
         Fun::GetUid,
         Fun::GetUser,
+        Fun::Grep,
         Fun::GidToGroup,
         Fun::GroupToGid,
         Fun::IsBlkdev,
@@ -692,6 +694,22 @@ impl Fun {
         salt '*' file.get_uid /etc/passwd
     ",
             ),
+            Fun::Grep => (
+                "file.grep",
+                "grep",
+                s(&["path", "pattern"], 2, true, false),
+                "
+    Run grep for a pattern in the files a path (a glob) names, each further
+    argument one grep option; grep's retcode, stdout and stderr (its exit code
+    is the job's).
+
+    CLI Example:
+
+        salt '*' file.grep /etc/passwd nobody
+        salt '*' file.grep /etc/sysconfig/network-scripts/ifcfg-eth0 ipaddr -- -i
+        salt '*' file.grep '/etc/sysconfig/network-scripts/*' ipaddr -- -i -l
+    ",
+            ),
             Fun::GetUser => (
                 "file.get_user",
                 "get_user",
@@ -1063,8 +1081,13 @@ impl Fun {
         self,
         _ctx: &Context,
         b: &Bound,
-        _st: &mut CallState,
+        st: &mut CallState,
     ) -> Result<Value, FnError> {
+        if self == Fun::Grep {
+            let out = grep(b).await?;
+            st.retcode = out.exit_code();
+            return Ok(out.into_map(false));
+        }
         // File system work blocks: keep it off the runtime's worker threads.
         let bound = b.clone();
         tokio::task::spawn_blocking(move || self.run_blocking(&bound))
@@ -1157,6 +1180,8 @@ impl Fun {
             Fun::Replace => replace(b),
             Fun::Rmdir => rmdir(b),
             Fun::Search => search(b),
+            // Started by `run`, which waits for the process.
+            Fun::Grep => Err(FnError::Execution("file.grep runs a process".into())),
             Fun::SeekRead => seek_read(b),
             Fun::SetMode => {
                 let path = expanduser(&str_arg(b, "path")?);
@@ -1345,6 +1370,35 @@ async fn sed(b: &Bound) -> Result<Value, FnError> {
     argv.push(format!("{limit}{negate}s/{before}/{after}/{}", text("flags", "g")));
     argv.push(path);
     Ok(super::cmd::run_argv(&argv, &[]).await?.into_map(false))
+}
+
+/// `file.grep`: `grep <opts> <pattern> <paths>`, the path a glob (itself when it matches
+/// nothing, so that grep reports it missing), each option one word.
+async fn grep(b: &Bound) -> Result<super::cmd::RunOutput, FnError> {
+    let path = expanduser(&str_arg(b, "path")?);
+    let pattern = py_str(b.get("pattern").unwrap_or(&Value::Nil));
+    let mut argv = vec!["grep".to_string()];
+    for opt in &b.varargs {
+        let text = py_str(opt);
+        let words = brine_protocol::pyrepr::shlex_split(&text).map_err(FnError::Invocation)?;
+        if words.len() > 1 {
+            return Err(FnError::Invocation(format!(
+                "Passing multiple command line arguments in a single string is not supported, please pass the following arguments separately: {text}"
+            )));
+        }
+        argv.extend(words);
+    }
+    argv.push(pattern);
+    let found = brine_protocol::config::glob(Path::new(&path));
+    if found.is_empty() {
+        argv.push(path);
+    } else {
+        argv.extend(found.iter().map(|p| {
+            let p = p.display().to_string();
+            p.strip_prefix("./").map_or(p.clone(), str::to_string)
+        }));
+    }
+    super::cmd::run_argv(&argv, &[]).await
 }
 
 /// An uncaught `OSError` as the minion reports it (the traceback's last line).

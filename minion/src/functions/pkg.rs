@@ -118,6 +118,18 @@ super::spec_table! {
         salt '*' pkg.upgrade
         salt '*' pkg.upgrade dist_upgrade=True refresh=False
     "),
+    Autoremove => ("pkg.autoremove", "autoremove", ["list_only", "purge"], 0, false, false,
+        "
+    Remove the packages installed as dependencies that nothing needs any more
+    (apt-get autoremove; with purge=True their configuration files too). Returns the
+    changes, or with list_only=True the sorted names apt would remove.
+
+    CLI Example:
+
+        salt '*' pkg.autoremove
+        salt '*' pkg.autoremove list_only=True
+        salt '*' pkg.autoremove purge=True
+    "),
     ListPkgs => ("pkg.list_pkgs", "list_pkgs", ["versions_as_list", "removed", "purge_desired"], 0, false, true,
         "
     The installed packages: {'<package>': '<version>'}. versions_as_list gives lists;
@@ -456,6 +468,11 @@ impl Fun {
                 st.retcode = rc;
                 Ok(ret)
             }
+            Fun::Autoremove if backend == Backend::Dnf => Err(FnError::Execution(
+                "pkg.autoremove drives apt-get; Salt's yum and dnf module has no autoremove either"
+                    .into(),
+            )),
+            Fun::Autoremove => pkg.autoremove(b).await,
             Fun::ListRepos | Fun::GetRepo | Fun::DelRepo | Fun::ModRepo
                 if backend == Backend::Dnf =>
             {
@@ -552,6 +569,25 @@ fn version_of(names: &[String], installed: &PkgMap, as_list: bool) -> Value {
         };
     }
     pkg_value(&found, as_list)
+}
+
+/// The packages `apt-get --assume-no autoremove` says it would remove, sorted.
+fn autoremove_names(stdout: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let mut found = false;
+    for line in stdout.lines() {
+        if found {
+            if line.starts_with(' ') {
+                names.extend(line.split_whitespace().map(str::to_string));
+            } else {
+                found = false;
+            }
+        } else if line.contains("The following packages will be REMOVED:") {
+            found = true;
+        }
+    }
+    names.sort();
+    names
 }
 
 /// Salt's `compare_dicts` of two stringified package maps.
@@ -1192,6 +1228,31 @@ impl Pkg<'_> {
         Ok(ret)
     }
 
+    /// `aptpkg.autoremove`: apt-get's exit code is not looked at, as in Salt.
+    async fn autoremove(&self, b: &Bound) -> Result<Value, FnError> {
+        let purge = is_true(b.get("purge"));
+        let mut cmd = argv(&["apt-get"]);
+        if is_true(b.get("list_only")) {
+            cmd.push("--assume-no".into());
+            if purge {
+                cmd.push("--purge".into());
+            }
+            cmd.push("autoremove".into());
+            let out = self.run(self.scoped(cmd)).await?;
+            let names = autoremove_names(out.stdout());
+            return Ok(Value::Array(names.into_iter().map(Value::from).collect()));
+        }
+        let old = self.list().await?;
+        cmd.push("--assume-yes".into());
+        if purge {
+            cmd.push("--purge".into());
+        }
+        cmd.push("autoremove".into());
+        self.run(self.scoped(cmd)).await?;
+        let new = self.list().await?;
+        Ok(changes_value(&compare(&old, &new)))
+    }
+
     async fn upgrade(&self, b: &Bound) -> Result<Value, FnError> {
         if b.get("refresh").is_none_or(|v| is_true(Some(v))) {
             self.refresh_db(cache_valid_time(b)).await?;
@@ -1603,6 +1664,19 @@ mod tests {
         );
         assert_eq!(cmd[1..].join(" "), "-y install hello-2.12");
         assert!(cmd[0] == "dnf" || cmd[0] == "yum");
+    }
+
+    #[test]
+    fn autoremove_lists_what_apt_would_remove() {
+        let out = "Reading package lists...\nBuilding dependency tree...\n\
+                   Reading state information...\n\
+                   The following packages will be REMOVED:\n  \
+                   libfoo2 hello\n  zlib-extra\n\
+                   0 upgraded, 0 newly installed, 3 to remove and 139 not upgraded.\n\
+                   Do you want to continue? [Y/n] Abort.";
+        assert_eq!(autoremove_names(out), ["hello", "libfoo2", "zlib-extra"]);
+        let none = "0 upgraded, 0 newly installed, 0 to remove and 139 not upgraded.";
+        assert!(autoremove_names(none).is_empty());
     }
 
     #[test]
