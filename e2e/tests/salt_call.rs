@@ -1390,10 +1390,11 @@ fn timezone_and_sed_answer_as_salts() {
 }
 
 /// `file.grep` (globs, options one per argument, grep's exit code as the job's, a path that
-/// is not there, options packed into one string refused) and `pkg.autoremove list_only`:
-/// answers and exit codes compared with Salt's salt-call.
+/// is not there, options packed into one string refused), `pkg.autoremove list_only` and
+/// `pkg.info_installed` (every package, some, unknown ones, `failhard=False`): answers and
+/// exit codes compared with Salt's salt-call.
 #[test]
-fn grep_and_autoremove_list_answer_as_salts() {
+fn grep_autoremove_and_package_info_answer_as_salts() {
     let Some((salt3007, _)) = brine_e2e::real::venvs() else {
         return;
     };
@@ -1418,6 +1419,15 @@ fn grep_and_autoremove_list_answer_as_salts() {
     if std::path::Path::new("/usr/bin/apt-get").exists() {
         calls.push(vec!["pkg.autoremove", "list_only=True"]);
         calls.push(vec!["pkg.autoremove", "list_only=True", "purge=True"]);
+        calls.push(vec!["pkg.info_installed"]);
+        calls.push(vec!["pkg.info_installed", "bash", "coreutils", "libc6"]);
+        calls.push(vec!["pkg.info_installed", "nosuchpackage"]);
+        calls.push(vec![
+            "pkg.info_installed",
+            "bash",
+            "nosuchpackage",
+            "failhard=False",
+        ]);
     }
     let pid = regex::Regex::new(r#""pid": \d+"#).unwrap();
     let run_all = |salt_call: &std::path::Path| -> Vec<_> {

@@ -14,6 +14,7 @@ use brine_state::pkgver::Scheme;
 
 mod files;
 mod hold;
+mod info;
 mod repo;
 
 /// Installed versions by package name.
@@ -220,6 +221,19 @@ super::spec_table! {
     CLI Example:
 
         salt '*' pkg.parse_arch zsh:amd64
+    "),
+    InfoInstalled => ("pkg.info_installed", "info_installed", [], 0, true, true,
+        "
+    What dpkg knows of the named installed packages (every installed package when none
+    is named): name, version, architecture, packager, description, install_date, url,
+    group, source, license and the rest dpkg-query gives. failhard=False answers {}
+    instead of an error when a name is not known.
+
+    CLI Example:
+
+        salt '*' pkg.info_installed
+        salt '*' pkg.info_installed bash openssl
+        salt '*' pkg.info_installed bash nosuchpackage failhard=False
     "),
     FileList => ("pkg.file_list", "file_list", [], 0, true, true,
         "
@@ -465,6 +479,15 @@ impl Fun {
                     Fun::FileDict => files::file_dict(b).await?,
                     _ => files::owner(b).await?,
                 };
+                st.retcode = rc;
+                Ok(ret)
+            }
+            Fun::InfoInstalled if backend == Backend::Dnf => Err(FnError::Execution(
+                "pkg.info_installed reads dpkg's database; Brine does not build it on rpm yet"
+                    .into(),
+            )),
+            Fun::InfoInstalled => {
+                let (ret, rc) = info::info_installed(b).await?;
                 st.retcode = rc;
                 Ok(ret)
             }
