@@ -1390,9 +1390,9 @@ fn timezone_and_sed_answer_as_salts() {
 }
 
 /// `file.grep` (globs, options one per argument, grep's exit code as the job's, a path that
-/// is not there, options packed into one string refused), `pkg.autoremove list_only` and
-/// `pkg.info_installed` (every package, some, unknown ones, `failhard=False`): answers and
-/// exit codes compared with Salt's salt-call.
+/// is not there, options packed into one string refused), `pkg.autoremove list_only`,
+/// `pkg.info_installed` (every package, some, unknown ones, `failhard=False`) and `pkg.show`
+/// (filters): answers and exit codes compared with Salt's salt-call.
 #[test]
 fn grep_autoremove_and_package_info_answer_as_salts() {
     let Some((salt3007, _)) = brine_e2e::real::venvs() else {
@@ -1428,6 +1428,11 @@ fn grep_autoremove_and_package_info_answer_as_salts() {
             "nosuchpackage",
             "failhard=False",
         ]);
+        calls.push(vec!["pkg.show", "bash", "coreutils"]);
+        calls.push(vec!["pkg.show", "nosuchpackage"]);
+        calls.push(vec!["pkg.show"]);
+        calls.push(vec!["pkg.show", "bash", "filter=Description,section"]);
+        calls.push(vec!["pkg.show", "libc6", "filter=['Version','SHA256']"]);
     }
     let pid = regex::Regex::new(r#""pid": \d+"#).unwrap();
     let run_all = |salt_call: &std::path::Path| -> Vec<_> {

@@ -222,6 +222,18 @@ super::spec_table! {
 
         salt '*' pkg.parse_arch zsh:amd64
     "),
+    Show => ("pkg.show", "show", [], 0, true, true,
+        "
+    The records apt-cache has of the named packages, by name and version:
+    {'<name>': {'<version>': {'<Field>': '<value>'}}}. filter: the fields to keep (a list
+    or comma-separated; Package and Version always). refresh=True updates the package
+    database first.
+
+    CLI Example:
+
+        salt '*' pkg.show gawk
+        salt '*' pkg.show gawk sed filter=Description,Section
+    "),
     InfoInstalled => ("pkg.info_installed", "info_installed", [], 0, true, true,
         "
     What dpkg knows of the named installed packages (every installed package when none
@@ -479,6 +491,14 @@ impl Fun {
                     Fun::FileDict => files::file_dict(b).await?,
                     _ => files::owner(b).await?,
                 };
+                st.retcode = rc;
+                Ok(ret)
+            }
+            Fun::Show if backend == Backend::Dnf => Err(FnError::Execution(
+                "pkg.show reads apt-cache; Salt's yum and dnf module has no show either".into(),
+            )),
+            Fun::Show => {
+                let (ret, rc) = info::show(&pkg, b).await?;
                 st.retcode = rc;
                 Ok(ret)
             }

@@ -1,11 +1,12 @@
 //! `pkg.info_installed` as Salt's aptpkg answers it, through its `dpkg_lowpkg.info`: the
 //! fields dpkg-query knows of each installed package (with what `dpkg-query --print-avail`
 //! adds when dselect is installed, and the licenses of the package's copyright file),
-//! under Salt's common names (`name`, `vendor`, `group`, `packager`, `url`).
+//! under Salt's common names (`name`, `vendor`, `group`, `packager`, `url`); and `pkg.show`,
+//! apt-cache's records by name and version.
 
 use rmpv::Value;
 
-use super::super::args::{py_str, Bound};
+use super::super::args::{py_str, split_input, Bound};
 use super::super::cmd::{run_argv, which, RunOutput};
 use super::super::FnError;
 
@@ -129,6 +130,125 @@ pub(super) async fn info_installed(b: &Bound) -> Result<(Value, i32), FnError> {
         ret.push((Value::from(name), Value::Map(common)));
     }
     Ok((Value::Map(ret), rc))
+}
+
+/// `pkg.show`: `apt-cache show` of the names, `{name: {version: {field: value}}}`, the fields
+/// limited to `filter` when given; the exit code of the last command run.
+pub(super) async fn show(pkg: &super::Pkg<'_>, b: &Bound) -> Result<(Value, i32), FnError> {
+    let mut refresh = false;
+    let mut filter: Vec<String> = Vec::new();
+    let mut invalid = Vec::new();
+    for (k, v) in &b.kwargs {
+        match k.as_str() {
+            k if k.starts_with("__") => {}
+            "refresh" => refresh = brine_protocol::payload::py_truthy(v),
+            "filter" => filter = split_input(v).iter().map(|f| f.to_lowercase()).collect(),
+            _ => invalid.push(format!("{k}={}", py_str(v))),
+        }
+    }
+    if !invalid.is_empty() {
+        return Err(FnError::Invocation(format!(
+            "The following keyword arguments are not valid: {}",
+            invalid.join(", ")
+        )));
+    }
+    if refresh {
+        pkg.refresh_db(0).await?;
+    }
+    if b.varargs.is_empty() {
+        return Ok((Value::Map(Vec::new()), 0));
+    }
+    let mut cmd = vec!["apt-cache".to_string(), "show".into()];
+    cmd.extend(b.varargs.iter().map(py_str));
+    let out = pkg.run(cmd).await?;
+    let rc = exit_code(&out);
+    Ok((records_value(&records(out.stdout(), &filter)), rc))
+}
+
+/// A package's records by version, each a list of fields.
+type Records = Vec<(String, Vec<(String, Fields)>)>;
+
+/// apt-cache's records as Salt reads them: `key: value` lines (any line with a colon,
+/// continuation lines too), a blank line between records, `Package` and `Version` taken out
+/// as the keys; with a filter, only the fields it names.
+fn records(stdout: &str, filter: &[String]) -> Records {
+    let keep = |key: &str| {
+        let key = key.to_lowercase();
+        key == "package" || key == "version" || filter.is_empty() || filter.contains(&key)
+    };
+    let mut ret: Records = Vec::new();
+    let mut add = |info: &mut Fields| {
+        let take = |info: &mut Fields, key: &str| {
+            let i = info.iter().position(|(k, _)| k == key)?;
+            Some(info.remove(i).1)
+        };
+        let (name, version) = (take(info, "Package"), take(info, "Version"));
+        if let (Some(name), Some(version)) = (name, version) {
+            let versions = match ret.iter().position(|(n, _)| *n == name) {
+                Some(i) => &mut ret[i].1,
+                None => {
+                    ret.push((name, Vec::new()));
+                    &mut ret.last_mut().expect("just pushed").1
+                }
+            };
+            let fields = match versions.iter().position(|(v, _)| *v == version) {
+                Some(i) => &mut versions[i].1,
+                None => {
+                    versions.push((version, Vec::new()));
+                    &mut versions.last_mut().expect("just pushed").1
+                }
+            };
+            for (k, v) in info.drain(..) {
+                match fields.iter_mut().find(|(k2, _)| *k2 == k) {
+                    Some(slot) => slot.1 = v,
+                    None => fields.push((k, v)),
+                }
+            }
+        }
+        info.clear();
+    };
+    let mut info: Fields = Vec::new();
+    for line in stdout.split('\n') {
+        let line = line.trim();
+        if line.is_empty() {
+            add(&mut info);
+            continue;
+        }
+        if let Some((key, value)) = line.split_once(':') {
+            let key = key.trim();
+            if keep(key) {
+                match info.iter_mut().find(|(k, _)| k == key) {
+                    Some(slot) => slot.1 = value.trim().to_string(),
+                    None => info.push((key.to_string(), value.trim().to_string())),
+                }
+            }
+        }
+    }
+    add(&mut info);
+    ret
+}
+
+fn records_value(records: &Records) -> Value {
+    let pairs = |fields: &Fields| {
+        Value::Map(
+            fields
+                .iter()
+                .map(|(k, v)| (Value::from(k.as_str()), Value::from(v.as_str())))
+                .collect(),
+        )
+    };
+    Value::Map(
+        records
+            .iter()
+            .map(|(name, versions)| {
+                let versions = versions
+                    .iter()
+                    .map(|(v, f)| (Value::from(v.as_str()), pairs(f)))
+                    .collect();
+                (Value::from(name.as_str()), Value::Map(versions))
+            })
+            .collect(),
+    )
 }
 
 fn exit_code(out: &RunOutput) -> i32 {
@@ -265,6 +385,27 @@ fn licenses(package: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn apt_cache_records_read_as_salt_reads_them() {
+        let out = "Package: gawk\nVersion: 1:5.2.1-2\nSection: interpreters\n\
+                   Description-en: GNU awk\n Note: a continuation line with a colon\n\n\
+                   Package: gawk\nVersion: 1:5.2.1-2\nSection: utils\n\n\
+                   Package: gawk\nVersion: 1:5.1.0-1\nPriority: optional";
+        let all = records_value(&records(out, &[]));
+        assert_eq!(
+            brine_protocol::payload::to_json(&all),
+            serde_json::json!({"gawk": {
+                "1:5.2.1-2": {"Section": "utils", "Description-en": "GNU awk",
+                              "Note": "a continuation line with a colon"},
+                "1:5.1.0-1": {"Priority": "optional"}}})
+        );
+        let some = records_value(&records(out, &["section".to_string()]));
+        assert_eq!(
+            brine_protocol::payload::to_json(&some),
+            serde_json::json!({"gawk": {"1:5.2.1-2": {"Section": "utils"}, "1:5.1.0-1": {}}})
+        );
+    }
 
     #[test]
     fn dpkg_query_output_read_as_salt_reads_it() {
