@@ -1446,6 +1446,75 @@ fn grep_autoremove_and_package_info_answer_as_salts() {
     same_answers(&want, &got);
 }
 
+/// `file.list_backups` (limits, names that are no backup or no date), `delete_backup` and
+/// `remove_backup` (ids that are not numbers or not there), `restore_backup`: answers, exit
+/// codes, the file restored and the backups left, compared with Salt's salt-call, each kind
+/// with the same backups in its own cache.
+#[test]
+fn backups_answer_as_salts() {
+    let Some((salt3007, _)) = brine_e2e::real::venvs() else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let target = work.path().join("app.conf").display().to_string();
+    let names = [
+        "app.conf_Sun_Nov_29_16:44:13_012345_2026",
+        "app.conf_Mon_Nov_30_09:00:01_5_2026",
+        "APP.conf_Sat_Nov_28_1:2:3_000001_2026",
+        "app.conf_Sun_Feb_30_16:44:13_012345_2026",
+        "app.conf_junk",
+        "other_Sun_Nov_29_16:44:13_012345_2026",
+    ];
+    let calls: Vec<Vec<&str>> = vec![
+        vec!["file.list_backups", &target],
+        vec!["file.list_backup", &target, "limit=2"],
+        vec!["file.list_backups", &target, "limit=-1"],
+        vec!["file.list_backups", "/nonexistent/app.conf"],
+        vec!["file.delete_backup", &target, "01"],
+        vec!["file.delete_backup", &target, "7"],
+        vec!["file.delete_backup", &target, "x"],
+        vec!["file.remove_backup", &target, "2"],
+        vec!["file.restore_backup", &target, "0"],
+    ];
+    let run_all = |salt_call: &std::path::Path| {
+        let dir = quiet_masterless();
+        let cache = dir.path().join("var/cache/salt/minion");
+        let bkdir = cache
+            .join("file_backup")
+            .join(work.path().strip_prefix("/").unwrap());
+        for name in names {
+            write_file(&bkdir, name, &format!("{name}\n"));
+        }
+        std::fs::write(&target, "current\n").unwrap();
+        let root = format!("{}/", dir.path().display());
+        let answers: Vec<_> = json_calls(salt_call, &dir.path().join("etc"), &calls)
+            .into_iter()
+            .map(|(call, rc, out)| (call, rc, out.replace(&root, "ROOT/")))
+            .collect();
+        let mut left: Vec<(String, String)> = std::fs::read_dir(&bkdir)
+            .unwrap()
+            .flatten()
+            .map(|e| {
+                let text = std::fs::read_to_string(e.path()).unwrap();
+                // The backup taken before the restore is named with the time it was taken.
+                let name = e.file_name().to_string_lossy().into_owned();
+                let name = if text == "current\n" {
+                    "NOW".into()
+                } else {
+                    name
+                };
+                (name, text)
+            })
+            .collect();
+        left.sort();
+        (answers, left, std::fs::read_to_string(&target).unwrap())
+    };
+    let want = run_all(&salt3007.join("bin/salt-call"));
+    let got = run_all(&bin("salt-call"));
+    same_answers(&want.0, &got.0);
+    assert_eq!((got.1, got.2), (want.1, want.2));
+}
+
 /// `mount.fstab`, `set_fstab`, `rm_fstab` and `mount.mount` on an fstab of the test's own:
 /// answers, exit codes and the file left compared with Salt's salt-call (the one mount asked
 /// for is of a mount point no fstab has, which mount refuses).

@@ -19,6 +19,7 @@ use brine_protocol::pyrepr::os_error as os_error_text;
 use super::args::{py_int, py_str, Bound, Signature, py_type_name};
 use super::{CallState, Context, FnError, Spec};
 
+mod backups;
 mod find;
 mod query;
 
@@ -37,6 +38,7 @@ pub enum Fun {
     Contains,
     ContainsRegex,
     Copy,
+    DeleteBackup,
     DirectoryExists,
     Dirname,
     Diskusage,
@@ -60,6 +62,8 @@ pub enum Fun {
     Join,
     Line,
     Link,
+    ListBackup,
+    ListBackups,
     Lstat,
     Makedirs,
     Mkdir,
@@ -72,6 +76,8 @@ pub enum Fun {
     Readdir,
     Readlink,
     Remove,
+    RemoveBackup,
+    RestoreBackup,
     Rename,
     Replace,
     Rmdir,
@@ -154,6 +160,7 @@ impl Fun {
         Fun::Contains,
         Fun::ContainsRegex,
         Fun::Copy,
+        Fun::DeleteBackup,
         Fun::DirectoryExists,
         Fun::Dirname,
         Fun::Diskusage,
@@ -177,6 +184,8 @@ impl Fun {
         Fun::Join,
         Fun::Line,
         Fun::Link,
+        Fun::ListBackup,
+        Fun::ListBackups,
         Fun::Lstat,
         Fun::Makedirs,
         Fun::Mkdir,
@@ -189,6 +198,8 @@ impl Fun {
         Fun::Readdir,
         Fun::Readlink,
         Fun::Remove,
+        Fun::RemoveBackup,
+        Fun::RestoreBackup,
         Fun::Rename,
         Fun::Replace,
         Fun::Rmdir,
@@ -562,6 +573,18 @@ impl Fun {
         salt '*' file.copy /etc/hosts /tmp/hosts
     ",
             ),
+            Fun::DeleteBackup | Fun::RemoveBackup => (
+                if self == Fun::DeleteBackup { "file.delete_backup" } else { "file.remove_backup" },
+                "delete_backup",
+                s(&["path", "backup_id"], 2, false, false),
+                "
+    Remove the backup of a file numbered backup_id by file.list_backups.
+
+    CLI Example:
+
+        salt '*' file.delete_backup /var/cache/salt/minion/file_backup/home/foo/bar/baz.txt 0
+    ",
+            ),
             Fun::DirectoryExists => (
                 "file.directory_exists",
                 "directory_exists",
@@ -764,6 +787,20 @@ impl Fun {
         salt '*' file.line /etc/nsswitch.conf 'networks: files dns' after='hosts:.*?' mode=ensure
     ",
             ),
+            Fun::ListBackups | Fun::ListBackup => (
+                if self == Fun::ListBackups { "file.list_backups" } else { "file.list_backup" },
+                "list_backups",
+                s(&["path", "limit"], 1, false, false),
+                "
+    The copies `backup: minion` kept of a file, newest first, numbered from 0:
+    {0: {'Backup Time': ..., 'Size': ..., 'Location': ...}}; limit keeps the
+    newest that many.
+
+    CLI Example:
+
+        salt '*' file.list_backups /foo/bar/baz.txt
+    ",
+            ),
             Fun::Lstat => (
                 "file.lstat",
                 "lstat",
@@ -852,6 +889,19 @@ impl Fun {
     CLI Example:
 
         salt '*' file.readlink /usr/bin/python3
+    ",
+            ),
+            Fun::RestoreBackup => (
+                "file.restore_backup",
+                "restore_backup",
+                s(&["path", "backup_id"], 2, false, false),
+                "
+    Put back the backup of a file numbered backup_id by file.list_backups (the
+    file as it is now is backed up first).
+
+    CLI Example:
+
+        salt '*' file.restore_backup /foo/bar/baz.txt 0
     ",
             ),
             Fun::Remove => (
@@ -1079,7 +1129,7 @@ impl Fun {
 
     pub(crate) async fn run(
         self,
-        _ctx: &Context,
+        ctx: &Context,
         b: &Bound,
         st: &mut CallState,
     ) -> Result<Value, FnError> {
@@ -1090,12 +1140,13 @@ impl Fun {
         }
         // File system work blocks: keep it off the runtime's worker threads.
         let bound = b.clone();
-        tokio::task::spawn_blocking(move || self.run_blocking(&bound))
+        let cachedir = ctx.services.cachedir.clone();
+        tokio::task::spawn_blocking(move || self.run_blocking(&bound, &cachedir))
             .await
             .map_err(|e| FnError::Exception(format!("file function stopped: {e}")))?
     }
 
-    fn run_blocking(self, b: &Bound) -> Result<Value, FnError> {
+    fn run_blocking(self, b: &Bound, cachedir: &Path) -> Result<Value, FnError> {
         match self {
             Fun::Access => access(b),
             Fun::Append => append(b),
@@ -1180,6 +1231,9 @@ impl Fun {
             Fun::Replace => replace(b),
             Fun::Rmdir => rmdir(b),
             Fun::Search => search(b),
+            Fun::ListBackups | Fun::ListBackup => backups::list_backups(cachedir, b),
+            Fun::RestoreBackup => backups::restore_backup(cachedir, b),
+            Fun::DeleteBackup | Fun::RemoveBackup => backups::delete_backup(cachedir, b),
             // Started by `run`, which waits for the process.
             Fun::Grep => Err(FnError::Execution("file.grep runs a process".into())),
             Fun::SeekRead => seek_read(b),

@@ -1218,7 +1218,7 @@ fn backup_path(cachedir: &Path, path: &Path) -> PathBuf {
 }
 
 /// Copy `path` into the minion's backups with its owner and mode (Salt's `backup_minion`).
-fn backup_minion(cachedir: &Path, path: &Path) -> std::io::Result<()> {
+pub fn backup_minion(cachedir: &Path, path: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let meta = std::fs::metadata(path)?;
     let target = backup_path(cachedir, path);
