@@ -1389,12 +1389,14 @@ fn timezone_and_sed_answer_as_salts() {
     assert_eq!(got.1, want.1);
 }
 
-/// `file.grep` (globs, options one per argument, grep's exit code as the job's, a path that
-/// is not there, options packed into one string refused), `pkg.autoremove list_only`,
+/// `file.contains_glob` (line ends kept, files larger than Salt's read window),
+/// `file.sed_contains` (limits, sed's errors), `file.grep` (globs, options one per argument,
+/// grep's exit code as the job's, a path that is not there, options packed into one string
+/// refused), `pkg.autoremove list_only`,
 /// `pkg.info_installed` (every package, some, unknown ones, `failhard=False`) and `pkg.show`
 /// (filters): answers and exit codes compared with Salt's salt-call.
 #[test]
-fn grep_autoremove_and_package_info_answer_as_salts() {
+fn searches_autoremove_and_package_info_answer_as_salts() {
     let Some((salt3007, _)) = brine_e2e::real::venvs() else {
         return;
     };
@@ -1403,10 +1405,33 @@ fn grep_autoremove_and_package_info_answer_as_salts() {
     write_file(&g, "a.txt", "alpha\nBeta\nbeta\n");
     write_file(&g, "b.txt", "gamma\nbeta\n");
     write_file(&g, ".hidden.txt", "beta\n");
+    write_file(&g, "c.txt", "alpha\r\nbackup.sh runs\nkeep one\n");
+    let big: String = (0..600_000u32)
+        .map(|i| char::from(b"abcdef\n"[(i.wrapping_mul(2_654_435_761) >> 7) as usize % 7]))
+        .collect();
+    write_file(&g, "big.txt", &format!("{big}NEEDLE{}", "x".repeat(100)));
     let a = g.join("a.txt").display().to_string();
+    let c = g.join("c.txt").display().to_string();
+    let big = g.join("big.txt").display().to_string();
     let all = g.join("*.txt").display().to_string();
     let none = g.join("none.txt").display().to_string();
+    let dir_path = g.display().to_string();
     let mut calls: Vec<Vec<&str>> = vec![
+        vec!["file.contains_glob", &c, "*backup*"],
+        vec!["file.contains_glob", &c, "alpha?backup*"],
+        vec!["file.contains_glob", &c, "alpha??backup*"],
+        vec!["file.contains_glob", &none, "*"],
+        vec!["file.contains_glob", &dir_path, "*"],
+        vec!["file.contains_glob", &big, "*NEEDLE*"],
+        vec!["file.contains_glob", &big, "*NEEDLEx"],
+        vec!["file.contains_glob", &big, "a*"],
+        vec!["file.sed_contains", &c, "backup\\.sh"],
+        vec!["file.sed_contains", &c, "nothere"],
+        vec!["file.sed_contains", &c, "one", "limit=keep"],
+        vec!["file.sed_contains", &c, "one", "limit=alpha"],
+        vec!["file.sed_contains", &c, "("],
+        vec!["file.sed_contains", &none, "x"],
+        vec!["file.sed_contains", &c, "a/b"],
         vec!["file.grep", &a, "beta"],
         vec!["file.grep", &a, "beta", " -i"],
         vec!["file.grep", &all, "beta"],

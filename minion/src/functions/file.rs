@@ -36,6 +36,7 @@ pub enum Fun {
     Comment,
     CommentLine,
     Contains,
+    ContainsGlob,
     ContainsRegex,
     Copy,
     DeleteBackup,
@@ -83,6 +84,7 @@ pub enum Fun {
     Rmdir,
     Search,
     Sed,
+    SedContains,
     SeekRead,
     SetMode,
     Stats,
@@ -158,6 +160,7 @@ impl Fun {
         Fun::Comment,
         Fun::CommentLine,
         Fun::Contains,
+        Fun::ContainsGlob,
         Fun::ContainsRegex,
         Fun::Copy,
         Fun::DeleteBackup,
@@ -204,6 +207,7 @@ impl Fun {
         Fun::Replace,
         Fun::Rmdir,
         Fun::Search,
+        Fun::SedContains,
         Fun::SeekRead,
         Fun::SetMode,
         Fun::Stats,
@@ -526,6 +530,19 @@ impl Fun {
     CLI Example:
 
         salt '*' file.comment_line /etc/modules '^pcspkr'
+    ",
+            ),
+            Fun::ContainsGlob => (
+                "file.contains_glob",
+                "contains_glob",
+                s(&["path", "glob_expr"], 2, false, false),
+                "
+    True when the file's text (read in windows of 256 KiB, as Salt reads it) matches
+    the glob; False when the file cannot be read.
+
+    CLI Example:
+
+        salt '*' file.contains_glob /etc/foobar '*cheese*'
     ",
             ),
             Fun::Contains => (
@@ -989,6 +1006,19 @@ impl Fun {
         salt '*' file.search /etc/crontab 'backup\\.sh'
     ",
             ),
+            Fun::SedContains => (
+                "file.sed_contains",
+                "sed_contains",
+                s(&["path", "text", "limit", "flags"], 2, false, false),
+                "
+    True when sed finds the text (a regex) in the file, on the lines matching limit
+    when given; False when the file does not exist.
+
+    CLI Example:
+
+        salt '*' file.sed_contains /etc/crontab 'backup\\.sh'
+    ",
+            ),
             Fun::SeekRead => (
                 "file.seek_read",
                 "seek_read",
@@ -1138,6 +1168,13 @@ impl Fun {
             st.retcode = out.exit_code();
             return Ok(out.into_map(false));
         }
+        if self == Fun::SedContains {
+            let Some(out) = sed_contains(b).await? else {
+                return Ok(Value::Boolean(false));
+            };
+            st.retcode = out.exit_code();
+            return Ok(Value::Boolean(!out.stdout().is_empty()));
+        }
         // File system work blocks: keep it off the runtime's worker threads.
         let bound = b.clone();
         let cachedir = ctx.services.cachedir.clone();
@@ -1169,6 +1206,7 @@ impl Fun {
             Fun::Comment => comment_line(b, Some(true)),
             Fun::CommentLine => comment_line(b, None),
             Fun::Contains => contains(b),
+            Fun::ContainsGlob => contains_glob(b),
             Fun::ContainsRegex => contains_regex(b),
             Fun::Copy => copy(b),
             Fun::DirectoryExists => Ok(Value::Boolean(
@@ -1235,7 +1273,10 @@ impl Fun {
             Fun::RestoreBackup => backups::restore_backup(cachedir, b),
             Fun::DeleteBackup | Fun::RemoveBackup => backups::delete_backup(cachedir, b),
             // Started by `run`, which waits for the process.
-            Fun::Grep => Err(FnError::Execution("file.grep runs a process".into())),
+            Fun::Grep | Fun::SedContains => Err(FnError::Execution(format!(
+                "{} runs a process",
+                self.spec().name
+            ))),
             Fun::SeekRead => seek_read(b),
             Fun::SetMode => {
                 let path = expanduser(&str_arg(b, "path")?);
@@ -1453,6 +1494,60 @@ async fn grep(b: &Bound) -> Result<super::cmd::RunOutput, FnError> {
         }));
     }
     super::cmd::run_argv(&argv, &[]).await
+}
+
+/// `file.sed_contains`: `sed -n -r -e '[/limit/ ]s/text/$/pg' path`, its output and errors
+/// together (any of them makes the answer true, as in Salt); `None` when there is no file.
+async fn sed_contains(b: &Bound) -> Result<Option<super::cmd::RunOutput>, FnError> {
+    let path = expanduser(&str_arg(b, "path")?);
+    if !Path::new(&path).exists() {
+        return Ok(None);
+    }
+    let text = |k: &str, default: &str| b.get(k).map_or(default.to_string(), py_str);
+    let before = sed_escape(&text("text", ""), false);
+    let limit = sed_escape(&text("limit", ""), false);
+    let limit = if limit.is_empty() {
+        String::new()
+    } else {
+        format!("/{limit}/ ")
+    };
+    let argv = [
+        "sed".to_string(),
+        "-n".into(),
+        "-r".into(),
+        "-e".into(),
+        format!("{limit}s/{before}/$/p{}", text("flags", "g")),
+        path,
+    ];
+    super::cmd::run_argv_merged(&argv, &[]).await.map(Some)
+}
+
+/// `file.contains_glob`: Salt's `BufferedReader` windows over the text (line ends as they are):
+/// the first 256 Ki characters, then sliding by 32 Ki; true when one matches the glob whole.
+fn contains_glob(b: &Bound) -> Result<Value, FnError> {
+    const WINDOW: usize = 256 * 1024;
+    const STEP: usize = 32 * 1024;
+    let path = expanduser(&str_arg(b, "path")?);
+    let glob = py_str(b.get("glob_expr").unwrap_or(&Value::Nil));
+    let Ok(bytes) = std::fs::read(&path) else {
+        return Ok(Value::Boolean(false));
+    };
+    // Salt opens it without newline translation.
+    let text = decode_utf8(bytes)?;
+    let chars: Vec<char> = text.chars().collect();
+    let (mut start, mut end) = (0, chars.len().min(WINDOW));
+    while start < end {
+        let window: String = chars[start..end].iter().collect();
+        if brine_protocol::target::fnmatch(&glob, &window) {
+            return Ok(Value::Boolean(true));
+        }
+        if end == chars.len() {
+            break;
+        }
+        start += STEP;
+        end = (end + STEP).min(chars.len());
+    }
+    Ok(Value::Boolean(false))
 }
 
 /// An uncaught `OSError` as the minion reports it (the traceback's last line).
