@@ -3,8 +3,6 @@
 //! forged events on the master's request port; a spoofed caller, a reused jid and job events
 //! shown to users who may not read the job; CORS headers nobody asked for.
 
-use std::io::Read;
-use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -13,8 +11,8 @@ use brine_e2e::wire::request;
 use brine_e2e::{proc_kib, wait_until, Stack};
 use brine_minion::channel::{Channel, Identity};
 use brine_protocol::crypt::{clean_key, load_or_generate_keypair, EncAlgo, SigAlgo};
-use brine_protocol::event::{unpack_body, PubDecoder};
 use brine_protocol::payload::{loads, map, Value};
+use brine_transport::eventbus::EventListener;
 use reqwest::header::{CONTENT_TYPE, ORIGIN};
 use serde_json::{json, Value as Json};
 
@@ -276,44 +274,32 @@ fn streams_show_a_user_only_the_jobs_they_may_read() {
 
 // ---- the master's request port -------------------------------------------------------------
 
-/// A reader of the master's event bus.
-struct Bus {
-    stream: UnixStream,
-    dec: PubDecoder,
-}
+/// A reader of the master's event bus, taken in by the master before it is used (it waits
+/// for its own probe event, so that no event fired after `connect` is missed).
+struct Bus(EventListener);
 
 impl Bus {
     fn connect(sock_dir: &Path) -> Bus {
-        let stream = UnixStream::connect(sock_dir.join("master_event_pub.ipc")).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_millis(200)))
-            .unwrap();
-        Bus {
-            stream,
-            dec: PubDecoder::new(1 << 20),
-        }
+        Bus(EventListener::connect(sock_dir).expect("the master's event bus"))
     }
 
     /// Every tag seen until `last` arrives (panics after 20 s).
     fn tags_until(&mut self, last: &str) -> Vec<String> {
         let deadline = Instant::now() + Duration::from_secs(20);
         let mut tags = Vec::new();
-        let mut buf = [0u8; 65536];
-        while Instant::now() < deadline {
-            if let Ok(n) = self.stream.read(&mut buf) {
-                assert!(n > 0, "the master's bus closed");
-                self.dec.push(&buf[..n]);
-            }
-            while let Some(body) = self.dec.next_body().unwrap() {
-                let (tag, _) = unpack_body(&body).unwrap();
-                let done = tag == last;
-                tags.push(tag);
-                if done {
-                    return tags;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.0.next(left).expect("the master's bus") {
+                Some(ev) => {
+                    let done = ev.tag == last;
+                    tags.push(ev.tag);
+                    if done {
+                        return tags;
+                    }
                 }
+                None => panic!("{last} never came; saw {tags:?}"),
             }
         }
-        panic!("{last} never came; saw {tags:?}");
     }
 }
 

@@ -34,13 +34,21 @@ impl Shell {
     }
 }
 
-/// Environment variables a starting shell reads that could make it print, run or define
-/// anything before the command (startup files, options, exported functions).
+/// Environment variables a starting shell reads that could make it print or run anything
+/// before the command (startup files, options), or make `test` or `[` something else (an
+/// exported function of that name; other exported functions are only defined).
 fn shell_reads(name: &str) -> bool {
     matches!(
         name,
-        "BASH_ENV" | "ENV" | "SHELLOPTS" | "BASHOPTS" | "BASH_XTRACEFD" | "POSIXLY_CORRECT"
-    ) || name.starts_with("BASH_FUNC_")
+        "BASH_ENV"
+            | "ENV"
+            | "SHELLOPTS"
+            | "BASHOPTS"
+            | "BASH_XTRACEFD"
+            | "POSIXLY_CORRECT"
+            | "BASH_FUNC_test%%"
+            | "BASH_FUNC_[%%"
+    )
 }
 
 /// Whether an environment (name, value) list leaves the shell's start plain.
@@ -380,8 +388,10 @@ mod tests {
         assert_eq!(Shell::of("/nonexistent/bash"), None);
         assert_eq!(Shell::of("/usr/bin/env"), None);
         assert!(plain_environment(["PATH", "HOME", "LANG"].into_iter()));
-        for name in ["BASH_ENV", "ENV", "SHELLOPTS", "BASH_FUNC_test%%"] {
+        for name in ["BASH_ENV", "ENV", "SHELLOPTS", "BASH_FUNC_test%%", "BASH_FUNC_[%%"] {
             assert!(!plain_environment(["PATH", name].into_iter()), "{name}");
         }
+        // Other exported functions are only defined when bash starts.
+        assert!(plain_environment(["BASH_FUNC_run_binary%%"].into_iter()));
     }
 }
