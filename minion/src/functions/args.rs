@@ -56,6 +56,25 @@ pub(crate) struct Bound {
 }
 
 impl Bound {
+    /// Salt's `invalid_kwargs` for a function taking `**kwargs`: an error naming the keyword
+    /// arguments given (Salt's own `__` ones aside) that are not in `names`.
+    pub(crate) fn only_kwargs(&self, names: &[&str]) -> Result<(), FnError> {
+        let invalid: Vec<String> = self
+            .kwargs
+            .iter()
+            .filter(|(k, _)| !k.starts_with("__") && !names.contains(&k.as_str()))
+            .map(|(k, v)| format!("{k}={}", py_str(v)))
+            .collect();
+        if invalid.is_empty() {
+            Ok(())
+        } else {
+            Err(FnError::Invocation(format!(
+                "The following keyword arguments are not valid: {}",
+                invalid.join(", ")
+            )))
+        }
+    }
+
     /// The value of a named parameter, if it was given (positionally or by keyword).
     pub(crate) fn get(&self, name: &str) -> Option<&Value> {
         let idx = self.names.iter().position(|n| *n == name)?;

@@ -1342,9 +1342,7 @@ impl RunOpts {
             pid_unseen: false,
         })
     }
-}
 
-impl RunOpts {
     /// A command with every option at its default and no shell.
     fn plain(cmd: Value) -> RunOpts {
         RunOpts {
@@ -1952,14 +1950,24 @@ fn inline_status(opts: &RunOpts, cwd: &str) -> Option<i64> {
     if !opts.pid_unseen {
         return None;
     }
-    let plain = inline::plain_environment(opts.env.iter().map(|(k, _)| k.as_str()))
-        && std::env::vars_os()
-            .all(|(k, _)| k.to_str().is_some_and(|k| inline::plain_environment([k].into_iter())));
-    if !plain {
+    // Most commands are no condition: the words say so before anything else is read.
+    let words = inline::literal_words(cmd.as_str()?)?;
+    if !matches!(words.first().map(String::as_str), Some("test" | "[")) {
         return None;
     }
-    let words = inline::literal_words(cmd.as_str()?)?;
+    if !inline::plain_environment(child_env_names(opts).iter().map(String::as_str)) {
+        return None;
+    }
     inline::test_status(&words, inline::Shell::of(shell)?, Path::new(cwd))
+}
+
+/// The names of the variables a command's process starts with: the minion's (unless
+/// `clean_env`) and the call's `env` (names that are not text cannot be any the shell reads).
+fn child_env_names(opts: &RunOpts) -> Vec<String> {
+    let inherited = std::env::vars_os()
+        .filter(|_| !opts.clean_env)
+        .filter_map(|(k, _)| k.into_string().ok());
+    inherited.chain(opts.env.iter().map(|(k, _)| k.clone())).collect()
 }
 
 #[cfg(test)]
@@ -2070,8 +2078,11 @@ mod tests {
             ..RunOpts::plain(s("test -e here"))
         };
         // (Unless the tests themselves run with a variable the shell would read at start.)
-        let plain = std::env::vars_os()
-            .all(|(k, _)| k.to_str().is_some_and(|k| inline::plain_environment([k].into_iter())));
+        let plain = inline::plain_environment(
+            child_env_names(&opts(true, true, None))
+                .iter()
+                .map(String::as_str),
+        );
         assert_eq!(
             inline_status(&opts(true, true, None), &cwd),
             plain.then_some(0)

@@ -1163,17 +1163,21 @@ impl Fun {
         b: &Bound,
         st: &mut CallState,
     ) -> Result<Value, FnError> {
-        if self == Fun::Grep {
-            let out = grep(b).await?;
-            st.retcode = out.exit_code();
-            return Ok(out.into_map(false));
-        }
-        if self == Fun::SedContains {
-            let Some(out) = sed_contains(b).await? else {
-                return Ok(Value::Boolean(false));
-            };
-            st.retcode = out.exit_code();
-            return Ok(Value::Boolean(!out.stdout().is_empty()));
+        // The functions that run a process set the job's retcode from it.
+        match self {
+            Fun::Grep => {
+                let out = grep(b).await?;
+                st.retcode = out.exit_code();
+                return Ok(out.into_map(false));
+            }
+            Fun::SedContains => {
+                let Some(out) = sed_contains(b).await? else {
+                    return Ok(Value::Boolean(false));
+                };
+                st.retcode = out.exit_code();
+                return Ok(Value::Boolean(!out.stdout().is_empty()));
+            }
+            _ => {}
         }
         // File system work blocks: keep it off the runtime's worker threads.
         let bound = b.clone();

@@ -430,25 +430,6 @@ impl Git<'_> {
             .stdout)
     }
 
-    /// The extra keyword arguments (without Salt's `__` ones), popping `names` first.
-    fn extra_kwargs(&self, names: &[&str]) -> Result<(), FnError> {
-        let invalid: Vec<String> = self
-            .b
-            .kwargs
-            .iter()
-            .filter(|(k, _)| !k.starts_with("__") && !names.contains(&k.as_str()))
-            .map(|(k, v)| format!("{k}={}", py_str(v)))
-            .collect();
-        if invalid.is_empty() {
-            Ok(())
-        } else {
-            Err(FnError::Invocation(format!(
-                "The following keyword arguments are not valid: {}",
-                invalid.join(", ")
-            )))
-        }
-    }
-
     fn kwarg_flag(&self, key: &str) -> bool {
         self.b.kwarg(key).is_some_and(py_truthy)
     }
@@ -586,7 +567,7 @@ impl Git<'_> {
             }
             Fun::RemoteRefs => self.remote_refs().await,
             Fun::ConfigGet => {
-                self.extra_kwargs(&["all", "global"])?;
+                self.b.only_kwargs(&["all", "global"])?;
                 self.config_get(
                     &py_str(self.arg("key").unwrap_or(&Value::Nil)),
                     self.kwarg_flag("all"),
@@ -594,7 +575,7 @@ impl Git<'_> {
                 .await
             }
             Fun::ConfigGetRegexp => {
-                self.extra_kwargs(&["global"])?;
+                self.b.only_kwargs(&["global"])?;
                 let Some(run) = self.config_getter("--get-regexp").await? else {
                     return Ok(Value::Map(vec![]));
                 };
@@ -677,7 +658,7 @@ impl Git<'_> {
                 Ok(Value::Boolean(true))
             }
             Fun::Merge => {
-                self.extra_kwargs(&[])?;
+                self.b.only_kwargs(&[])?;
                 self.identity_refused()?;
                 let mut command = self.git()?;
                 command.push("merge".into());
@@ -936,7 +917,7 @@ impl Git<'_> {
     }
 
     async fn remote_refs(&mut self) -> Result<Value, FnError> {
-        self.extra_kwargs(&["filter"])?;
+        self.b.only_kwargs(&["filter"])?;
         let mut command = strings(&["git", "ls-remote"]);
         if self.flag("heads") {
             command.push("--heads".into());
@@ -1044,7 +1025,7 @@ impl Git<'_> {
     }
 
     async fn config_set(&mut self) -> Result<Value, FnError> {
-        self.extra_kwargs(&["add", "global"])?;
+        self.b.only_kwargs(&["add", "global"])?;
         let add = self.kwarg_flag("add");
         let global = self.kwarg_flag("global");
         let cwd = self.config_cwd(global)?;
@@ -1094,7 +1075,7 @@ impl Git<'_> {
     }
 
     async fn config_unset(&mut self) -> Result<Value, FnError> {
-        self.extra_kwargs(&["all", "global"])?;
+        self.b.only_kwargs(&["all", "global"])?;
         let all = self.kwarg_flag("all");
         let global = self.kwarg_flag("global");
         let cwd = self.config_cwd(global)?;
@@ -1195,7 +1176,7 @@ impl Git<'_> {
     }
 
     async fn merge_base(&mut self) -> Result<Value, FnError> {
-        self.extra_kwargs(&["all"])?;
+        self.b.only_kwargs(&["all"])?;
         let all = self.kwarg_flag("all");
         let octopus = self.flag("octopus");
         let is_ancestor = self.flag("is_ancestor");

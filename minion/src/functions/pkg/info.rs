@@ -51,24 +51,10 @@ type Fields = Vec<(String, String)>;
 
 /// `pkg.info_installed`: the answer and the exit code of the last command run.
 pub(super) async fn info_installed(b: &Bound) -> Result<(Value, i32), FnError> {
-    let mut failhard = true;
-    let mut invalid = Vec::new();
-    for (k, v) in &b.kwargs {
-        if k.starts_with("__") {
-            continue;
-        }
-        if k == "failhard" {
-            failhard = brine_protocol::payload::py_truthy(v);
-        } else {
-            invalid.push(format!("{k}={}", py_str(v)));
-        }
-    }
-    if !invalid.is_empty() {
-        return Err(FnError::Invocation(format!(
-            "The following keyword arguments are not valid: {}",
-            invalid.join(", ")
-        )));
-    }
+    b.only_kwargs(&["failhard"])?;
+    let failhard = b
+        .kwarg("failhard")
+        .is_none_or(brine_protocol::payload::py_truthy);
     let names: Vec<String> = b.varargs.iter().map(py_str).collect();
     let avail = dselect_avail().await?;
     let mut cmd = vec!["dpkg-query".to_string(), "-W".into(), FORMAT.into()];
@@ -135,23 +121,13 @@ pub(super) async fn info_installed(b: &Bound) -> Result<(Value, i32), FnError> {
 /// `pkg.show`: `apt-cache show` of the names, `{name: {version: {field: value}}}`, the fields
 /// limited to `filter` when given; the exit code of the last command run.
 pub(super) async fn show(pkg: &super::Pkg<'_>, b: &Bound) -> Result<(Value, i32), FnError> {
-    let mut refresh = false;
-    let mut filter: Vec<String> = Vec::new();
-    let mut invalid = Vec::new();
-    for (k, v) in &b.kwargs {
-        match k.as_str() {
-            k if k.starts_with("__") => {}
-            "refresh" => refresh = brine_protocol::payload::py_truthy(v),
-            "filter" => filter = split_input(v).iter().map(|f| f.to_lowercase()).collect(),
-            _ => invalid.push(format!("{k}={}", py_str(v))),
-        }
-    }
-    if !invalid.is_empty() {
-        return Err(FnError::Invocation(format!(
-            "The following keyword arguments are not valid: {}",
-            invalid.join(", ")
-        )));
-    }
+    b.only_kwargs(&["refresh", "filter"])?;
+    let refresh = b
+        .kwarg("refresh")
+        .is_some_and(brine_protocol::payload::py_truthy);
+    let filter: Vec<String> = b.kwarg("filter").map_or_else(Vec::new, |v| {
+        split_input(v).iter().map(|f| f.to_lowercase()).collect()
+    });
     if refresh {
         pkg.refresh_db(0).await?;
     }
