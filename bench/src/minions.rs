@@ -223,41 +223,48 @@ fn apply_twice(
 }
 
 /// The processes the tree's `cmd.run` states start, started one after another by the bench
-/// itself with the shell both kinds of minion use (`$SHELL`, as Salt's `shell` grain reads
-/// it): the seconds of the first run's commands (every minion starts them), and of the
-/// `unless` conditions (`test -e`), one per state on each run, which Salt's minion starts as
-/// shells and Brine's answers as the shell's builtin does.
-fn process_floor(dir: &Path) -> anyhow::Result<(f64, f64)> {
+/// itself: the first run's commands through the shell both kinds of minion are given
+/// (`$SHELL -c`, as Salt's `shell` grain reads it; Salt's minion starts them so), the same
+/// programs started without the shell (as Brine's minion starts a plain file command), and
+/// the `unless` conditions (`test -e`), one per state on each run, which Salt's minion
+/// starts as shells and Brine's answers as the shell's builtin does.
+struct Floor {
+    shell_commands: f64,
+    programs: f64,
+    conditions: f64,
+}
+
+fn process_floor(dir: &Path) -> anyhow::Result<Floor> {
     let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into());
-    let run = |cmd: String| -> anyhow::Result<()> {
-        std::process::Command::new(&shell)
-            .args(["-c", &cmd])
-            .status()?;
-        Ok(())
-    };
     let out = dir.join("floor");
     let _ = fs::remove_dir_all(&out);
     for i in 0..PER_KIND {
         fs::create_dir_all(out.join(format!("d{i}")))?;
     }
-    let started = Instant::now();
+    let done = |i: usize| out.join(format!("d{i}/done")).display().to_string();
+    let timed = |argv: &dyn Fn(usize) -> Vec<String>| -> anyhow::Result<f64> {
+        let started = Instant::now();
+        for i in 0..PER_KIND {
+            let argv = argv(i);
+            std::process::Command::new(&argv[0])
+                .args(&argv[1..])
+                .status()?;
+        }
+        Ok(started.elapsed().as_secs_f64())
+    };
+    let shell_commands =
+        timed(&|i| vec![shell.clone(), "-c".into(), format!("touch {}", done(i))])?;
     for i in 0..PER_KIND {
-        run(format!(
-            "touch {}",
-            out.join(format!("d{i}/done")).display()
-        ))?;
+        fs::remove_file(done(i))?;
     }
-    let commands = started.elapsed().as_secs_f64();
-    let started = Instant::now();
-    for i in 0..PER_KIND {
-        run(format!(
-            "test -e {}",
-            out.join(format!("d{i}/done")).display()
-        ))?;
-    }
-    let conditions = started.elapsed().as_secs_f64();
+    let programs = timed(&|i| vec!["touch".into(), done(i)])?;
+    let conditions = timed(&|i| vec![shell.clone(), "-c".into(), format!("test -e {}", done(i))])?;
     fs::remove_dir_all(&out)?;
-    Ok((commands, conditions))
+    Ok(Floor {
+        shell_commands,
+        programs,
+        conditions,
+    })
 }
 
 /// W11 on a running Brine stack: one minion of each kind, then `n` of each kind at once.
@@ -273,14 +280,18 @@ pub(crate) fn measure(
     }
     let http = crate::cm::http(Duration::from_secs(1800))?;
     let tok = crate::cm::token(&http, st)?;
-    let (commands, conditions) = process_floor(&st.dir)?;
+    let Floor {
+        shell_commands,
+        programs,
+        conditions,
+    } = process_floor(&st.dir)?;
     crate::log(format!(
-        "  W11 the tree's shell processes alone: {commands:.2} s (the first run's commands), {conditions:.2} s (the conditions, each run)"
+        "  W11 the tree's processes alone: {shell_commands:.2} s (the first run's commands through the shell), {programs:.2} s (their programs without it), {conditions:.2} s (the conditions, each run)"
     ));
     rep.note(
         "W11",
         format!(
-            "The tree's `cmd.run` processes alone (`$SHELL -c`, started one after another by the bench, no minion): {commands:.2} s for the first run's {PER_KIND} commands, which every minion starts, so that no first run goes below it; {conditions:.2} s for the {PER_KIND} `unless: test -e` conditions of each run, which Salt's minion starts as shells and Brine's answers as the shell's `test` builtin does, without a process."
+            "The tree's `cmd.run` processes alone, started one after another by the bench (no minion): {shell_commands:.2} s for the first run's {PER_KIND} `touch` commands through `$SHELL -c`, as Salt's minion starts them, and {programs:.2} s for the same `touch` programs started without the shell, as Brine's minion starts a plain file command (the shell would only find the program and replace itself with it); {conditions:.2} s for the {PER_KIND} `unless: test -e` conditions of each run through the shell, as Salt's minion starts them, which Brine's answers as the shell's `test` builtin does, without a process."
         ),
     );
     for count in [1, n].into_iter().filter(|c| *c > 0) {

@@ -8,7 +8,9 @@
 //!
 //! A plain `test`/`[` condition run through bash or dash by a call that shows no process id
 //! (`cmd.retcode`, the states' `unless`/`onlyif`, `cmd.run`) is answered as the shell's
-//! builtin answers it, without starting the shell (`inline`).
+//! builtin answers it, without starting the shell (`inline`); one plain file command
+//! (`touch`, `mkdir`, `rm`, ...) run through either shell starts the program the shell would
+//! replace itself with, without the shell (`direct`).
 //!
 //! `cmd.script` takes its script from the master (`salt://`, rendered when a template is
 //! asked for), over `http://`/`https://` (fetched into the cache's `extrn_files` on every
@@ -29,6 +31,7 @@ use super::args::{
 use super::{CallState, Context, FnError, Spec};
 use brine_protocol::payload::map;
 
+mod direct;
 mod inline;
 
 /// The shell used when a call names none: the minion's `SHELL` environment variable, else
@@ -933,7 +936,7 @@ fn run_bg(b: &Bound) -> Result<Value, FnError> {
         prog,
         cwd,
         ..
-    } = prepare(&opts)?;
+    } = prepare(&opts, false)?;
     command
         .stdin(Stdio::inherit())
         .stdout(Stdio::inherit())
@@ -1675,10 +1678,13 @@ struct Prepared {
     prog: String,
     cwd: String,
     timeout: Option<Duration>,
+    /// Started without the shell the call names (`direct`).
+    direct: bool,
 }
 
-/// Check the options and build the command as `cmdmod._run` does, up to starting it.
-fn prepare(opts: &RunOpts) -> Result<Prepared, FnError> {
+/// Check the options and build the command as `cmdmod._run` does, up to starting it; a
+/// plain file command is built without its shell when `allow_direct`.
+fn prepare(opts: &RunOpts, allow_direct: bool) -> Result<Prepared, FnError> {
     let user = match &opts.runas {
         Some(name) => Some(
             lookup_user(name)
@@ -1737,8 +1743,22 @@ fn prepare(opts: &RunOpts) -> Result<Prepared, FnError> {
         ));
     };
 
-    let mut command = tokio::process::Command::new(prog);
-    command.args(rest).current_dir(&cwd);
+    let direct = allow_direct
+        .then(|| direct_start(opts))
+        .flatten();
+    let mut command = match &direct {
+        Some((file, words)) => {
+            let mut c = tokio::process::Command::new(file);
+            c.arg0(&words[0]).args(&words[1..]);
+            c
+        }
+        None => {
+            let mut c = tokio::process::Command::new(prog);
+            c.args(rest);
+            c
+        }
+    };
+    command.current_dir(&cwd);
     if opts.clean_env {
         command.env_clear();
     }
@@ -1778,15 +1798,8 @@ fn prepare(opts: &RunOpts) -> Result<Prepared, FnError> {
     for (k, v) in &opts.env {
         command.env(k, v);
     }
-    if let Some(prefix) = &opts.prepend_path {
-        let base = opts
-            .env
-            .iter()
-            .find(|(k, _)| k == "PATH")
-            .map(|(_, v)| v.clone())
-            .or_else(|| (!opts.clean_env).then(|| std::env::var("PATH").unwrap_or_default()))
-            .unwrap_or_default();
-        command.env("PATH", format!("{prefix}:{base}"));
+    if opts.prepend_path.is_some() {
+        command.env("PATH", child_path(opts).unwrap_or_default());
     }
     Ok(Prepared {
         command,
@@ -1794,20 +1807,53 @@ fn prepare(opts: &RunOpts) -> Result<Prepared, FnError> {
         prog: prog.clone(),
         cwd,
         timeout,
+        direct: direct.is_some(),
     })
+}
+
+/// The `PATH` a command's process starts with: the call's, or the minion's unless
+/// `clean_env`, behind `prepend_path` (which always sets one).
+fn child_path(opts: &RunOpts) -> Option<String> {
+    let base = match opts.env.iter().find(|(k, _)| k == "PATH") {
+        Some((_, v)) => Some(v.clone()),
+        None if opts.clean_env => None,
+        None => std::env::var("PATH").ok(),
+    };
+    match &opts.prepend_path {
+        Some(prefix) => Some(format!("{prefix}:{}", base.unwrap_or_default())),
+        None => base,
+    }
 }
 
 /// Run one command as `cmdmod._run` does.
 pub(crate) async fn execute(opts: &RunOpts) -> Result<RunOutput, FnError> {
+    if let Some(done) = execute_with(opts, true).await? {
+        return Ok(done);
+    }
+    // The program could not be started directly: nothing ran, so the shell is asked.
+    execute_with(opts, false).await?.ok_or_else(|| {
+        FnError::Execution(format!("Unable to run command '{}'", py_str(&opts.cmd)))
+    })
+}
+
+/// Run one command; `None` when it was to start without its shell and could not.
+async fn execute_with(opts: &RunOpts, allow_direct: bool) -> Result<Option<RunOutput>, FnError> {
     let Prepared {
         mut command,
         shown,
         prog,
         cwd,
         timeout,
-    } = prepare(opts)?;
+        direct,
+    } = prepare(opts, allow_direct)?;
     if let Some(status) = inline_status(opts, &cwd) {
-        return Ok(finished_run(opts, 0, status, String::new(), String::new()));
+        return Ok(Some(finished_run(
+            opts,
+            0,
+            status,
+            String::new(),
+            String::new(),
+        )));
     }
     command.process_group(0).kill_on_drop(true);
     command.stdin(if opts.stdin.is_some() {
@@ -1839,6 +1885,9 @@ pub(crate) async fn execute(opts: &RunOpts) -> Result<RunOutput, FnError> {
     let spawned = command.spawn();
     // Our copies of the child's ends must be closed, or reading never sees EOF.
     drop(command);
+    if direct && spawned.is_err() {
+        return Ok(None);
+    }
     let mut child = spawned.map_err(|e| {
         FnError::Execution(format!(
             "Unable to run command '{shown}' with the context '{}', reason: {}",
@@ -1877,13 +1926,13 @@ pub(crate) async fn execute(opts: &RunOpts) -> Result<RunOutput, FnError> {
         drop(guard);
         let _ = child.kill().await;
         let limit = opts.timeout.as_ref().map_or_else(String::new, py_str);
-        return Ok(RunOutput {
+        return Ok(Some(RunOutput {
             pid,
             retcode: 1,
             stdout: format!("{shown} : Timed out after {limit} seconds"),
             stderr: String::new(),
             timed_out: true,
-        });
+        }));
     };
     // The command finished: anything it left running in the background stays.
     guard.0 = None;
@@ -1900,7 +1949,7 @@ pub(crate) async fn execute(opts: &RunOpts) -> Result<RunOutput, FnError> {
     } else {
         (decode(&out, opts.rstrip), decode(&err, opts.rstrip))
     };
-    Ok(finished_run(opts, pid, retcode, stdout, stderr))
+    Ok(Some(finished_run(opts, pid, retcode, stdout, stderr)))
 }
 
 /// A finished command's output, its exit code read through `success_retcodes`,
@@ -1955,10 +2004,31 @@ fn inline_status(opts: &RunOpts, cwd: &str) -> Option<i64> {
     if !matches!(words.first().map(String::as_str), Some("test" | "[")) {
         return None;
     }
-    if !inline::plain_environment(child_env_names(opts).iter().map(String::as_str)) {
+    if !inline::plain_environment(
+        child_env_names(opts).iter().map(String::as_str),
+        &["test", "["],
+    ) {
         return None;
     }
     inline::test_status(&words, inline::Shell::of(shell)?, Path::new(cwd))
+}
+
+/// The program file and words of a command the shell would only replace itself with, a
+/// plain file command (`direct`), when nothing about the call can tell the difference;
+/// `None` to start the shell.
+fn direct_start(opts: &RunOpts) -> Option<(std::path::PathBuf, Vec<String>)> {
+    let (Value::String(cmd), true, Some(shell), None) =
+        (&opts.cmd, opts.python_shell, &opts.shell, &opts.runas)
+    else {
+        return None;
+    };
+    let words = inline::literal_words(cmd.as_str()?)?;
+    let (file, name) = direct::program(&words, child_path(opts).as_deref())?;
+    inline::Shell::of(shell)?;
+    if !inline::plain_environment(child_env_names(opts).iter().map(String::as_str), &[name]) {
+        return None;
+    }
+    Some((file, words))
 }
 
 /// The names of the variables a command's process starts with: the minion's (unless
@@ -2031,6 +2101,156 @@ mod tests {
         assert_eq!(r.ret, s("3"));
     }
 
+    /// What a directory holds, as text: names, kinds, modes, owners, link targets, sizes.
+    fn tree_text(root: &Path) -> String {
+        use std::os::unix::fs::MetadataExt;
+        let mut lines = Vec::new();
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            for e in std::fs::read_dir(&dir).unwrap().flatten() {
+                let p = e.path();
+                let m = std::fs::symlink_metadata(&p).unwrap();
+                let link = std::fs::read_link(&p).map(|t| t.display().to_string());
+                lines.push(format!(
+                    "{} {:o} {}:{} {} {}",
+                    p.strip_prefix(root).unwrap().display(),
+                    m.mode(),
+                    m.uid(),
+                    m.gid(),
+                    if m.is_file() { m.len() } else { 0 },
+                    link.unwrap_or_default()
+                ));
+                if m.is_dir() {
+                    stack.push(p);
+                }
+            }
+        }
+        lines.sort();
+        lines.join("\n")
+    }
+
+    #[tokio::test]
+    async fn plain_file_commands_start_without_the_shell_as_the_shell_starts_them() {
+        // The same steps in two directories, one through the shell and one without it:
+        // every answer and what is left on disk are the same.
+        let steps = [
+            "touch new",
+            "touch new 'with space'",
+            "touch missing/x",
+            "touch ''",
+            "touch --bogus",
+            "mkdir d",
+            "mkdir d",
+            "mkdir -p a/b/c",
+            "mkdir -m 700 m",
+            "rmdir a",
+            "rmdir m",
+            "rm",
+            "rm gone",
+            "rm -f gone",
+            "rm d",
+            "cp new copy",
+            "cp gone x",
+            "cp -r a a2",
+            "mv copy moved",
+            "mv gone x",
+            "ln -s new link",
+            "ln -s new link",
+            "ln new hard",
+            "chmod 600 new",
+            "chmod 999 new",
+            "chmod u+x gone",
+            "chown root hard",
+            "chown no-such-user-here hard",
+            "chgrp root moved",
+            "rm -r a2 d",
+            "/bin/mkdir -p abs/dir",
+        ];
+        let shells: Vec<&str> = ["/bin/bash", "/bin/dash"]
+            .into_iter()
+            .filter(|p| Path::new(p).exists())
+            .collect();
+        for shell in shells {
+            let roots = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+            for step in steps {
+                let mut answers = Vec::new();
+                for (root, direct) in roots.iter().zip([true, false]) {
+                    let opts = RunOpts {
+                        cwd: Some(root.path().to_str().unwrap().to_string()),
+                        shell: Some(shell.into()),
+                        python_shell: true,
+                        rstrip: true,
+                        ..RunOpts::plain(s(step))
+                    };
+                    assert!(direct_start(&opts).is_some(), "{step}");
+                    let out = execute_with(&opts, direct).await.unwrap().unwrap();
+                    answers.push((out.retcode, out.stdout, out.stderr));
+                }
+                assert_eq!(answers[0], answers[1], "{shell}: {step}");
+            }
+            assert_eq!(
+                tree_text(roots[0].path()),
+                tree_text(roots[1].path()),
+                "{shell}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn only_plain_calls_start_a_file_command_without_the_shell() {
+        // A shell named bash that leaves a mark, then is bash (bash passes exported
+        // functions on; dash would drop them).
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().to_str().unwrap().to_string();
+        let mark = dir.path().join("shell-started");
+        let fake = dir.path().join("bin/bash");
+        std::fs::create_dir_all(fake.parent().unwrap()).unwrap();
+        std::fs::write(
+            &fake,
+            format!("#!/bin/bash\necho x >> {}\nexec /bin/bash \"$@\"\n", mark.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let started = |with: &[(&str, Value)]| {
+            let _ = std::fs::remove_file(&mark);
+            let mut args = vec![("shell", s(fake.to_str().unwrap())), ("cwd", s(&cwd))];
+            args.extend(with.iter().cloned());
+            (kw(&args), mark.clone())
+        };
+        let (opts, m) = started(&[]);
+        let r = run("cmd.run_all", &[s("touch made"), opts]).await;
+        assert_eq!(get(&r.ret, "retcode"), Some(&Value::from(0)));
+        assert!(get(&r.ret, "pid").unwrap().as_u64().unwrap() > 0);
+        assert!(dir.path().join("made").exists());
+        assert!(!m.exists(), "touch went through the shell");
+        // Anything the shell would read or expand starts the shell.
+        for (cmd, with) in [
+            ("touch $HOME/x", vec![]),
+            ("touch a; touch b", vec![]),
+            ("touch made > out", vec![]),
+            ("echo made", vec![]),
+            (
+                "touch made",
+                vec![("env", map([("BASH_ENV", s("/dev/null"))]))],
+            ),
+            ("touch made", vec![("env", map([("PATH", s("bin:/usr/bin:/bin"))]))]),
+            ("touch made", vec![("python_shell", Value::Boolean(false))]),
+        ] {
+            let (opts, m) = started(&with);
+            let r = run("cmd.run_all", &[s(cmd), opts]).await;
+            assert_eq!(get(&r.ret, "retcode"), Some(&Value::from(0)), "{cmd}");
+            // (python_shell=False runs no shell at all.)
+            let shell = !with.iter().any(|(k, _)| *k == "python_shell");
+            assert_eq!(m.exists(), shell, "{cmd} {with:?}");
+        }
+        // An exported function named as the program is what the shell runs.
+        let func = map([("BASH_FUNC_touch%%", s("() {  echo function\n}"))]);
+        let (opts, m) = started(&[("env", func)]);
+        let r = run("cmd.run", &[s("touch made"), opts]).await;
+        assert_eq!(r.ret, s("function"));
+        assert!(m.exists());
+    }
+
     #[tokio::test]
     async fn shell_conditions_answered_without_the_shell_as_it_answers_them() {
         let dir = tempfile::tempdir().unwrap();
@@ -2082,6 +2302,7 @@ mod tests {
             child_env_names(&opts(true, true, None))
                 .iter()
                 .map(String::as_str),
+            &["test", "["],
         );
         assert_eq!(
             inline_status(&opts(true, true, None), &cwd),

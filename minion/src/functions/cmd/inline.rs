@@ -35,25 +35,25 @@ impl Shell {
 }
 
 /// Environment variables a starting shell reads that could make it print or run anything
-/// before the command (startup files, options), or make `test` or `[` something else (an
-/// exported function of that name; other exported functions are only defined).
-fn shell_reads(name: &str) -> bool {
+/// before the command (startup files, options), or make one of `commands` something else
+/// (an exported function of that name; other exported functions are only defined).
+fn shell_reads(name: &str, commands: &[&str]) -> bool {
     matches!(
         name,
-        "BASH_ENV"
-            | "ENV"
-            | "SHELLOPTS"
-            | "BASHOPTS"
-            | "BASH_XTRACEFD"
-            | "POSIXLY_CORRECT"
-            | "BASH_FUNC_test%%"
-            | "BASH_FUNC_[%%"
-    )
+        "BASH_ENV" | "ENV" | "SHELLOPTS" | "BASHOPTS" | "BASH_XTRACEFD" | "POSIXLY_CORRECT"
+    ) || name
+        .strip_prefix("BASH_FUNC_")
+        .and_then(|f| f.strip_suffix("%%"))
+        .is_some_and(|f| commands.contains(&f))
 }
 
-/// Whether an environment (name, value) list leaves the shell's start plain.
-pub(super) fn plain_environment<'a>(mut names: impl Iterator<Item = &'a str>) -> bool {
-    !names.any(shell_reads)
+/// Whether an environment (its variables' names) leaves the shell's start plain and the
+/// `commands` what their names say.
+pub(super) fn plain_environment<'a>(
+    mut names: impl Iterator<Item = &'a str>,
+    commands: &[&str],
+) -> bool {
+    !names.any(|n| shell_reads(n, commands))
 }
 
 /// The words of a command made only of literal words (unquoted safe characters, single
@@ -387,11 +387,22 @@ mod tests {
         assert_eq!(Shell::of("/bin/bash"), Some(Shell::Bash));
         assert_eq!(Shell::of("/nonexistent/bash"), None);
         assert_eq!(Shell::of("/usr/bin/env"), None);
-        assert!(plain_environment(["PATH", "HOME", "LANG"].into_iter()));
+        let conditions = ["test", "["];
+        assert!(plain_environment(["PATH", "HOME", "LANG"].into_iter(), &conditions));
         for name in ["BASH_ENV", "ENV", "SHELLOPTS", "BASH_FUNC_test%%", "BASH_FUNC_[%%"] {
-            assert!(!plain_environment(["PATH", name].into_iter()), "{name}");
+            assert!(
+                !plain_environment(["PATH", name].into_iter(), &conditions),
+                "{name}"
+            );
         }
         // Other exported functions are only defined when bash starts.
-        assert!(plain_environment(["BASH_FUNC_run_binary%%"].into_iter()));
+        assert!(plain_environment(
+            ["BASH_FUNC_run_binary%%", "BASH_FUNC_test%"].into_iter(),
+            &conditions
+        ));
+        assert!(!plain_environment(
+            ["BASH_FUNC_touch%%"].into_iter(),
+            &["touch"]
+        ));
     }
 }
