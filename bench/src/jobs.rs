@@ -1,14 +1,18 @@
 //! W6 set-up: fill a stopped master's job store with synthetic finished jobs (a test.ping to
-//! m1 and m1's return), with each implementation's own storage code.
+//! m1 and m1's return), with each implementation's own storage code. W3: count the returns a
+//! running master has stored.
 
 use std::fs;
 use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use brine_master::jobstore::{JobStore, SqliteStore};
 use brine_protocol::payload::{from_json, Value};
 use serde_json::json;
+
+use crate::stack::{Kind, Stack};
 
 /// `count` distinct jids one millisecond apart, ending now (Salt's format, local time).
 pub(crate) fn synthetic_jids(count: usize) -> Vec<String> {
@@ -110,6 +114,61 @@ pub(crate) fn fill_salt(
         );
     }
     Ok(())
+}
+
+/// Returns stored in a running master's job cache: rows of Brine's `salt_returns`, Salt's
+/// `return.p` files (`jobs/<hash head>/<hash rest>/<minion>/return.p`).
+pub(crate) fn stored_returns(st: &Stack, kind: Kind) -> anyhow::Result<u64> {
+    match kind {
+        Kind::Brine => {
+            let conn = rusqlite::Connection::open_with_flags(
+                st.cachedir().join("jobs.sqlite"),
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+            )?;
+            conn.busy_timeout(Duration::from_secs(5))?;
+            let n: i64 = conn.query_row("SELECT count(*) FROM salt_returns", [], |r| r.get(0))?;
+            Ok(n as u64)
+        }
+        Kind::Salt => {
+            let mut n = 0;
+            let mut dirs = vec![(st.cachedir().join("jobs"), 0)];
+            while let Some((dir, depth)) = dirs.pop() {
+                for e in fs::read_dir(&dir)?.flatten() {
+                    if depth < 3 && e.file_type().is_ok_and(|t| t.is_dir()) {
+                        dirs.push((e.path(), depth + 1));
+                    } else if depth == 3 && e.file_name() == "return.p" {
+                        n += 1;
+                    }
+                }
+            }
+            Ok(n)
+        }
+    }
+}
+
+/// Wait until the job cache holds `want` returns, for `limit` seconds at most: the count
+/// when the wait began and the seconds it took.
+pub(crate) fn returns_drained(
+    st: &Stack,
+    kind: Kind,
+    want: u64,
+    limit: f64,
+) -> anyhow::Result<(u64, f64)> {
+    let t0 = Instant::now();
+    let first = stored_returns(st, kind)?;
+    let mut n = first;
+    while n < want {
+        anyhow::ensure!(
+            t0.elapsed().as_secs_f64() < limit,
+            "{n} of {want} returns stored {limit} s after the submissions"
+        );
+        std::thread::sleep(Duration::from_millis(match kind {
+            Kind::Brine => 50,
+            Kind::Salt => 250,
+        }));
+        n = stored_returns(st, kind)?;
+    }
+    Ok((first, t0.elapsed().as_secs_f64()))
 }
 
 #[cfg(test)]

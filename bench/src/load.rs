@@ -169,6 +169,8 @@ pub(crate) async fn latency(
 pub(crate) struct Rate {
     pub per_second: f64,
     pub failures: u64,
+    /// Successful requests in all.
+    pub done: u64,
 }
 
 /// `clients` concurrent loops of `req` for `seconds`: successful requests per second.
@@ -198,9 +200,11 @@ pub(crate) async fn throughput(req: &Req, clients: usize, seconds: f64) -> Rate 
     for t in tasks {
         let _ = t.await;
     }
+    let done = done.load(Ordering::Relaxed);
     Rate {
-        per_second: done.load(Ordering::Relaxed) as f64 / t0.elapsed().as_secs_f64(),
+        per_second: done as f64 / t0.elapsed().as_secs_f64(),
         failures: failed.load(Ordering::Relaxed),
+        done,
     }
 }
 

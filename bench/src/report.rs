@@ -53,7 +53,11 @@ pub(crate) const SECTIONS: &[(&str, &str, &str)] = &[
         "W3: job submissions (`local_async`, `POST /minions`)",
         "{clients} clients in a loop submitting `local_async` test.ping to m1 through `POST /` (answer must \
          carry a jid), then the same through `POST /minions` (`{\"tgt\": \"m1\", \"fun\": \"test.ping\"}`); \
-         accepted submissions per second. The minion runs the jobs meanwhile.",
+         accepted submissions per second. The minion runs the jobs meanwhile. The returns of the submitted \
+         jobs are counted in the master's job cache (Brine's `salt_returns`, Salt's `return.p` files): the \
+         share stored by the end of the submissions, and the seconds after it until every one is (a master \
+         that accepts jobs faster than their returns come back leaves that work for later), and the jobs \
+         finished per second from the first submission to the last return stored.",
     ),
     (
         "W4",
