@@ -6,8 +6,8 @@
 //!
 //! Every write is committed before it comes back (in WAL with `synchronous = NORMAL`: it
 //! survives a crash of the process). With [`SqliteStore::sync_returns`] (`brine_job_store_sync:
-//! full`) a return is also synced to disk before it comes back, so that it survives a crash of the
-//! machine: after its commit, the WAL file is synced outside the connection's lock, so loads
+//! full`, the default) a return is also synced to disk before it comes back, so that it survives
+//! a crash of the machine: after its commit, the WAL file is synced outside the connection's lock, so loads
 //! and events written meanwhile do not wait for the disk. (A checkpoint that moved the commit
 //! into the database file synced both files first: in NORMAL mode SQLite syncs the WAL before a
 //! checkpoint and the database after it.) Concurrent writers share commits: whoever gets the

@@ -2,11 +2,14 @@
 //! requests with their nonce and `tok`, `send_private` replies, and re-authentication when the
 //! master no longer knows our session (a restart or a key rotation).
 //!
-//! One REQ socket, one request at a time: callers are serialised by a mutex and run on
-//! blocking threads.
+//! Up to [`SOCKETS`] requests in flight at once, each on a REQ socket of its own (a Salt
+//! minion's job processes each open their own channel), so that the returns of jobs that
+//! end together reach the master together; callers run on blocking threads. Sign-ins are
+//! one at a time, and a session the master refuses is forgotten only by a request that used
+//! it (another may already have signed in again).
 
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use brine_protocol::crypt::{
@@ -56,14 +59,38 @@ pub struct Identity {
     pub master_finger: String,
 }
 
-struct State {
-    req: ReqClient,
-    creds: Option<Creds>,
+/// Most requests in flight at once.
+pub const SOCKETS: usize = 8;
+
+/// The REQ sockets not in use, and how many there are in all.
+struct Pool {
+    idle: Vec<ReqClient>,
+    open: usize,
+}
+
+/// A socket taken from the pool, given back when dropped.
+struct Lease<'a> {
+    channel: &'a Channel,
+    req: Option<ReqClient>,
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        if let Some(req) = self.req.take() {
+            self.channel.pool.lock().expect("pool lock").idle.push(req);
+            self.channel.freed.notify_one();
+        }
+    }
 }
 
 pub struct Channel {
     pub ident: Identity,
-    state: Mutex<State>,
+    /// The session; held while signing in, so that sign-ins are one at a time.
+    creds: Mutex<Option<Arc<Creds>>>,
+    pool: Mutex<Pool>,
+    freed: Condvar,
+    ctx: zmq::Context,
+    endpoint: String,
     timeout: Duration,
     tries: u32,
     /// Per sign-in random token, proving the master can decrypt with the key we cached.
@@ -88,10 +115,14 @@ impl Channel {
     ) -> Channel {
         Channel {
             ident,
-            state: Mutex::new(State {
-                req: ReqClient::new(ctx, &tcp_endpoint(master, port)),
-                creds: None,
+            creds: Mutex::new(None),
+            pool: Mutex::new(Pool {
+                idle: Vec::new(),
+                open: 0,
             }),
+            freed: Condvar::new(),
+            ctx: ctx.clone(),
+            endpoint: tcp_endpoint(master, port),
             timeout,
             tries: tries.max(1),
             token: Crypticle::generate_key_string(),
@@ -99,7 +130,51 @@ impl Channel {
     }
 
     pub fn creds(&self) -> Option<Creds> {
-        self.state.lock().expect("channel lock").creds.clone()
+        self.creds_lock().as_deref().cloned()
+    }
+
+    fn creds_lock(&self) -> MutexGuard<'_, Option<Arc<Creds>>> {
+        self.creds.lock().expect("channel lock")
+    }
+
+    /// A free socket, a new one while there are fewer than [`SOCKETS`], or the next one
+    /// given back.
+    fn lease(&self) -> Lease<'_> {
+        let mut pool = self.pool.lock().expect("pool lock");
+        loop {
+            if let Some(req) = pool.idle.pop() {
+                return Lease {
+                    channel: self,
+                    req: Some(req),
+                };
+            }
+            if pool.open < SOCKETS {
+                pool.open += 1;
+                return Lease {
+                    channel: self,
+                    req: Some(ReqClient::new(&self.ctx, &self.endpoint)),
+                };
+            }
+            pool = self.freed.wait(pool).expect("pool lock");
+        }
+    }
+
+    /// The session to send with: the current one, unless it is `refused` (the master could
+    /// not read a request made with it) or there is none, and then a new sign-in's.
+    fn session(&self, refused: Option<&Arc<Creds>>) -> Result<Arc<Creds>, ChannelError> {
+        let mut creds = self.creds_lock();
+        match &*creds {
+            Some(c) if !refused.is_some_and(|r| Arc::ptr_eq(r, c)) => Ok(c.clone()),
+            _ => {
+                if refused.is_some() {
+                    tracing::info!("the master did not accept our session; signing in again");
+                }
+                *creds = None;
+                let fresh = Arc::new(self.sign_in_unlocked(self.timeout)?);
+                *creds = Some(fresh.clone());
+                Ok(fresh)
+            }
+        }
     }
 
     fn cached_master_pub_path(&self) -> PathBuf {
@@ -107,15 +182,12 @@ impl Channel {
     }
 
     /// Send `body` and wait for the reply, re-sending on a fresh socket up to `tries` times.
-    fn roundtrip(
-        &self,
-        st: &mut State,
-        body: &[u8],
-        timeout: Duration,
-    ) -> Result<Vec<u8>, ChannelError> {
+    fn roundtrip(&self, body: &[u8], timeout: Duration) -> Result<Vec<u8>, ChannelError> {
+        let mut lease = self.lease();
+        let req = lease.req.as_mut().expect("a leased socket");
         let mut last = None;
         for _ in 0..self.tries {
-            match st.req.request(body, timeout) {
+            match req.request(body, timeout) {
                 Ok(r) => return Ok(r),
                 Err(e) => last = Some(e),
             }
@@ -125,15 +197,14 @@ impl Channel {
 
     /// Sign in once. `Ok` with credentials, or why not.
     pub fn sign_in(&self, auth_timeout: Duration) -> Result<Creds, ChannelError> {
-        let mut st = self.state.lock().expect("channel lock");
-        self.sign_in_locked(&mut st, auth_timeout)
+        let mut creds = self.creds_lock();
+        let fresh = self.sign_in_unlocked(auth_timeout)?;
+        *creds = Some(Arc::new(fresh.clone()));
+        Ok(fresh)
     }
 
-    fn sign_in_locked(
-        &self,
-        st: &mut State,
-        auth_timeout: Duration,
-    ) -> Result<Creds, ChannelError> {
+    /// One sign-in exchange; the caller holds the session's lock and keeps what it gives.
+    fn sign_in_unlocked(&self, auth_timeout: Duration) -> Result<Creds, ChannelError> {
         let nonce = uuid::Uuid::new_v4().simple().to_string();
         let cached = std::fs::read_to_string(self.cached_master_pub_path())
             .ok()
@@ -156,7 +227,7 @@ impl Channel {
             ("load", map(load)),
             ("version", Value::from(3)),
         ]);
-        let reply = self.roundtrip(st, &dumps(&env), auth_timeout)?;
+        let reply = self.roundtrip(&dumps(&env), auth_timeout)?;
         let reply = loads(&reply).map_err(|e| ChannelError::Invalid(e.to_string()))?;
         let Some(load) = get(&reply, "load") else {
             return Err(ChannelError::Invalid("sign-in reply without load".into()));
@@ -255,7 +326,6 @@ impl Channel {
             publish_port,
             master_pub,
         };
-        st.creds = Some(creds.clone());
         Ok(creds)
     }
 
@@ -280,24 +350,18 @@ impl Channel {
     /// An encrypted request whose reply is encrypted with our session key and bound to the
     /// nonce. If the master cannot read us any more, sign in again and resend once.
     pub fn request(&self, load: &Value) -> Result<Value, ChannelError> {
-        let mut st = self.state.lock().expect("channel lock");
+        let mut refused = None;
         for attempt in 0..2 {
-            let creds = match st.creds.clone() {
-                Some(c) => c,
-                None => self.sign_in_locked(&mut st, self.timeout)?,
-            };
+            let creds = self.session(refused.as_ref())?;
             let nonce = uuid::Uuid::new_v4().simple().to_string();
             let body = self.aes_envelope(&creds, load, &nonce);
-            let reply = self.roundtrip(&mut st, &body, self.timeout)?;
+            let reply = self.roundtrip(&body, self.timeout)?;
             let decoded = loads(&reply).ok();
             let ct = decoded.as_ref().and_then(bytes_of);
             match ct.map(|ct| creds.session.loads(ct, Some(&nonce))) {
                 Some(Ok(Some(v))) => return Ok(v),
                 Some(Ok(None)) => return Ok(Value::Map(vec![])),
-                _ if attempt == 0 => {
-                    tracing::info!("the master did not accept our session; signing in again");
-                    st.creds = None;
-                }
+                _ if attempt == 0 => refused = Some(creds),
                 _ => return Err(ChannelError::Invalid("reply does not decrypt".into())),
             }
         }
@@ -307,19 +371,16 @@ impl Channel {
     /// A request answered with `send_private` (the pillar): `{key, pillar}` in clear, the
     /// payload encrypted with a one-time key for us and signed by the master.
     pub fn request_private(&self, load: &Value, field: &str) -> Result<Value, ChannelError> {
-        let mut st = self.state.lock().expect("channel lock");
+        let mut refused = None;
         for attempt in 0..2 {
-            let creds = match st.creds.clone() {
-                Some(c) => c,
-                None => self.sign_in_locked(&mut st, self.timeout)?,
-            };
+            let creds = self.session(refused.as_ref())?;
             let nonce = uuid::Uuid::new_v4().simple().to_string();
             let body = self.aes_envelope(&creds, load, &nonce);
-            let reply = self.roundtrip(&mut st, &body, self.timeout)?;
+            let reply = self.roundtrip(&body, self.timeout)?;
             let reply = loads(&reply).map_err(|e| ChannelError::Invalid(e.to_string()))?;
             let Some(key_ct) = get(&reply, "key").and_then(bytes_of) else {
                 if attempt == 0 {
-                    st.creds = None;
+                    refused = Some(creds);
                     continue;
                 }
                 return Err(ChannelError::Invalid("private reply without key".into()));
@@ -367,6 +428,98 @@ impl Channel {
 
     /// Forget the credentials (the next request signs in again).
     pub fn reset(&self) {
-        self.state.lock().expect("channel lock").creds = None;
+        *self.creds_lock() = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn channel(ctx: &zmq::Context, port: u16) -> Channel {
+        let key = PrivateKey::generate(1024).unwrap();
+        let ident = Identity {
+            id: "pool".into(),
+            pub_clean: clean_key(&key.public().to_pem()),
+            key,
+            tok: Vec::new(),
+            enc_algo: EncAlgo::OaepSha1,
+            sig_algo: SigAlgo::Pkcs1v15Sha1,
+            pki_dir: PathBuf::from("/nonexistent"),
+            master_finger: String::new(),
+        };
+        Channel::new(ctx, "127.0.0.1", port, ident, Duration::from_secs(20), 1)
+    }
+
+    /// A ROUTER on a free loopback port.
+    fn router(ctx: &zmq::Context) -> (zmq::Socket, u16) {
+        let s = ctx.socket(zmq::ROUTER).unwrap();
+        s.set_linger(0).unwrap();
+        s.set_rcvtimeo(10_000).unwrap();
+        s.bind("tcp://127.0.0.1:*").unwrap();
+        let ep = s.get_last_endpoint().unwrap().unwrap();
+        let port = ep.rsplit(':').next().unwrap().parse().unwrap();
+        (s, port)
+    }
+
+    /// Receive `n` requests, then answer each with its own body.
+    fn answer_when_waiting(s: &zmq::Socket, n: usize) -> Vec<Vec<u8>> {
+        let held: Vec<Vec<Vec<u8>>> = (0..n).map(|_| s.recv_multipart(0).unwrap()).collect();
+        let bodies = held.iter().map(|f| f.last().unwrap().clone()).collect();
+        for frames in held {
+            s.send_multipart(frames, 0).unwrap();
+        }
+        bodies
+    }
+
+    #[test]
+    fn requests_are_in_flight_together_up_to_the_pool() {
+        let ctx = zmq::Context::new();
+        let (master, port) = router(&ctx);
+        let ch = Arc::new(channel(&ctx, port));
+        // A master that answers only once SOCKETS requests wait: with one socket at a time
+        // it would wait in vain (here: 10 s, then the test fails).
+        let senders: Vec<_> = (0..SOCKETS + 1)
+            .map(|i| {
+                let ch = ch.clone();
+                std::thread::spawn(move || {
+                    ch.roundtrip(format!("r{i}").as_bytes(), Duration::from_secs(20))
+                })
+            })
+            .collect();
+        let mut seen = answer_when_waiting(&master, SOCKETS);
+        // The one request more waited for a socket and comes now.
+        seen.extend(answer_when_waiting(&master, 1));
+        let mut got: Vec<Vec<u8>> = senders
+            .into_iter()
+            .map(|t| t.join().unwrap().unwrap())
+            .collect();
+        got.sort();
+        seen.sort();
+        assert_eq!(got, seen);
+        assert_eq!(got.len(), SOCKETS + 1);
+        let pool = ch.pool.lock().unwrap();
+        assert_eq!((pool.open, pool.idle.len()), (SOCKETS, SOCKETS));
+    }
+
+    #[test]
+    fn a_refused_session_is_replaced_once() {
+        let ctx = zmq::Context::new();
+        let (_master, port) = router(&ctx);
+        let ch = channel(&ctx, port);
+        let make = || {
+            Arc::new(Creds {
+                aes: Crypticle::new(&Crypticle::generate_key_string()).unwrap(),
+                session: Crypticle::new(&Crypticle::generate_key_string()).unwrap(),
+                publish_port: 4505,
+                master_pub: ch.ident.key.public(),
+            })
+        };
+        let (old, new) = (make(), make());
+        *ch.creds_lock() = Some(new.clone());
+        // A request that used the old session finds the new one: no sign-in.
+        let got = ch.session(Some(&old)).unwrap();
+        assert!(Arc::ptr_eq(&got, &new));
+        assert!(Arc::ptr_eq(&ch.session(None).unwrap(), &new));
     }
 }

@@ -1285,9 +1285,9 @@ pub struct MasterConfig {
     pub store_events: bool,
     /// Brine-only `brine_nats`: bus events on a NATS JetStream stream shared by masters and APIs.
     pub nats: Option<NatsOptions>,
-    /// Brine-only `brine_job_store_sync`: `full` syncs a return to disk before it is
-    /// acknowledged (it survives a crash of the machine); `normal` (default) commits it before
-    /// the acknowledgement without that sync (it survives a crash of the master, as Salt's job
+    /// Brine-only `brine_job_store_sync`: `full` (default) syncs a return to disk before it
+    /// is acknowledged (it survives a crash of the machine); `normal` commits it before the
+    /// acknowledgement without that sync (it survives a crash of the master, as Salt's job
     /// cache, which never syncs).
     pub job_store_sync_full: bool,
     /// Brine-only `brine_lost_job_check`: every this many seconds, targeted minions without a
@@ -1564,7 +1564,7 @@ impl MasterConfig {
             store_events: r.bool("brine_store_events", false)?,
             nats: nats_options(&r)?,
             lost_job_check: r.unsigned("brine_lost_job_check", 60)?,
-            job_store_sync_full: match r.string("brine_job_store_sync", "normal")?.as_str() {
+            job_store_sync_full: match r.string("brine_job_store_sync", "full")?.as_str() {
                 "normal" => false,
                 "full" => true,
                 other => {
@@ -2365,6 +2365,8 @@ mod tests {
     fn job_store_sync_is_normal_or_full() {
         let dir = tempfile::tempdir().expect("tempdir");
         write(dir.path(), "master", "");
+        assert!(MasterConfig::load(dir.path()).unwrap().job_store_sync_full);
+        write(dir.path(), "master", "brine_job_store_sync: normal\n");
         assert!(!MasterConfig::load(dir.path()).unwrap().job_store_sync_full);
         write(dir.path(), "master", "brine_job_store_sync: full\n");
         assert!(MasterConfig::load(dir.path()).unwrap().job_store_sync_full);
