@@ -1471,7 +1471,8 @@ fn searches_autoremove_and_package_info_answer_as_salts() {
     same_answers(&want, &got);
 }
 
-/// `file.list_backups` (limits, names that are no backup or no date), `delete_backup` and
+/// `file.list_backups` (limits, names that are no backup or no date), `list_backups_dir`
+/// (the backups of a directory by name, Salt's grouping), `delete_backup` and
 /// `remove_backup` (ids that are not numbers or not there), `restore_backup`: answers, exit
 /// codes, the file restored and the backups left, compared with Salt's salt-call, each kind
 /// with the same backups in its own cache.
@@ -1482,6 +1483,7 @@ fn backups_answer_as_salts() {
     };
     let work = tempfile::tempdir().unwrap();
     let target = work.path().join("app.conf").display().to_string();
+    let folder = format!("{}/", work.path().display());
     let names = [
         "app.conf_Sun_Nov_29_16:44:13_012345_2026",
         "app.conf_Mon_Nov_30_09:00:01_5_2026",
@@ -1495,6 +1497,9 @@ fn backups_answer_as_salts() {
         vec!["file.list_backup", &target, "limit=2"],
         vec!["file.list_backups", &target, "limit=-1"],
         vec!["file.list_backups", "/nonexistent/app.conf"],
+        vec!["file.list_backups_dir", &folder],
+        vec!["file.list_backups_dir", &target, "limit=1"],
+        vec!["file.list_backups_dir", "/nonexistent/"],
         vec!["file.delete_backup", &target, "01"],
         vec!["file.delete_backup", &target, "7"],
         vec!["file.delete_backup", &target, "x"],

@@ -65,6 +65,7 @@ pub enum Fun {
     Link,
     ListBackup,
     ListBackups,
+    ListBackupsDir,
     Lstat,
     Makedirs,
     Mkdir,
@@ -189,6 +190,7 @@ impl Fun {
         Fun::Link,
         Fun::ListBackup,
         Fun::ListBackups,
+        Fun::ListBackupsDir,
         Fun::Lstat,
         Fun::Makedirs,
         Fun::Mkdir,
@@ -818,6 +820,22 @@ impl Fun {
         salt '*' file.list_backups /foo/bar/baz.txt
     ",
             ),
+            Fun::ListBackupsDir => (
+                "file.list_backups_dir",
+                "list_backups_dir",
+                s(&["path", "limit"], 1, false, false),
+                "
+    The copies `backup: minion` kept of the files of a directory (that of
+    path, or path itself with a trailing slash), by the name before the
+    first underscore, newest first, numbered from 0:
+    {name: {0: {'Backup Time': ..., 'Size': ..., 'Location': ...}}}; limit
+    keeps the newest that many of each.
+
+    CLI Example:
+
+        salt '*' file.list_backups_dir /foo/bar/baz/
+    ",
+            ),
             Fun::Lstat => (
                 "file.lstat",
                 "lstat",
@@ -1274,6 +1292,7 @@ impl Fun {
             Fun::Rmdir => rmdir(b),
             Fun::Search => search(b),
             Fun::ListBackups | Fun::ListBackup => backups::list_backups(cachedir, b),
+            Fun::ListBackupsDir => backups::list_backups_dir(cachedir, b),
             Fun::RestoreBackup => backups::restore_backup(cachedir, b),
             Fun::DeleteBackup | Fun::RemoveBackup => backups::delete_backup(cachedir, b),
             // Started by `run`, which waits for the process.

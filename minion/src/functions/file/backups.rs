@@ -1,6 +1,6 @@
 //! The copies `backup: minion` keeps under the cache's `file_backup` (Salt's
 //! `file.list_backups`, `restore_backup` and `delete_backup`, with their `list_backup` and
-//! `remove_backup` aliases): listed newest first, restored over the file (which is backed
+//! `remove_backup` aliases, and `list_backups_dir`): listed newest first, restored over the file (which is backed
 //! up first, as Salt does) or removed, by their number in that list.
 
 use std::path::{Path, PathBuf};
@@ -40,18 +40,26 @@ fn backups(bkroot: &Path, path: &str) -> Vec<Backup> {
         let Some(time) = parse_stamp(&pattern, &name) else {
             continue;
         };
-        let backup = Backup {
-            time,
-            size: meta.len(),
-            location,
-        };
-        match found.iter_mut().find(|b| b.time == time) {
-            Some(slot) => *slot = backup,
-            None => found.push(backup),
-        }
+        keep(
+            &mut found,
+            Backup {
+                time,
+                size: meta.len(),
+                location,
+            },
+        );
     }
     found.sort_by_key(|b| std::cmp::Reverse(b.time));
     found
+}
+
+/// One backup per time, as Salt keys them by time: a later one with the same time replaces
+/// the earlier.
+fn keep(found: &mut Vec<Backup>, backup: Backup) {
+    match found.iter_mut().find(|b| b.time == backup.time) {
+        Some(slot) => *slot = backup,
+        None => found.push(backup),
+    }
 }
 
 /// The expression Python's `strptime` builds for `<basename>_%a_%b_%d_%H:%M:%S_%f_%Y` (case
@@ -122,9 +130,15 @@ fn bkroot(cachedir: &Path) -> PathBuf {
 pub(super) fn list_backups(cachedir: &Path, b: &Bound) -> Result<Value, FnError> {
     let path = expanduser(&str_arg(b, "path")?);
     let found = take(backups(&bkroot(cachedir), &path), limit_of(b.get("limit")));
-    Ok(Value::Map(
+    Ok(numbered(found, usize::MAX))
+}
+
+/// Backups numbered from 0 as Salt lists them, `cap` at most.
+fn numbered(found: Vec<Backup>, cap: usize) -> Value {
+    Value::Map(
         found
             .into_iter()
+            .take(cap)
             .enumerate()
             .map(|(i, backup)| {
                 (
@@ -140,7 +154,80 @@ pub(super) fn list_backups(cachedir: &Path, b: &Bound) -> Result<Value, FnError>
                 )
             })
             .collect(),
-    ))
+    )
+}
+
+/// `file.list_backups_dir`: Salt groups the sorted names of the backup directory of `path`'s
+/// parent by the part before their first `_` (runs of equal parts, a later run's length
+/// replacing an earlier one's), and lists for each part the backups named after it (anything
+/// that is there, directories too), newest first, as many as its run's length at most.
+pub(super) fn list_backups_dir(cachedir: &Path, b: &Bound) -> Result<Value, FnError> {
+    let path = expanduser(&str_arg(b, "path")?);
+    let limit = limit_of(b.get("limit"));
+    let (parent, _) = brine_protocol::posixpath::split(&path);
+    let bkdir = bkroot(cachedir).join(parent.get(1..).unwrap_or(""));
+    let Ok(entries) = std::fs::read_dir(&bkdir) else {
+        return Ok(Value::Map(Vec::new()));
+    };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let prefix = |name: &str| name.split('_').next().unwrap_or_default().to_string();
+    // itertools.groupby into a dict: first place, last run's length.
+    let mut runs: Vec<(String, usize)> = Vec::new();
+    let mut last: Option<(String, usize)> = None;
+    for name in &names {
+        let p = prefix(name);
+        match &mut last {
+            Some((q, n)) if *q == p => *n += 1,
+            _ => {
+                if let Some(run) = last.replace((p, 1)) {
+                    record(&mut runs, run);
+                }
+            }
+        }
+    }
+    if let Some(run) = last {
+        record(&mut runs, run);
+    }
+    let mut out = Vec::new();
+    for (part, run) in runs {
+        let pattern = stamp_pattern(&part);
+        let mut found: Vec<Backup> = Vec::new();
+        for name in names.iter().filter(|n| prefix(n) == part) {
+            let Some(time) = parse_stamp(&pattern, name) else {
+                continue;
+            };
+            let location = bkdir.join(name);
+            let size = std::fs::metadata(&location).map_err(|e| {
+                FnError::Exception(brine_protocol::pyrepr::os_error(
+                    &e,
+                    Some(&location.display().to_string()),
+                ))
+            })?;
+            keep(
+                &mut found,
+                Backup {
+                    time,
+                    size: size.len(),
+                    location,
+                },
+            );
+        }
+        found.sort_by_key(|b| std::cmp::Reverse(b.time));
+        out.push((Value::from(part), numbered(take(found, limit), run)));
+    }
+    Ok(Value::Map(out))
+}
+
+/// A dict's assignment: a key keeps its first place and takes the last value.
+fn record(runs: &mut Vec<(String, usize)>, (part, n): (String, usize)) {
+    match runs.iter_mut().find(|(p, _)| *p == part) {
+        Some(slot) => slot.1 = n,
+        None => runs.push((part, n)),
+    }
 }
 
 /// Salt's `{"result": ..., "comment": ...}`.
