@@ -632,3 +632,18 @@ pub fn async_jid(o: &Output) -> String {
 pub fn read(p: &Path) -> String {
     fs::read_to_string(p).unwrap_or_default()
 }
+
+/// Holds the machine's system files (apt's sources, locales, the time zone, alternatives,
+/// installed packages) for a test that reads or changes them, until dropped: test binaries
+/// run side by side, and the state cases of `state/tests/run.rs` change the files that
+/// salt-call comparisons read. An exclusive `flock` on a file every test process shares.
+pub fn system_files_lock() -> fs::File {
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(std::env::temp_dir().join("brine-test-system-files.lock"))
+        .expect("the system files' lock file");
+    file.lock().expect("the system files' lock");
+    file
+}

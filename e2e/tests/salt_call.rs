@@ -892,6 +892,7 @@ fn ssh_keys_answer_as_salts() {
 /// the calls through Salt's salt-call, then, on the group made anew, through Brine's.
 #[test]
 fn alternatives_answer_as_salts() {
+    let _system = brine_e2e::system_files_lock();
     let Some((salt3007, _)) = brine_e2e::real::venvs() else {
         return;
     };
@@ -1026,6 +1027,7 @@ fn git_config_unset_answers_as_salts() {
 /// those refusals through the state.)
 #[test]
 fn apt_repos_answer_as_salts() {
+    let _system = brine_e2e::system_files_lock();
     let Some((salt3007, _)) = brine_e2e::real::venvs() else {
         return;
     };
@@ -1312,6 +1314,7 @@ fn known_hosts_answer_as_salts() {
 /// salt-call (`set_zone` sets the zone the machine has, which is put back afterwards).
 #[test]
 fn timezone_and_sed_answer_as_salts() {
+    let _system = brine_e2e::system_files_lock();
     let Some((salt3007, _)) = brine_e2e::real::venvs() else {
         return;
     };
@@ -1397,6 +1400,7 @@ fn timezone_and_sed_answer_as_salts() {
 /// (filters): answers and exit codes compared with Salt's salt-call.
 #[test]
 fn searches_autoremove_and_package_info_answer_as_salts() {
+    let _system = brine_e2e::system_files_lock();
     let Some((salt3007, _)) = brine_e2e::real::venvs() else {
         return;
     };
@@ -1637,6 +1641,7 @@ fn fstab_answers_as_salts() {
 /// setting locales is compared through the states in `state/tests/run_cases/locales`).
 #[test]
 fn locale_answers_as_salts() {
+    let _system = brine_e2e::system_files_lock();
     let Some((salt3007, _)) = brine_e2e::real::venvs() else {
         return;
     };

@@ -373,8 +373,24 @@ fn comparable(ret: &Value) -> Value {
     Value::Object(out)
 }
 
+/// The lock `brine_e2e::system_files_lock` takes (the same file): the state cases change apt's
+/// sources, locales, the time zone, alternatives and packages, which salt-call comparisons
+/// in other test binaries read.
+fn hold_system_files() -> std::fs::File {
+    let path = std::env::temp_dir().join("brine-test-system-files.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .expect("lock file");
+    file.lock().expect("lock");
+    file
+}
+
 #[test]
 fn cases_run_as_salt_runs_them() {
+    let _system = hold_system_files();
     let work = tempfile::tempdir().unwrap();
     let cases = tests_dir().join("run_cases");
     let http = serve_http(tests_dir().join("http_files"));
