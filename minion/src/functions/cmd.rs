@@ -1678,13 +1678,14 @@ struct Prepared {
     prog: String,
     cwd: String,
     timeout: Option<Duration>,
-    /// Started without the shell the call names (`direct`).
-    direct: bool,
+    /// What the minion does itself in the shell's place.
+    shortcut: Option<Shortcut>,
 }
 
-/// Check the options and build the command as `cmdmod._run` does, up to starting it; a
-/// plain file command is built without its shell when `allow_direct`.
-fn prepare(opts: &RunOpts, allow_direct: bool) -> Result<Prepared, FnError> {
+/// Check the options and build the command as `cmdmod._run` does, up to starting it; with
+/// `shortcuts`, a plain condition is answered and a plain file command built without its
+/// shell.
+fn prepare(opts: &RunOpts, shortcuts: bool) -> Result<Prepared, FnError> {
     let user = match &opts.runas {
         Some(name) => Some(
             lookup_user(name)
@@ -1743,16 +1744,14 @@ fn prepare(opts: &RunOpts, allow_direct: bool) -> Result<Prepared, FnError> {
         ));
     };
 
-    let direct = allow_direct
-        .then(|| direct_start(opts))
-        .flatten();
-    let mut command = match &direct {
-        Some((file, words)) => {
+    let shortcut = shortcuts.then(|| shortcut(opts, &cwd)).flatten();
+    let mut command = match &shortcut {
+        Some(Shortcut::Program(file, words)) => {
             let mut c = tokio::process::Command::new(file);
             c.arg0(&words[0]).args(&words[1..]);
             c
         }
-        None => {
+        _ => {
             let mut c = tokio::process::Command::new(prog);
             c.args(rest);
             c
@@ -1807,7 +1806,7 @@ fn prepare(opts: &RunOpts, allow_direct: bool) -> Result<Prepared, FnError> {
         prog: prog.clone(),
         cwd,
         timeout,
-        direct: direct.is_some(),
+        shortcut,
     })
 }
 
@@ -1837,24 +1836,23 @@ pub(crate) async fn execute(opts: &RunOpts) -> Result<RunOutput, FnError> {
 }
 
 /// Run one command; `None` when it was to start without its shell and could not.
-async fn execute_with(opts: &RunOpts, allow_direct: bool) -> Result<Option<RunOutput>, FnError> {
+async fn execute_with(opts: &RunOpts, shortcuts: bool) -> Result<Option<RunOutput>, FnError> {
     let Prepared {
         mut command,
         shown,
         prog,
         cwd,
         timeout,
-        direct,
-    } = prepare(opts, allow_direct)?;
-    if let Some(status) = inline_status(opts, &cwd) {
-        return Ok(Some(finished_run(
-            opts,
-            0,
-            status,
-            String::new(),
-            String::new(),
-        )));
-    }
+        shortcut,
+    } = prepare(opts, shortcuts)?;
+    let direct = match shortcut {
+        Some(Shortcut::Status(status)) => {
+            let done = finished_run(opts, 0, status, String::new(), String::new());
+            return Ok(Some(done));
+        }
+        Some(Shortcut::Program(..)) => true,
+        None => false,
+    };
     command.process_group(0).kill_on_drop(true);
     command.stdin(if opts.stdin.is_some() {
         Stdio::piped()
@@ -1982,53 +1980,54 @@ fn finished_run(
     }
 }
 
-/// The exit status of a command the shell would answer in its own process without a word
-/// of output (a plain `test`/`[` condition), when nothing about the call can tell the
-/// difference; `None` to start the shell.
-fn inline_status(opts: &RunOpts, cwd: &str) -> Option<i64> {
-    let (Value::String(cmd), true, Some(shell), None, None, false) = (
-        &opts.cmd,
-        opts.python_shell,
-        &opts.shell,
-        &opts.runas,
-        &opts.stdin,
-        opts.clean_env,
-    ) else {
-        return None;
-    };
-    if !opts.pid_unseen {
-        return None;
-    }
-    // Most commands are no condition: the words say so before anything else is read.
-    let words = inline::literal_words(cmd.as_str()?)?;
-    if !matches!(words.first().map(String::as_str), Some("test" | "[")) {
-        return None;
-    }
-    if !inline::plain_environment(
-        child_env_names(opts).iter().map(String::as_str),
-        &["test", "["],
-    ) {
-        return None;
-    }
-    inline::test_status(&words, inline::Shell::of(shell)?, Path::new(cwd))
+/// What a plain command asks of its shell that the minion does itself, when nothing about
+/// the call can tell the difference.
+#[derive(Debug)]
+enum Shortcut {
+    /// A `test`/`[` condition the shell would answer in its own process without a word of
+    /// output (`inline`), for a call that never shows a process id: its exit status.
+    Status(i64),
+    /// A plain file command the shell would only replace itself with (`direct`): the
+    /// program file and the words.
+    Program(std::path::PathBuf, Vec<String>),
 }
 
-/// The program file and words of a command the shell would only replace itself with, a
-/// plain file command (`direct`), when nothing about the call can tell the difference;
-/// `None` to start the shell.
-fn direct_start(opts: &RunOpts) -> Option<(std::path::PathBuf, Vec<String>)> {
+/// The shortcut for a command run from `cwd`, read once per run; `None` to start the shell.
+fn shortcut(opts: &RunOpts, cwd: &str) -> Option<Shortcut> {
     let (Value::String(cmd), true, Some(shell), None) =
         (&opts.cmd, opts.python_shell, &opts.shell, &opts.runas)
     else {
         return None;
     };
+    // Most commands are neither: the words say so before anything else is read.
     let words = inline::literal_words(cmd.as_str()?)?;
-    let (file, name) = direct::program(&words, child_path(opts).as_deref())?;
-    inline::Shell::of(shell)?;
-    if !inline::plain_environment(child_env_names(opts).iter().map(String::as_str), &[name]) {
+    let program = if matches!(words.first()?.as_str(), "test" | "[") {
+        if !opts.pid_unseen || opts.stdin.is_some() || opts.clean_env {
+            return None;
+        }
+        None
+    } else {
+        Some(direct::program(&words, child_path(opts).as_deref())?)
+    };
+    let shell = inline::Shell::of(shell)?;
+    let one;
+    let functions: &[&str] = match &program {
+        Some((_, name)) => {
+            one = [*name];
+            &one
+        }
+        None => &["test", "["],
+    };
+    if !inline::plain_environment(
+        child_env_names(opts).iter().map(String::as_str),
+        functions,
+    ) {
         return None;
     }
-    Some((file, words))
+    match program {
+        Some((file, _)) => Some(Shortcut::Program(file, words)),
+        None => inline::test_status(&words, shell, Path::new(cwd)).map(Shortcut::Status),
+    }
 }
 
 /// The names of the variables a command's process starts with: the minion's (unless
@@ -2182,7 +2181,11 @@ mod tests {
                         rstrip: true,
                         ..RunOpts::plain(s(step))
                     };
-                    assert!(direct_start(&opts).is_some(), "{step}");
+                    let cwd = opts.cwd.clone().unwrap();
+                    assert!(
+                        matches!(shortcut(&opts, &cwd), Some(Shortcut::Program(..))),
+                        "{step}"
+                    );
                     let out = execute_with(&opts, direct).await.unwrap().unwrap();
                     answers.push((out.retcode, out.stdout, out.stderr));
                 }
@@ -2304,13 +2307,14 @@ mod tests {
                 .map(String::as_str),
             &["test", "["],
         );
-        assert_eq!(
-            inline_status(&opts(true, true, None), &cwd),
-            plain.then_some(0)
-        );
-        assert_eq!(inline_status(&opts(true, false, None), &cwd), None);
-        assert_eq!(inline_status(&opts(false, true, None), &cwd), None);
-        assert_eq!(inline_status(&opts(true, true, Some("root")), &cwd), None);
+        let inline_status = |o: &RunOpts| match shortcut(o, &cwd) {
+            Some(Shortcut::Status(status)) => Some(status),
+            _ => None,
+        };
+        assert_eq!(inline_status(&opts(true, true, None)), plain.then_some(0));
+        assert_eq!(inline_status(&opts(true, false, None)), None);
+        assert_eq!(inline_status(&opts(false, true, None)), None);
+        assert_eq!(inline_status(&opts(true, true, Some("root"))), None);
     }
 
     #[tokio::test]

@@ -174,29 +174,20 @@ pub(super) fn list_backups_dir(cachedir: &Path, b: &Bound) -> Result<Value, FnEr
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    let prefix = |name: &str| name.split('_').next().unwrap_or_default().to_string();
-    // itertools.groupby into a dict: first place, last run's length.
+    // itertools.groupby into a dict: a part keeps its first place and its last run's length.
     let mut runs: Vec<(String, usize)> = Vec::new();
-    let mut last: Option<(String, usize)> = None;
-    for name in &names {
-        let p = prefix(name);
-        match &mut last {
-            Some((q, n)) if *q == p => *n += 1,
-            _ => {
-                if let Some(run) = last.replace((p, 1)) {
-                    record(&mut runs, run);
-                }
-            }
+    for run in names.chunk_by(|a, b| part_of(a) == part_of(b)) {
+        let part = part_of(&run[0]).to_string();
+        match runs.iter_mut().find(|(p, _)| *p == part) {
+            Some(slot) => slot.1 = run.len(),
+            None => runs.push((part, run.len())),
         }
-    }
-    if let Some(run) = last {
-        record(&mut runs, run);
     }
     let mut out = Vec::new();
     for (part, run) in runs {
         let pattern = stamp_pattern(&part);
         let mut found: Vec<Backup> = Vec::new();
-        for name in names.iter().filter(|n| prefix(n) == part) {
+        for name in names.iter().filter(|n| part_of(n) == part) {
             let Some(time) = parse_stamp(&pattern, name) else {
                 continue;
             };
@@ -222,12 +213,9 @@ pub(super) fn list_backups_dir(cachedir: &Path, b: &Bound) -> Result<Value, FnEr
     Ok(Value::Map(out))
 }
 
-/// A dict's assignment: a key keeps its first place and takes the last value.
-fn record(runs: &mut Vec<(String, usize)>, (part, n): (String, usize)) {
-    match runs.iter_mut().find(|(p, _)| *p == part) {
-        Some(slot) => slot.1 = n,
-        None => runs.push((part, n)),
-    }
+/// The part of a backup's name before its first `_` (Salt's `x.split("_")[0]`).
+fn part_of(name: &str) -> &str {
+    name.split('_').next().unwrap_or(name)
 }
 
 /// Salt's `{"result": ..., "comment": ...}`.
